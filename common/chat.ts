@@ -1,0 +1,135 @@
+/**
+ * The OpenAI-compatible chat-completions contract: request schema (zod, the one source of truth) and the
+ * response/chunk shapes the gateway returns. Workflow-safe: no Node built-ins, no I/O.
+ */
+import { z } from 'zod';
+
+const toolCallSchema = z.object({
+  id: z.string().min(1),
+  type: z.literal('function'),
+  function: z.object({ name: z.string().min(1), arguments: z.string() }),
+});
+
+/** Message content: a string, or the array-of-parts form the OpenAI SDK also sends (text parts only here). */
+const contentSchema = z.union([
+  z.string(),
+  z.array(z.object({ type: z.literal('text'), text: z.string() }).passthrough()).transform((parts) =>
+    parts.map((part) => part.text).join(''),
+  ),
+]);
+
+export const chatMessageSchema = z.discriminatedUnion('role', [
+  z.object({ role: z.literal('system'), content: contentSchema, name: z.string().optional() }),
+  z.object({ role: z.literal('developer'), content: contentSchema, name: z.string().optional() }),
+  z.object({ role: z.literal('user'), content: contentSchema, name: z.string().optional() }),
+  z.object({
+    role: z.literal('assistant'),
+    content: contentSchema.nullish(),
+    name: z.string().optional(),
+    tool_calls: z.array(toolCallSchema).optional(),
+  }),
+  z.object({ role: z.literal('tool'), content: contentSchema, tool_call_id: z.string().min(1) }),
+]);
+
+export const toolSchema = z.object({
+  type: z.literal('function'),
+  function: z.object({
+    name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or -'),
+    description: z.string().optional(),
+    parameters: z.record(z.string(), z.unknown()).optional(),
+    strict: z.boolean().nullish(),
+  }),
+});
+
+export const toolChoiceSchema = z.union([
+  z.enum(['auto', 'required', 'none']),
+  z.object({ type: z.literal('function'), function: z.object({ name: z.string() }) }),
+]);
+
+export const responseFormatSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('text') }),
+  z.object({ type: z.literal('json_object') }),
+  z.object({
+    type: z.literal('json_schema'),
+    json_schema: z.object({
+      name: z.string(),
+      description: z.string().optional(),
+      schema: z.record(z.string(), z.unknown()).optional(),
+      strict: z.boolean().nullish(),
+    }),
+  }),
+]);
+
+export const chatCompletionRequestSchema = z.object({
+  model: z.string().min(1),
+  messages: z.array(chatMessageSchema).min(1),
+  stream: z.boolean().optional(),
+  stream_options: z.object({ include_usage: z.boolean().optional() }).nullish(),
+  max_tokens: z.number().int().positive().nullish(),
+  max_completion_tokens: z.number().int().positive().nullish(),
+  temperature: z.number().min(0).max(2).nullish(),
+  top_p: z.number().min(0).max(1).nullish(),
+  n: z.literal(1).nullish(),
+  stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
+  presence_penalty: z.number().min(-2).max(2).nullish(),
+  frequency_penalty: z.number().min(-2).max(2).nullish(),
+  seed: z.number().int().nullish(),
+  user: z.string().max(256).nullish(),
+  response_format: responseFormatSchema.nullish(),
+  tools: z.array(toolSchema).max(128).nullish(),
+  tool_choice: toolChoiceSchema.nullish(),
+  parallel_tool_calls: z.boolean().nullish(),
+});
+
+export type ChatCompletionRequest = z.infer<typeof chatCompletionRequestSchema>;
+export type ChatMessage = z.infer<typeof chatMessageSchema>;
+export type Tool = z.infer<typeof toolSchema>;
+export type ToolChoice = z.infer<typeof toolChoiceSchema>;
+export type ToolCall = z.infer<typeof toolCallSchema>;
+export type ResponseFormat = z.infer<typeof responseFormatSchema>;
+
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: Array<{
+    index: number;
+    message: { role: 'assistant'; content: string | null; tool_calls?: ToolCall[]; refusal: null };
+    finish_reason: FinishReason;
+    logprobs: null;
+  }>;
+  usage: Usage;
+  system_fingerprint?: string;
+}
+
+export interface ChatCompletionChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: Array<{
+    index: number;
+    delta: {
+      role?: 'assistant';
+      content?: string | null;
+      tool_calls?: Array<{
+        index: number;
+        id?: string;
+        type?: 'function';
+        function?: { name?: string; arguments?: string };
+      }>;
+    };
+    finish_reason: FinishReason | null;
+    logprobs?: null;
+  }>;
+  usage?: Usage | null;
+}

@@ -1,0 +1,12 @@
+/**
+ * Typed parts a provider adapter yields while streaming. Adapters translate their wire protocol into these;
+ * only the HTTP edge frames them as OpenAI chunks and SSE. Event names are noun-action.
+ */
+import type { FinishReason, Usage } from './chat.ts';
+
+export type StreamPart =
+  | { type: 'text-delta'; text: string }
+  /** A tool call's pieces: the first part for an index carries id and name, later ones argument text. */
+  | { type: 'tool-call-delta'; index: number; id?: string; name?: string; argumentsDelta: string }
+  | { type: 'finish'; reason: FinishReason; rawReason: string | null }
+  | { type: 'usage'; usage: Usage };

@@ -1,0 +1,39 @@
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import { builtinModules } from 'node:module';
+
+const nodeBuiltins = [...builtinModules, ...builtinModules.map((name) => `node:${name}`)];
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', '.data/**', 'coverage/**', 'db/migrations/.snapshot-*.json'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts'],
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: false }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': 'error',
+    },
+  },
+  {
+    // Workflow code must stay deterministic: no Node built-ins, no I/O, only workflow-safe modules.
+    files: ['workflows/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: nodeBuiltins.map((name) => ({ name, message: 'Workflows must not import Node built-ins.' })),
+          patterns: [
+            { group: ['../activities/*', '../db/*', '../api/*'], allowTypeImports: true, message: 'Workflows import activity types only.' },
+          ],
+        },
+      ],
+    },
+  },
+  { files: ['**/*.js'], languageOptions: { globals: { process: 'readonly' } } },
+);
