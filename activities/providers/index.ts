@@ -1,0 +1,29 @@
+/** The provider router's entry: one adapter per wire protocol, chosen by configuration. */
+import { createAnthropicAdapter } from './anthropic/adapter.ts';
+import { createGeminiAdapter } from './gemini/adapter.ts';
+import { createOpenAICompatibleAdapter } from './openai-compatible/adapter.ts';
+import type { ProviderAdapter, ProviderConfig } from './types.ts';
+
+export { defaultTimeouts } from './http.ts';
+export { ProviderError } from './types.ts';
+export type {
+  CallOptions,
+  ProviderAdapter,
+  ProviderConfig,
+  ProviderFailureKind,
+  ProviderRequest,
+  ProviderResponse,
+  WireProtocol,
+} from './types.ts';
+
+/** Creates the adapter that speaks `config.protocol` to `config.baseUrl`. */
+export function createProviderAdapter(config: ProviderConfig): ProviderAdapter {
+  switch (config.protocol) {
+    case 'openai':
+      return createOpenAICompatibleAdapter(config);
+    case 'anthropic':
+      return createAnthropicAdapter(config);
+    case 'gemini':
+      return createGeminiAdapter(config);
+  }
+}

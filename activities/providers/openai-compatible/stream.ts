@@ -1,0 +1,106 @@
+/** Translates Chat Completions stream chunks into stream parts. */
+import type { EventSourceMessage } from 'eventsource-parser';
+import { z } from 'zod';
+import type { Usage } from '../../../common/chat.ts';
+import type { StreamPart } from '../../../common/stream-parts.ts';
+import { malformed, parseJsonPayload } from '../http.ts';
+import { closingParts, type StreamTranslator } from '../stream-translation.ts';
+import { ProviderError } from '../types.ts';
+import { fallbackToolCallId, fromOpenAIUsage, mapOpenAIFinishReason, openAIUsageSchema } from './response.ts';
+
+const openAIChunkSchema = z.object({
+  choices: z
+    .array(
+      z.object({
+        delta: z
+          .object({
+            content: z.string().nullish(),
+            tool_calls: z
+              .array(
+                z.object({
+                  index: z.number().int().nonnegative().nullish(),
+                  id: z.string().nullish(),
+                  function: z.object({ name: z.string().nullish(), arguments: z.string().nullish() }).nullish(),
+                }),
+              )
+              .nullish(),
+          })
+          .nullish(),
+        finish_reason: z.string().nullish(),
+      }),
+    )
+    .nullish(),
+  usage: openAIUsageSchema.nullish(),
+  // OpenAI and vLLM report a failure that happens mid-stream as a chunk with an error object.
+  error: z.object({ message: z.string().nullish(), code: z.union([z.string(), z.number()]).nullish() }).nullish(),
+});
+
+/** Holds what a Chat Completions stream has said so far; finish and usage go out together at `[DONE]`. */
+export class OpenAIStreamTranslator implements StreamTranslator {
+  complete = false;
+  private readonly provider: string;
+  private readonly startedToolCalls = new Set<number>();
+  private rawFinishReason: string | null | undefined;
+  private usage: Usage | null = null;
+
+  constructor(provider: string) {
+    this.provider = provider;
+  }
+
+  translate(event: EventSourceMessage): StreamPart[] {
+    if (event.data.trim() === '[DONE]') {
+      this.complete = true;
+      return this.closing();
+    }
+    const chunk = parseJsonPayload(this.provider, event.data, openAIChunkSchema, 'stream chunk');
+    if (chunk.error != null) {
+      const status = typeof chunk.error.code === 'number' ? chunk.error.code : undefined;
+      throw new ProviderError({
+        provider: this.provider,
+        kind: 'http',
+        status,
+        message: `${this.provider}: error in stream: ${chunk.error.message ?? 'unknown error'}`,
+      });
+    }
+    // The final chunk requested by stream_options carries usage and an empty choices array.
+    if (chunk.usage != null) this.usage = fromOpenAIUsage(chunk.usage);
+    const parts: StreamPart[] = [];
+    for (const choice of chunk.choices ?? []) {
+      if (choice.finish_reason != null) this.rawFinishReason = choice.finish_reason;
+      const content = choice.delta?.content;
+      if (content != null && content !== '') parts.push({ type: 'text-delta', text: content });
+      for (const [position, call] of (choice.delta?.tool_calls ?? []).entries()) {
+        parts.push(this.toolCallPart(call.index ?? position, call.id, call.function?.name, call.function?.arguments));
+      }
+    }
+    return parts;
+  }
+
+  end(): StreamPart[] {
+    // A few self-hosted servers end the body without `[DONE]`; a finish reason proves the answer is whole.
+    if (this.rawFinishReason === undefined) throw malformed(this.provider, 'stream ended before a finish reason');
+    return this.closing();
+  }
+
+  private toolCallPart(
+    index: number,
+    id: string | null | undefined,
+    name: string | null | undefined,
+    argumentsDelta: string | null | undefined,
+  ): StreamPart {
+    if (this.startedToolCalls.has(index)) return { type: 'tool-call-delta', index, argumentsDelta: argumentsDelta ?? '' };
+    this.startedToolCalls.add(index);
+    return {
+      type: 'tool-call-delta',
+      index,
+      id: id ?? fallbackToolCallId(index),
+      name: name ?? '',
+      argumentsDelta: argumentsDelta ?? '',
+    };
+  }
+
+  private closing(): StreamPart[] {
+    const raw = this.rawFinishReason ?? null;
+    return closingParts(mapOpenAIFinishReason(raw, this.startedToolCalls.size > 0), raw, this.usage);
+  }
+}

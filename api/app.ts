@@ -1,0 +1,60 @@
+/** createApp(deps): the gateway's Koa app, without listening. Middleware order: errors, body, routes. */
+import { bodyParser } from '@koa/bodyparser';
+import Router from '@koa/router';
+import Koa from 'koa';
+import type { Client } from '@temporalio/client';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { StreamHub } from '../activities/streaming/stream-hub.ts';
+import type { StreamJournal } from '../activities/streaming/stream-journal.ts';
+import type { CircuitBreaker } from '../activities/routing/circuit-breaker.ts';
+import type { LoadedCatalogue } from '../config/load-catalogue.ts';
+import { requireKey, type AuthState } from './auth.ts';
+import { errorRenderer } from './errors.ts';
+import type { Logger } from './logger.ts';
+import { apiKeyRoutes } from './routes/apikeys/routes.ts';
+import { ApiKeyService } from './routes/apikeys/service.ts';
+import { completionRoutes, type OpenStreams } from './routes/completions/routes.ts';
+import { CompletionService } from './routes/completions/service.ts';
+import { modelRoutes } from './routes/models/routes.ts';
+import { providerRoutes } from './routes/providers/routes.ts';
+
+export interface AppDependencies {
+  orm: MikroORM;
+  catalogue: LoadedCatalogue;
+  client: Client;
+  taskQueue: string;
+  hub: StreamHub;
+  journal: StreamJournal;
+  breaker: CircuitBreaker;
+  masterKey: string | undefined;
+  version: string;
+  logger: Logger;
+  openStreams: OpenStreams;
+}
+
+export function createApp(dependencies: AppDependencies): Koa {
+  const { catalogue, breaker, logger } = dependencies;
+  const app = new Koa();
+  app.proxy = true;
+  const keys = new ApiKeyService(dependencies.orm, dependencies.masterKey);
+  const completions = new CompletionService({
+    client: dependencies.client,
+    taskQueue: dependencies.taskQueue,
+    catalogue: catalogue.catalogue,
+    hub: dependencies.hub,
+    journal: dependencies.journal,
+  });
+
+  app.use(errorRenderer(logger));
+  app.use(bodyParser({ enableTypes: ['json'], jsonLimit: '8mb', encoding: 'utf-8' }));
+
+  const open = [modelRoutes(catalogue.catalogue), providerRoutes(catalogue.catalogue, breaker, dependencies.version)];
+  for (const router of open) app.use(router.routes()).use(router.allowedMethods({ throw: true }));
+
+  const keyed = new Router<AuthState>();
+  keyed.use(requireKey(keys));
+  keyed.use(completionRoutes(completions, dependencies.openStreams).routes());
+  keyed.use(apiKeyRoutes(keys).routes());
+  app.use(keyed.routes()).use(keyed.allowedMethods({ throw: true }));
+  return app;
+}

@@ -1,0 +1,85 @@
+/** Shapes workflow results and stream events into the OpenAI chat-completion objects the SDK expects. */
+import type { ChatCompletion, ChatCompletionChunk, Usage } from '../../common/chat.ts';
+import type { CompletionResult, StreamEvent } from '../../common/completion.ts';
+
+export function presentCompletion(result: CompletionResult): ChatCompletion {
+  const toolCalls = result.message?.toolCalls ?? [];
+  return {
+    id: result.requestId,
+    object: 'chat.completion',
+    created: result.created,
+    model: result.model,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: toolCalls.length > 0 ? (result.message?.content || null) : (result.message?.content ?? ''),
+          ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+          refusal: null,
+        },
+        finish_reason: result.finishReason,
+        logprobs: null,
+      },
+    ],
+    usage: result.usage,
+  };
+}
+
+/** Turns stream events into chunks; holds the model and whether the role chunk went out. */
+export class ChunkPresenter {
+  private readonly id: string;
+  private readonly created: number;
+  private model: string;
+
+  constructor(id: string, created: number, requestedModel: string) {
+    this.id = id;
+    this.created = created;
+    this.model = requestedModel;
+  }
+
+  /** Chunks for one event (none for events that only carry state). */
+  present(event: StreamEvent): ChatCompletionChunk[] {
+    switch (event.type) {
+      case 'model':
+        this.model = event.model;
+        return [this.chunk({ role: 'assistant', content: '' }, null)];
+      case 'text-delta':
+        return [this.chunk({ content: event.text }, null)];
+      case 'tool-call-delta':
+        return [
+          this.chunk(
+            {
+              tool_calls: [
+                {
+                  index: event.index,
+                  ...(event.id ? { id: event.id, type: 'function' as const } : {}),
+                  function: { ...(event.name ? { name: event.name } : {}), arguments: event.argumentsDelta },
+                },
+              ],
+            },
+            null,
+          ),
+        ];
+      case 'finish':
+        return [this.chunk({}, event.reason)];
+      case 'usage':
+      case 'error':
+        return [];
+    }
+  }
+
+  usageChunk(usage: Usage): ChatCompletionChunk {
+    return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage };
+  }
+
+  private chunk(delta: ChatCompletionChunk['choices'][number]['delta'], finishReason: ChatCompletionChunk['choices'][number]['finish_reason']): ChatCompletionChunk {
+    return {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.model,
+      choices: [{ index: 0, delta, finish_reason: finishReason, logprobs: null }],
+    };
+  }
+}

@@ -1,0 +1,202 @@
+/**
+ * Chat completions as durable workflows. The API validates, then starts `completionWorkflow` with eager
+ * start: the workflow's first task runs in this process's worker, whose local activity calls the provider
+ * and hands stream events to the waiting response through the in-process hub. A workflow that runs
+ * elsewhere (idempotent replay, another replica) is relayed from the stream journal instead.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { ApplicationFailure, WorkflowIdConflictPolicy } from '@temporalio/common';
+import type { Catalogue } from '../../../common/catalogue.ts';
+import { resolveModel } from '../../../common/catalogue.ts';
+import type { ChatCompletionRequest } from '../../../common/chat.ts';
+import {
+  completionWorkflowId,
+  type CompletionFailureDetails,
+  type CompletionInput,
+  type CompletionResult,
+  type Attempt,
+  type SequencedStreamEvent,
+} from '../../../common/completion.ts';
+import { errorStatus, type ErrorType } from '../../../common/errors.ts';
+import { kindKey, modelKey, userKey } from '../../../common/search-attributes.ts';
+import type { StreamHub, StreamSubscription } from '../../../activities/streaming/stream-hub.ts';
+import type { StreamJournal } from '../../../activities/streaming/stream-journal.ts';
+import type { completionWorkflow } from '../../../workflows/completion.workflow.ts';
+import { ApiError } from '../../errors.ts';
+
+export interface CompletionServiceDependencies {
+  client: Client;
+  taskQueue: string;
+  catalogue: Catalogue;
+  hub: StreamHub;
+  journal: StreamJournal;
+  /** How often a journal relay polls for new events. */
+  journalPollMs?: number;
+}
+
+export interface StartedCompletion {
+  requestId: string;
+  created: number;
+  handle: WorkflowHandle<typeof completionWorkflow>;
+  /** The workflow's first task runs in this process: its events arrive through `subscription`. */
+  local: boolean;
+  subscription: StreamSubscription | null;
+  result: Promise<Settled>;
+}
+
+export type Settled = { ok: true; value: CompletionResult } | { ok: false; error: ApiError; attempts: Attempt[] };
+
+export class CompletionService {
+  private readonly dependencies: CompletionServiceDependencies;
+
+  constructor(dependencies: CompletionServiceDependencies) {
+    this.dependencies = dependencies;
+  }
+
+  /** Checks the model, then starts (or, with an idempotency key, rejoins) the completion's workflow. */
+  async start(userId: string, request: ChatCompletionRequest, idempotencyKey: string | undefined): Promise<StartedCompletion> {
+    const { client, taskQueue, catalogue, hub } = this.dependencies;
+    if (request.model !== 'auto' && !resolveModel(catalogue, request.model)) {
+      throw new ApiError('model_not_found', `The model '${request.model}' does not exist; see GET /v1/models`, { param: 'model' });
+    }
+    const bodyHash = createHash('sha256').update(JSON.stringify(request)).digest('base64url');
+    const requestId = idempotencyKey
+      ? `chatcmpl-${createHash('sha256').update(`${userId}\n${idempotencyKey}`).digest('base64url').slice(0, 24)}`
+      : `chatcmpl-${randomBytes(18).toString('base64url')}`;
+    const workflowId = completionWorkflowId(requestId);
+
+    if (idempotencyKey) {
+      const existing = await this.describe(workflowId);
+      if (existing) {
+        if (existing.memo?.bodyHash !== bodyHash) {
+          throw new ApiError('conflict', 'This Idempotency-Key was already used with a different request body');
+        }
+        const handle = client.workflow.getHandle<typeof completionWorkflow>(workflowId);
+        const created = Number(existing.memo?.created ?? Math.floor(Date.now() / 1000));
+        return { requestId, created, handle, local: false, subscription: null, result: settle(handle.result()) };
+      }
+    }
+
+    const created = Math.floor(Date.now() / 1000);
+    const input: CompletionInput = { requestId, userId, created, request };
+    const subscription = request.stream ? hub.subscribe(requestId) : null;
+    try {
+      const handle = await client.workflow.start<typeof completionWorkflow>('completionWorkflow', {
+        workflowId,
+        taskQueue,
+        args: [input],
+        // Eager start hands the first workflow task to this process's worker: no extra round trip.
+        // An idempotent start may meet a concurrent twin, which USE_EXISTING joins instead (not eager).
+        requestEagerStart: !idempotencyKey,
+        ...(idempotencyKey ? { workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING } : {}),
+        workflowExecutionTimeout: '10 minutes',
+        typedSearchAttributes: [
+          { key: kindKey, value: 'completion' },
+          { key: userKey, value: userId },
+          { key: modelKey, value: request.model },
+        ],
+        memo: { bodyHash, created, model: request.model, stream: !!request.stream },
+        staticSummary: `Chat completion: ${request.model}${request.stream ? ', streamed' : ''}, for ${userId}`,
+      });
+      return { requestId, created, handle, local: handle.eagerlyStarted, subscription, result: settle(handle.result()) };
+    } catch (error) {
+      subscription?.close();
+      throw error;
+    }
+  }
+
+  /** The events of a started completion, in order, until its workflow settles. */
+  async *events(started: StartedCompletion, afterSeq = -1): AsyncGenerator<SequencedStreamEvent> {
+    let settled = false;
+    void started.result.then(() => (settled = true));
+    if (started.local && started.subscription) {
+      const iterator = started.subscription[Symbol.asyncIterator]();
+      try {
+        while (true) {
+          const next = await Promise.race([iterator.next(), started.result.then(() => null)]);
+          if (next === null || next.done) break;
+          yield next.value;
+        }
+        // Everything the activity published precedes the workflow's completion.
+        yield* started.subscription.drain();
+      } finally {
+        started.subscription.close();
+      }
+      return;
+    }
+    started.subscription?.close();
+    let lastSeq = afterSeq;
+    const pollMs = this.dependencies.journalPollMs ?? 25;
+    while (true) {
+      const finalRead = settled;
+      for (const event of await this.dependencies.journal.read(started.requestId, lastSeq)) {
+        lastSeq = event.seq;
+        yield event;
+      }
+      if (finalRead) return;
+      await Promise.race([new Promise((resolve) => setTimeout(resolve, pollMs)), started.result]);
+    }
+  }
+
+  /** The trace of a completion: attempts with provider, outcome and latency, for its owner only. */
+  async trace(userId: string, operator: boolean, requestId: string) {
+    const workflowId = completionWorkflowId(requestId);
+    const description = await this.describe(workflowId);
+    const owner = description?.typedSearchAttributes.get(userKey);
+    if (!description || (!operator && owner !== userId)) throw new ApiError('not_found', `No request ${requestId}`);
+    const handle = this.dependencies.client.workflow.getHandle<typeof completionWorkflow>(workflowId);
+    const base = {
+      id: requestId,
+      workflow_id: workflowId,
+      run_id: description.runId,
+      user_id: owner,
+      requested_model: description.memo?.model ?? null,
+      started_at: description.startTime.toISOString(),
+      closed_at: description.closeTime?.toISOString() ?? null,
+    };
+    if (description.status.name === 'RUNNING') {
+      const trace = await handle.query<{ status: string; attempts: unknown[] }>('trace');
+      return { ...base, status: 'running', attempts: trace.attempts };
+    }
+    const settled = await settle(handle.result());
+    if (settled.ok) {
+      const { value } = settled;
+      return { ...base, status: 'completed', model: value.model, provider: value.provider, usage: value.usage, usage_estimated: value.usageEstimated, attempts: value.attempts };
+    }
+    return { ...base, status: 'failed', error: settled.error.body().error, attempts: settled.attempts };
+  }
+
+  private async describe(workflowId: string) {
+    try {
+      return await this.dependencies.client.workflow.getHandle(workflowId).describe();
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return null;
+      throw error;
+    }
+  }
+}
+
+/** Resolves a workflow result to a value or the API error its failure means. */
+async function settle(result: Promise<CompletionResult>): Promise<Settled> {
+  try {
+    return { ok: true, value: await result };
+  } catch (error) {
+    return toFailure(error);
+  }
+}
+
+function toFailure(error: unknown): Settled & { ok: false } {
+  let cause: unknown = error instanceof WorkflowFailedError ? error.cause : error;
+  while (cause instanceof Error) {
+    if (cause instanceof ApplicationFailure && cause.type && cause.type in errorStatus) {
+      const details = cause.details?.[0] as CompletionFailureDetails | undefined;
+      const apiError = new ApiError(cause.type as ErrorType, cause.message, { retryAfterSeconds: details?.retryAfterSeconds });
+      return { ok: false, error: apiError, attempts: details?.attempts ?? [] };
+    }
+    cause = cause.cause;
+  }
+  const message = `Completion failed: ${error instanceof Error ? error.message : String(error)}`;
+  return { ok: false, error: new ApiError('internal_error', message), attempts: [] };
+}

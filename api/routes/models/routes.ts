@@ -1,0 +1,45 @@
+/**
+ * `/v1/models` (no key): the 12 catalogue models by plain id. `?include=versions` adds every dated pin;
+ * `/v1/models/{id}` retrieves a plain id or a pin. The self-hosted fallback is not listed here (it is an
+ * operator's deployment detail, shown in `/api/v1/providers`).
+ */
+import Router from '@koa/router';
+import type { Catalogue, CatalogueModel } from '../../../common/catalogue.ts';
+import { resolveModel } from '../../../common/catalogue.ts';
+import { ApiError } from '../../errors.ts';
+
+function presentModel(id: string, model: CatalogueModel) {
+  return { id, object: 'model' as const, created: model.created, owned_by: model.provider };
+}
+
+export function modelRoutes(catalogue: Catalogue) {
+  const router = new Router();
+  const listed = catalogue.models.map((model) => presentModel(model.id, model));
+  const withVersions = catalogue.models.flatMap((model) => [
+    presentModel(model.id, model),
+    ...model.versions.map((version) => presentModel(version.id, model)),
+  ]);
+
+  router.get('/v1/models', (context) => {
+    context.body = { object: 'list', data: context.query.include === 'versions' ? withVersions : listed };
+  });
+
+  router.get('/v1/models/pricing', (context) => {
+    context.body = {
+      object: 'pricing',
+      currency: 'USD',
+      unit: 'per_1m_tokens',
+      models: Object.fromEntries(catalogue.models.map((model) => [model.id, model.price])),
+    };
+  });
+
+  router.get('/v1/models/:id', (context) => {
+    const resolved = resolveModel(catalogue, context.params.id!);
+    if (!resolved || resolved.model.tier === 'self-hosted') {
+      throw new ApiError('model_not_found', `The model '${context.params.id}' does not exist`);
+    }
+    context.body = presentModel(resolved.responseId, resolved.model);
+  });
+
+  return router;
+}

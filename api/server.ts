@@ -1,0 +1,100 @@
+/**
+ * The gateway process: Koa API plus an in-process worker on the completions task queue sharing one
+ * NativeConnection with the client, so completions start eagerly in this process. `npm run api`.
+ * SIGTERM drains: stop accepting, let open streams finish (up to SHUTDOWN_GRACE_MS), stop the worker.
+ */
+import { Client } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import type { Server } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { loadCatalogue } from '../config/load-catalogue.ts';
+import { readSettings } from '../config/settings.ts';
+import { openOrm } from '../db/orm.ts';
+import { createWorker, createWorkerDependencies } from '../worker/create-worker.ts';
+import { createApp } from './app.ts';
+import { createLogger } from './logger.ts';
+import { OpenStreams } from './routes/completions/routes.ts';
+
+export const version: string = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
+
+export interface RunningGateway {
+  url: string;
+  port: number;
+  /** Drains and stops everything this process started. */
+  close(): Promise<void>;
+}
+
+export async function startGateway(environment: Record<string, string | undefined> = process.env): Promise<RunningGateway> {
+  const settings = readSettings(environment);
+  const logger = createLogger('gateway');
+  const catalogue = loadCatalogue(environment);
+  const orm = await openOrm(settings.DATABASE_URL);
+  const connection = await NativeConnection.connect({ address: settings.TEMPORAL_ADDRESS });
+  const client = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
+  const dependencies = createWorkerDependencies(orm, settings);
+  const worker = await createWorker({ connection, settings, catalogue, dependencies });
+  const workerRun = worker.run();
+  const openStreams = new OpenStreams();
+  const app = createApp({
+    orm,
+    catalogue,
+    client,
+    taskQueue: settings.TEMPORAL_TASK_QUEUE,
+    ...dependencies,
+    masterKey: settings.MASTER_KEY,
+    version,
+    logger,
+    openStreams,
+  });
+  const server: Server = await new Promise((resolve) => {
+    const listening = app.listen(settings.PORT, settings.HOST, () => resolve(listening));
+  });
+  server.keepAliveTimeout = 65_000;
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : settings.PORT;
+  const host = settings.HOST === '0.0.0.0' ? '127.0.0.1' : settings.HOST;
+
+  let closing: Promise<void> | null = null;
+  const close = () => {
+    closing ??= (async () => {
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await Promise.race([openStreams.settled(), new Promise((resolve) => setTimeout(resolve, settings.SHUTDOWN_GRACE_MS))]);
+      server.closeAllConnections();
+      await stopped;
+      worker.shutdown();
+      await workerRun.catch((error: unknown) => logger.error({ err: error }, 'worker stopped with an error'));
+      await connection.close();
+      await orm.close();
+    })();
+    return closing;
+  };
+  return { url: `http://${host}:${port}`, port, close };
+}
+
+/** Stops on SIGTERM/SIGINT after draining; a second signal exits at once. */
+export function stopOnSignals(stop: () => Promise<void>, logger = createLogger('process')): void {
+  let stopping = false;
+  const onSignal = (signal: string) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    logger.info({ signal }, 'draining');
+    stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+}
+
+if (import.meta.main) {
+  const gateway = await startGateway();
+  createLogger('gateway').info({ url: gateway.url, version }, 'gateway listening');
+  stopOnSignals(gateway.close);
+}

@@ -1,0 +1,84 @@
+/**
+ * What the completion workflow takes and returns, and the events a streamed completion emits.
+ * Workflow-safe types shared by api, workflows and activities.
+ */
+import type { ChatCompletionRequest, FinishReason, ToolCall, Usage } from './chat.ts';
+import type { ModelPrice } from './catalogue.ts';
+import type { ErrorType } from './errors.ts';
+import type { StreamPart } from './stream-parts.ts';
+
+export const completionsTaskQueue = 'tessera-completions';
+
+/** Workflow id of a completion: the business id an operator searches for. */
+export function completionWorkflowId(responseId: string): string {
+  return `completion-${responseId}`;
+}
+
+export interface CompletionInput {
+  /** The response id (`chatcmpl-…`), also the stream journal key. */
+  requestId: string;
+  userId: string;
+  created: number;
+  request: ChatCompletionRequest;
+}
+
+/** One model to try, as planned by the router. */
+export interface Candidate {
+  /** The id the response names when this candidate serves (a pin if one was requested). */
+  model: string;
+  provider: string;
+  upstreamModel: string;
+  tier: string;
+  price: ModelPrice;
+  /** The provider's breaker is open but its cool-down passed: this call is the half-open probe. */
+  probe: boolean;
+}
+
+export type AttemptOutcome = 'succeeded' | 'failed' | 'skipped';
+
+export interface Attempt {
+  attempt: number;
+  model: string;
+  provider: string;
+  outcome: AttemptOutcome;
+  latency_ms: number;
+  status?: number;
+  error?: string;
+}
+
+export interface CompletionMessage {
+  content: string | null;
+  toolCalls: ToolCall[];
+}
+
+export interface CompletionResult {
+  requestId: string;
+  model: string;
+  provider: string;
+  created: number;
+  finishReason: FinishReason;
+  /** Null for streamed completions: the text went to the client and the stream journal, not to history. */
+  message: CompletionMessage | null;
+  usage: Usage;
+  /** True when the provider reported no usage and it was estimated. */
+  usageEstimated: boolean;
+  attempts: Attempt[];
+}
+
+/** Details carried by a failed completion (ApplicationFailure details[0]). */
+export interface CompletionFailureDetails {
+  errorType: ErrorType;
+  attempts: Attempt[];
+  retryAfterSeconds?: number;
+}
+
+/** A streamed completion's events, in order, as relayed in-process and written to the stream journal. */
+export type StreamEvent =
+  | { type: 'model'; model: string }
+  | StreamPart
+  | { type: 'error'; errorType: ErrorType; message: string };
+
+export interface SequencedStreamEvent {
+  seq: number;
+  event: StreamEvent;
+}

@@ -1,0 +1,33 @@
+/** Process settings from the environment, validated once at start-up. Every variable is in .env.example. */
+import { z } from 'zod';
+
+const settingsSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().default('0.0.0.0'),
+  DATABASE_URL: z.string().min(1),
+  TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().default('tessera-completions'),
+  MASTER_KEY: z
+    .string()
+    .regex(/^te_[A-Za-z0-9_-]{16,}$/, 'MASTER_KEY must start with te_ and have at least 16 more characters')
+    .optional(),
+  BREAKER_FAILURE_THRESHOLD: z.coerce.number().int().positive().default(5),
+  BREAKER_COOLDOWN_MS: z.coerce.number().int().positive().default(30_000),
+  BREAKER_PROBE_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
+  PROVIDER_CONNECT_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+  PROVIDER_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  PROVIDER_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().positive().default(30_000),
+});
+
+export type Settings = z.infer<typeof settingsSchema>;
+
+export function readSettings(environment: Record<string, string | undefined> = process.env): Settings {
+  const parsed = settingsSchema.safeParse(environment);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(`invalid setting ${issue.path.join('.')}: ${issue.message}`);
+  }
+  return parsed.data;
+}

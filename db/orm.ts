@@ -1,0 +1,39 @@
+/** MikroORM configuration and start-up: one ORM per process, a fork per request or activity. */
+import { Migrator } from '@mikro-orm/migrations';
+import { defineConfig, MikroORM } from '@mikro-orm/postgresql';
+import { fileURLToPath } from 'node:url';
+import { entities } from './entities/index.ts';
+
+const migrationsPath = fileURLToPath(new URL('./migrations', import.meta.url));
+
+export function ormConfig(databaseUrl: string, options: { poolMax?: number } = {}) {
+  return defineConfig({
+    clientUrl: databaseUrl,
+    entities,
+    extensions: [Migrator],
+    pool: { min: 0, max: options.poolMax ?? 10 },
+    migrations: {
+      path: migrationsPath,
+      glob: '!(*.d).ts',
+      snapshot: true,
+      transactional: true,
+      allOrNothing: true,
+      emit: 'ts',
+      fileName: (timestamp: string, name?: string) => `Migration${timestamp}${name ? '_' + name : ''}`,
+    },
+    debug: false,
+    allowGlobalContext: false,
+  });
+}
+
+export type Orm = MikroORM;
+
+export async function openOrm(databaseUrl: string, options: { poolMax?: number } = {}): Promise<MikroORM> {
+  return MikroORM.init(ormConfig(databaseUrl, options));
+}
+
+/** Applies every committed migration that has not run yet. */
+export async function migrate(orm: MikroORM): Promise<string[]> {
+  const applied = await orm.migrator.up();
+  return applied.map((migration) => migration.name);
+}

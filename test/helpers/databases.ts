@@ -1,0 +1,37 @@
+/** Test databases: one migrated template per run, one clone per test file. */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+export const testTemplateDatabase = 'tessera_test_template';
+
+export function withDatabase(url: string, name: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${name}`;
+  return parsed.toString();
+}
+
+/** A fresh database cloned from the migrated template; returns its URL and a drop function. */
+export async function cloneTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const adminUrl = process.env.TESSERA_TEST_DATABASE_URL;
+  if (!adminUrl) throw new Error('TESSERA_TEST_DATABASE_URL is not set: run tests through npm test');
+  const name = `tessera_test_${randomBytes(6).toString('hex')}`;
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(`create database ${name} template ${testTemplateDatabase}`);
+  } finally {
+    await client.end();
+  }
+  return {
+    url: withDatabase(adminUrl, name),
+    async drop() {
+      const admin = new pg.Client({ connectionString: adminUrl });
+      await admin.connect();
+      try {
+        await admin.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await admin.end();
+      }
+    },
+  };
+}

@@ -1,0 +1,22 @@
+/**
+ * Once per `npm test` run: a Temporal dev server (reused when one already answers) and a freshly migrated
+ * template database; each test file clones the template into a database of its own.
+ */
+import { migrate, openOrm } from '../../db/orm.ts';
+import { createDatabase, dropDatabase, ensureDatabase } from '../../scripts/lib/database.ts';
+import { ensureTemporalServer } from '../../scripts/lib/temporal-server.ts';
+import { testTemplateDatabase, withDatabase } from './databases.ts';
+
+export default async function globalSetup(): Promise<void> {
+  const log = (line: string) => process.stderr.write(`[test setup] ${line}\n`);
+  const temporal = await ensureTemporalServer({ address: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233', log });
+  const database = await ensureDatabase({ dataDir: '.data', log });
+  await dropDatabase(database.url, testTemplateDatabase);
+  await createDatabase(database.url, testTemplateDatabase);
+  const orm = await openOrm(withDatabase(database.url, testTemplateDatabase), { poolMax: 1 });
+  await migrate(orm);
+  await orm.close();
+  process.env.TEMPORAL_ADDRESS = temporal.address;
+  process.env.TESSERA_TEST_DATABASE_URL = database.url;
+  (globalThis as { tesseraTestServices?: unknown }).tesseraTestServices = { temporal, database };
+}

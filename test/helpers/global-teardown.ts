@@ -1,0 +1,15 @@
+import { dropDatabase } from '../../scripts/lib/database.ts';
+import { testTemplateDatabase } from './databases.ts';
+
+interface Services {
+  temporal: { stop(): Promise<void> };
+  database: { url: string; stop(): Promise<void> };
+}
+
+export default async function globalTeardown(): Promise<void> {
+  const services = (globalThis as { tesseraTestServices?: Services }).tesseraTestServices;
+  if (!services) return;
+  await dropDatabase(services.database.url, testTemplateDatabase).catch(() => undefined);
+  await services.temporal.stop();
+  await services.database.stop();
+}

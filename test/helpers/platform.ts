@@ -1,0 +1,87 @@
+/**
+ * A whole gateway for one test file: its own database, its own simulator, its own task queue, on the
+ * run's Temporal server; clients are the official `openai` SDK and plain fetch.
+ */
+import { randomBytes } from 'node:crypto';
+import OpenAI from 'openai';
+import { startGateway, type RunningGateway } from '../../api/server.ts';
+import { simulatorControl, startSimulator } from '../../simulator/server.ts';
+import { cloneTestDatabase } from './databases.ts';
+
+export interface TestPlatform {
+  gateway: RunningGateway;
+  simulatorUrl: string;
+  simulator: ReturnType<typeof simulatorControl>;
+  masterKey: string;
+  databaseUrl: string;
+  /** Creates a user (by e-mail) and an API key for it through the public API. */
+  createKey(email?: string): Promise<{ id: string; key: string; user_id: string }>;
+  openai(apiKey: string, options?: { maxRetries?: number }): OpenAI;
+  fetch(path: string, init?: RequestInit & { key?: string }): Promise<Response>;
+  close(): Promise<void>;
+}
+
+export async function startTestPlatform(overrides: Record<string, string> = {}): Promise<TestPlatform> {
+  const database = await cloneTestDatabase();
+  const simulator = await startSimulator();
+  const masterKey = `te_master_${randomBytes(16).toString('hex')}`;
+  const environment: Record<string, string | undefined> = {
+    PATH: process.env.PATH,
+    LOG_LEVEL: 'warn',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: database.url,
+    TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
+    TEMPORAL_TASK_QUEUE: `test-${randomBytes(6).toString('hex')}`,
+    MASTER_KEY: masterKey,
+    SHUTDOWN_GRACE_MS: '5000',
+    ...simulatedProviders(simulator.url),
+    ...overrides,
+  };
+  const gateway = await startGateway(environment);
+  const control = simulatorControl(simulator.url);
+  let counter = 0;
+  const fetchGateway: TestPlatform['fetch'] = (path, init = {}) => {
+    const headers = new Headers(init.headers);
+    if (init.key) headers.set('authorization', `Bearer ${init.key}`);
+    if (init.body && !headers.has('content-type')) headers.set('content-type', 'application/json');
+    return fetch(`${gateway.url}${path}`, { ...init, headers });
+  };
+  return {
+    gateway,
+    simulatorUrl: simulator.url,
+    simulator: control,
+    masterKey,
+    databaseUrl: database.url,
+    async createKey(email = `user${++counter}-${randomBytes(3).toString('hex')}@example.com`) {
+      const response = await fetchGateway('/api/v1/apikeys', { method: 'POST', key: masterKey, body: JSON.stringify({ email }) });
+      if (response.status !== 201) throw new Error(`creating a key failed: ${response.status} ${await response.text()}`);
+      return (await response.json()) as { id: string; key: string; user_id: string };
+    },
+    openai: (apiKey, options = {}) => new OpenAI({ apiKey, baseURL: `${gateway.url}/v1`, maxRetries: options.maxRetries ?? 0 }),
+    fetch: fetchGateway,
+    async close() {
+      await gateway.close();
+      await simulator.close();
+      await database.drop();
+    },
+  };
+}
+
+/** Every provider pointed at the simulator, as `npm start` does when no provider key is set. */
+export function simulatedProviders(simulatorUrl: string): Record<string, string> {
+  return {
+    OPENAI_API_KEY: 'sim-openai',
+    OPENAI_BASE_URL: `${simulatorUrl}/v1`,
+    DEEPSEEK_API_KEY: 'sim-deepseek',
+    DEEPSEEK_BASE_URL: `${simulatorUrl}/v1`,
+    GROQ_API_KEY: 'sim-groq',
+    GROQ_BASE_URL: `${simulatorUrl}/v1`,
+    DASHSCOPE_API_KEY: 'sim-dashscope',
+    DASHSCOPE_BASE_URL: `${simulatorUrl}/v1`,
+    ANTHROPIC_API_KEY: 'sim-anthropic',
+    ANTHROPIC_BASE_URL: simulatorUrl,
+    GEMINI_API_KEY: 'sim-gemini',
+    GEMINI_BASE_URL: simulatorUrl,
+  };
+}

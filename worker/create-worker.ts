@@ -1,0 +1,77 @@
+/**
+ * Builds the worker's dependencies and the Temporal worker itself; used by the background worker process
+ * and by the API process, whose in-process worker takes eagerly started completions.
+ */
+import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { fileURLToPath } from 'node:url';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { createActivities } from '../activities/index.ts';
+import { CircuitBreaker } from '../activities/routing/circuit-breaker.ts';
+import { StreamHub } from '../activities/streaming/stream-hub.ts';
+import { StreamJournal } from '../activities/streaming/stream-journal.ts';
+import type { LoadedCatalogue } from '../config/load-catalogue.ts';
+import type { Settings } from '../config/settings.ts';
+
+const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+let bundle: Promise<WorkflowBundleWithSourceMap> | null = null;
+
+/** The workflow bundle, built once per process (webpack through the SDK's bundler). */
+export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  bundle ??= bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger });
+  return bundle;
+}
+
+const quietBundlerLogger = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (message: string) => console.warn(message),
+  error: (message: string) => console.error(message),
+};
+
+export interface WorkerDependencies {
+  hub: StreamHub;
+  journal: StreamJournal;
+  breaker: CircuitBreaker;
+}
+
+export function createWorkerDependencies(orm: MikroORM, settings: Settings): WorkerDependencies {
+  return {
+    hub: new StreamHub(),
+    journal: new StreamJournal(orm),
+    breaker: new CircuitBreaker(orm, {
+      failureThreshold: settings.BREAKER_FAILURE_THRESHOLD,
+      cooldownMs: settings.BREAKER_COOLDOWN_MS,
+      probeTimeoutMs: settings.BREAKER_PROBE_TIMEOUT_MS,
+    }),
+  };
+}
+
+export async function createWorker(options: {
+  connection: NativeConnection;
+  settings: Settings;
+  catalogue: LoadedCatalogue;
+  dependencies: WorkerDependencies;
+}): Promise<Worker> {
+  const { settings } = options;
+  return Worker.create({
+    connection: options.connection,
+    namespace: settings.TEMPORAL_NAMESPACE,
+    taskQueue: settings.TEMPORAL_TASK_QUEUE,
+    workflowBundle: await workflowBundle(),
+    activities: createActivities({
+      catalogue: options.catalogue,
+      ...options.dependencies,
+      providerTimeouts: {
+        connectTimeoutMs: settings.PROVIDER_CONNECT_TIMEOUT_MS,
+        idleTimeoutMs: settings.PROVIDER_IDLE_TIMEOUT_MS,
+        requestTimeoutMs: settings.PROVIDER_REQUEST_TIMEOUT_MS,
+      },
+    }),
+    maxConcurrentWorkflowTaskExecutions: 200,
+    maxConcurrentLocalActivityExecutions: 400,
+    maxCachedWorkflows: 1000,
+    shutdownGraceTime: `${settings.SHUTDOWN_GRACE_MS}ms`,
+  });
+}

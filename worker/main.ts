@@ -1,0 +1,34 @@
+/**
+ * The background worker process (`npm run worker`): polls the completions task queue, picking up anything
+ * whose API process died, and (in later issues) media jobs and agent loops. SIGTERM drains.
+ */
+import { NativeConnection } from '@temporalio/worker';
+import { loadCatalogue } from '../config/load-catalogue.ts';
+import { readSettings } from '../config/settings.ts';
+import { openOrm } from '../db/orm.ts';
+import { createLogger } from '../api/logger.ts';
+import { stopOnSignals } from '../api/server.ts';
+import { createWorker, createWorkerDependencies } from './create-worker.ts';
+
+export async function startWorker(environment: Record<string, string | undefined> = process.env) {
+  const settings = readSettings(environment);
+  const catalogue = loadCatalogue(environment);
+  const orm = await openOrm(settings.DATABASE_URL);
+  const connection = await NativeConnection.connect({ address: settings.TEMPORAL_ADDRESS });
+  const worker = await createWorker({ connection, settings, catalogue, dependencies: createWorkerDependencies(orm, settings) });
+  const running = worker.run();
+  return {
+    async close() {
+      worker.shutdown();
+      await running;
+      await connection.close();
+      await orm.close();
+    },
+  };
+}
+
+if (import.meta.main) {
+  const worker = await startWorker();
+  createLogger('worker').info('worker polling');
+  stopOnSignals(worker.close);
+}

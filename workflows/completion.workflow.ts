@@ -1,0 +1,100 @@
+/**
+ * completionWorkflow: one chat completion, from route planning through failover to the served answer.
+ * Its history is the request's trace: every attempt is a local activity (provider, outcome, latency).
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  defineQuery,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { CompletionActivities, ProviderFailureDetails } from '../activities/completion-activities.ts';
+import type { Attempt, CompletionFailureDetails, CompletionInput, CompletionResult } from '../common/completion.ts';
+import type { ErrorType } from '../common/errors.ts';
+import { modelKey } from '../common/search-attributes.ts';
+
+const { planRoute } = proxyLocalActivities<CompletionActivities>({
+  startToCloseTimeout: '10s',
+  retry: { maximumAttempts: 3, initialInterval: '50ms' },
+});
+
+// One try per candidate: failover to the next candidate is this workflow's decision, not a blind retry.
+const { callProvider } = proxyLocalActivities<CompletionActivities>({
+  startToCloseTimeout: '150s',
+  retry: { maximumAttempts: 1 },
+});
+
+export interface CompletionTrace {
+  status: 'running' | 'completed' | 'failed';
+  attempts: Attempt[];
+}
+
+export const traceQuery = defineQuery<CompletionTrace>('trace');
+
+export async function completionWorkflow(input: CompletionInput): Promise<CompletionResult> {
+  const attempts: Attempt[] = [];
+  setHandler(traceQuery, () => ({ status: 'running', attempts }));
+
+  const { candidates } = await planRoute({ request: input.request });
+  if (candidates.length === 0) {
+    throw failure('upstream_error', 'No provider is available for this model (no key configured or circuit open)', attempts);
+  }
+
+  let lastRetryAfter: number | undefined;
+  for (const [index, candidate] of candidates.entries()) {
+    const attempt = index + 1;
+    try {
+      const result = await callProvider({ requestId: input.requestId, attempt, candidate, request: input.request });
+      if (result.outcome === 'skipped') {
+        attempts.push({ attempt, model: candidate.model, provider: candidate.provider, outcome: 'skipped', latency_ms: 0, error: result.reason });
+        continue;
+      }
+      attempts.push({ attempt, model: candidate.model, provider: candidate.provider, outcome: 'succeeded', latency_ms: result.latencyMs });
+      if (candidate.model !== input.request.model) upsertSearchAttributes([{ key: modelKey, value: candidate.model }]);
+      return {
+        requestId: input.requestId,
+        model: candidate.model,
+        provider: candidate.provider,
+        created: input.created,
+        finishReason: result.finishReason,
+        message: result.message,
+        usage: result.usage,
+        usageEstimated: result.usageEstimated,
+        attempts,
+      };
+    } catch (error) {
+      if (!(error instanceof ActivityFailure) || !(error.cause instanceof ApplicationFailure)) throw error;
+      const details = error.cause.details?.[0] as ProviderFailureDetails | undefined;
+      attempts.push({
+        attempt,
+        model: candidate.model,
+        provider: candidate.provider,
+        outcome: 'failed',
+        latency_ms: details?.latencyMs ?? 0,
+        status: details?.status,
+        error: error.cause.message,
+      });
+      lastRetryAfter = details?.retryAfterSeconds ?? lastRetryAfter;
+      if (details && !details.retryable) {
+        throw failure('invalid_request', `The provider rejected the request: ${error.cause.message}`, attempts);
+      }
+      if (details?.contentSent) {
+        // Tokens already reached the client: the stream ended with an in-band error instead of a silent cut.
+        throw failure('upstream_error', `Stream interrupted after content was sent: ${error.cause.message}`, attempts);
+      }
+    }
+  }
+  throw failure(
+    'upstream_error',
+    `All ${candidates.length} candidate models failed: ${attempts.map((a) => `${a.model}: ${a.error}`).join('; ')}`,
+    attempts,
+    lastRetryAfter,
+  );
+}
+
+function failure(errorType: ErrorType, message: string, attempts: Attempt[], retryAfterSeconds?: number): ApplicationFailure {
+  const details: CompletionFailureDetails = { errorType, attempts, retryAfterSeconds };
+  return ApplicationFailure.create({ type: errorType, message, nonRetryable: true, details: [details] });
+}

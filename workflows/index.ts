@@ -1,0 +1,2 @@
+/** Every workflow the worker registers. */
+export { completionWorkflow, traceQuery } from './completion.workflow.ts';
