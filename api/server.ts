@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { loadCatalogue } from '../config/load-catalogue.ts';
 import { readSettings } from '../config/settings.ts';
 import { openOrm } from '../db/orm.ts';
-import { createWorker, createWorkerDependencies } from '../worker/create-worker.ts';
+import { createWorker, createWorkerDependencies, installTemporalRuntime } from '../worker/create-worker.ts';
 import { createApp } from './app.ts';
 import { createLogger } from './logger.ts';
 import { OpenStreams } from './routes/completions/routes.ts';
@@ -31,6 +31,7 @@ export async function startGateway(environment: Record<string, string | undefine
   const logger = createLogger('gateway');
   const catalogue = loadCatalogue(environment);
   const orm = await openOrm(settings.DATABASE_URL);
+  installTemporalRuntime();
   const connection = await NativeConnection.connect({ address: settings.TEMPORAL_ADDRESS });
   const client = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
   const dependencies = createWorkerDependencies(orm, settings);

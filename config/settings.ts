@@ -15,6 +15,7 @@ const settingsSchema = z.object({
   BREAKER_FAILURE_THRESHOLD: z.coerce.number().int().positive().default(5),
   BREAKER_COOLDOWN_MS: z.coerce.number().int().positive().default(30_000),
   BREAKER_PROBE_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
+  BREAKER_SNAPSHOT_TTL_MS: z.coerce.number().int().min(0).default(1_000),
   PROVIDER_CONNECT_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
   PROVIDER_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   PROVIDER_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),

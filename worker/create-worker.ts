@@ -2,7 +2,15 @@
  * Builds the worker's dependencies and the Temporal worker itself; used by the background worker process
  * and by the API process, whose in-process worker takes eagerly started completions.
  */
-import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import {
+  DefaultLogger,
+  NativeConnection,
+  Runtime,
+  Worker,
+  bundleWorkflowCode,
+  type LogLevel,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import { fileURLToPath } from 'node:url';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { createActivities } from '../activities/index.ts';
@@ -14,6 +22,18 @@ import type { Settings } from '../config/settings.ts';
 
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 let bundle: Promise<WorkflowBundleWithSourceMap> | null = null;
+let runtimeInstalled = false;
+
+/** Installs the Temporal runtime once per process, logging at TEMPORAL_LOG_LEVEL (default WARN). */
+export function installTemporalRuntime(level = (process.env.TEMPORAL_LOG_LEVEL ?? 'WARN') as LogLevel): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  try {
+    Runtime.install({ logger: new DefaultLogger(level) });
+  } catch {
+    // Already installed by someone else in this process (e.g. a test harness): keep theirs.
+  }
+}
 
 /** The workflow bundle, built once per process (webpack through the SDK's bundler). */
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
@@ -44,6 +64,7 @@ export function createWorkerDependencies(orm: MikroORM, settings: Settings): Wor
       failureThreshold: settings.BREAKER_FAILURE_THRESHOLD,
       cooldownMs: settings.BREAKER_COOLDOWN_MS,
       probeTimeoutMs: settings.BREAKER_PROBE_TIMEOUT_MS,
+      snapshotTtlMs: settings.BREAKER_SNAPSHOT_TTL_MS,
     }),
   };
 }

@@ -8,12 +8,13 @@ import { readSettings } from '../config/settings.ts';
 import { openOrm } from '../db/orm.ts';
 import { createLogger } from '../api/logger.ts';
 import { stopOnSignals } from '../api/server.ts';
-import { createWorker, createWorkerDependencies } from './create-worker.ts';
+import { createWorker, createWorkerDependencies, installTemporalRuntime } from './create-worker.ts';
 
 export async function startWorker(environment: Record<string, string | undefined> = process.env) {
   const settings = readSettings(environment);
   const catalogue = loadCatalogue(environment);
   const orm = await openOrm(settings.DATABASE_URL);
+  installTemporalRuntime();
   const connection = await NativeConnection.connect({ address: settings.TEMPORAL_ADDRESS });
   const worker = await createWorker({ connection, settings, catalogue, dependencies: createWorkerDependencies(orm, settings) });
   const running = worker.run();

@@ -65,8 +65,10 @@ export async function completionWorkflow(input: CompletionInput): Promise<Comple
         attempts,
       };
     } catch (error) {
-      if (!(error instanceof ActivityFailure) || !(error.cause instanceof ApplicationFailure)) throw error;
-      const details = error.cause.details?.[0] as ProviderFailureDetails | undefined;
+      // A local activity's failure may arrive bare or wrapped in an ActivityFailure.
+      const cause = error instanceof ActivityFailure ? error.cause : error;
+      if (!(cause instanceof ApplicationFailure) || cause.type !== 'ProviderError') throw error;
+      const details = cause.details?.[0] as ProviderFailureDetails | undefined;
       attempts.push({
         attempt,
         model: candidate.model,
@@ -74,15 +76,15 @@ export async function completionWorkflow(input: CompletionInput): Promise<Comple
         outcome: 'failed',
         latency_ms: details?.latencyMs ?? 0,
         status: details?.status,
-        error: error.cause.message,
+        error: cause.message,
       });
       lastRetryAfter = details?.retryAfterSeconds ?? lastRetryAfter;
       if (details && !details.retryable) {
-        throw failure('invalid_request', `The provider rejected the request: ${error.cause.message}`, attempts);
+        throw failure('invalid_request', `The provider rejected the request: ${cause.message}`, attempts);
       }
       if (details?.contentSent) {
         // Tokens already reached the client: the stream ended with an in-band error instead of a silent cut.
-        throw failure('upstream_error', `Stream interrupted after content was sent: ${error.cause.message}`, attempts);
+        throw failure('upstream_error', `Stream interrupted after content was sent: ${cause.message}`, attempts);
       }
     }
   }

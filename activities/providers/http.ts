@@ -100,12 +100,9 @@ export async function* postForEvents(
     for (;;) {
       // The idle clock runs only while we wait for upstream: time the consumer spends on a part is not a stall.
       guard.startTimer('idle', 'stalled', upstream.idleTimeoutMs, `stream idle for ${upstream.idleTimeoutMs} ms`);
-      let chunk: ReadableStreamReadResult<Uint8Array>;
-      try {
-        chunk = await reader.read();
-      } catch (error) {
+      const chunk = await reader.read().catch((error: unknown) => {
         throw guard.failure(error);
-      }
+      });
       guard.stopTimer('idle');
       if (chunk.done) break;
       parser.feed(decoder.decode(chunk.value, { stream: true }));
@@ -150,7 +147,12 @@ async function openExchange(
   guard: ExchangeGuard,
   accept: string,
 ): Promise<Response> {
-  guard.startTimer('connect', 'timeout', upstream.connectTimeoutMs, `no response within ${upstream.connectTimeoutMs} ms`);
+  guard.startTimer(
+    'connect',
+    'timeout',
+    upstream.connectTimeoutMs,
+    `no response within ${upstream.connectTimeoutMs} ms`,
+  );
   let response: Response;
   try {
     response = await upstream.fetch(request.url, {
@@ -278,7 +280,11 @@ class ExchangeGuard {
         message: `${this.provider}: ${this.reason.message}`,
       });
     }
-    return new ProviderError({ provider: this.provider, kind: 'network', message: `${this.provider}: ${describe(error)}` });
+    return new ProviderError({
+      provider: this.provider,
+      kind: 'network',
+      message: `${this.provider}: ${describe(error)}`,
+    });
   }
 
   dispose(): void {

@@ -39,10 +39,12 @@ interface BreakerRow {
   provider: string;
   state: BreakerState;
   consecutive_failures: number;
-  opened_at: Date | null;
-  probe_started_at: Date | null;
+  opened_at: string | Date | null;
+  probe_started_at: string | Date | null;
   last_error: string | null;
 }
+
+const toDate = (value: string | Date | null) => (value === null ? null : new Date(value));
 
 export class CircuitBreaker {
   readonly options: BreakerOptions;
@@ -67,8 +69,8 @@ export class CircuitBreaker {
           provider: row.provider,
           state: row.state,
           consecutiveFailures: row.consecutive_failures,
-          openedAt: row.opened_at,
-          probeStartedAt: row.probe_started_at,
+          openedAt: toDate(row.opened_at),
+          probeStartedAt: toDate(row.probe_started_at),
           lastError: row.last_error,
         },
       ]),

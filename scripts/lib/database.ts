@@ -83,23 +83,29 @@ function pgCode(error: unknown): string | undefined {
 }
 
 /**
- * Creates database `name` on the server `adminUrl` connects to (any existing database there, e.g. `postgres`).
- * Returns false when it already existed.
+ * Creates database `name` on the server `adminUrl` connects to (any existing database there, e.g. `postgres`),
+ * optionally as a copy of `template`. Returns false when it already existed.
  */
-export async function createDatabase(adminUrl: string, name: string): Promise<boolean> {
+export async function createDatabase(
+  adminUrl: string,
+  name: string,
+  options: { template?: string } = {},
+): Promise<boolean> {
   assertIdentifier(name);
+  if (options.template !== undefined) assertIdentifier(options.template);
   return withClient(adminUrl, async (client) => {
+    const template = options.template ? ` TEMPLATE ${client.escapeIdentifier(options.template)}` : '';
     for (let attempt = 1; ; attempt++) {
       const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
       if (found.rowCount) return false;
       try {
-        await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`);
+        await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}${template}`);
         return true;
       } catch (error) {
         const code = pgCode(error);
         // 42P04 duplicate_database / 23505 unique_violation: a concurrent creator won.
         if (code === '42P04' || code === '23505') return false;
-        // 55006 object_in_use: template1 busy with a concurrent CREATE DATABASE; retry briefly.
+        // 55006 object_in_use: the template has other sessions (e.g. a concurrent clone); retry briefly.
         if (code === '55006' && attempt < 20) {
           await sleep(100 * attempt);
           continue;
@@ -271,7 +277,7 @@ async function ensureEmbeddedDatabase(dataDir: string, log: (line: string) => vo
         return { url, embedded: true, stop: async () => {} };
       }
       if (previous) {
-        log(`removing stale ${join(clusterDir, 'postmaster.pid')} (pid ${previous.pid} is gone)`);
+        log(`removing stale ${join(clusterDir, 'postmaster.pid')} (pid ${previous.pid} is not a running PostgreSQL)`);
         await unlink(join(clusterDir, 'postmaster.pid')).catch(() => undefined);
       }
       if (await portInUse(port)) {
@@ -284,7 +290,7 @@ async function ensureEmbeddedDatabase(dataDir: string, log: (line: string) => vo
       const EmbeddedPostgres = await loadEmbeddedPostgres();
       const runAs = userInfo().uid === 0 ? await unprivilegedUser() : undefined;
       const recent: string[] = [];
-      let ready = false;
+      let phase: 'init' | 'starting' | 'ready' = 'init';
       const instance = new EmbeddedPostgres({
         databaseDir: clusterDir,
         port,
@@ -303,8 +309,10 @@ async function ensureEmbeddedDatabase(dataDir: string, log: (line: string) => vo
             if (!trimmed) continue;
             recent.push(trimmed);
             if (recent.length > 40) recent.shift();
-            // Startup chatter until ready; afterwards only what signals trouble.
-            if (!ready || /\b(FATAL|PANIC)\b/.test(trimmed)) log(`[postgres] ${trimmed}`);
+            // initdb's chatter only shows up in errors; the server's until ready, then only what signals trouble.
+            if (phase === 'starting' || (phase === 'ready' && /\b(FATAL|PANIC)\b/.test(trimmed))) {
+              log(`[postgres] ${trimmed}`);
+            }
           }
         },
         onError: (error: unknown) => log(`[postgres] ${error instanceof Error ? error.message : String(error)}`),
@@ -338,6 +346,7 @@ async function ensureEmbeddedDatabase(dataDir: string, log: (line: string) => vo
       }
 
       log(`starting embedded PostgreSQL on 127.0.0.1:${port}`);
+      phase = 'starting';
       let timer: NodeJS.Timeout | undefined;
       try {
         await Promise.race([
@@ -355,7 +364,7 @@ async function ensureEmbeddedDatabase(dataDir: string, log: (line: string) => vo
       } finally {
         clearTimeout(timer);
       }
-      ready = true;
+      phase = 'ready';
 
       const onExit = () => {
         (instance as unknown as { process?: { kill(signal: string): void } }).process?.kill('SIGINT');

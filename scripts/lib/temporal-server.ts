@@ -50,8 +50,10 @@ function splitAddress(address: string): { host: string; port: number } {
 async function tryConnect(address: string): Promise<Connection | undefined> {
   let connection: Connection | undefined;
   try {
-    connection = await Connection.connect({ address, connectTimeout: 1_000 });
+    // lazy + ensureConnected rather than connect(): a failed connect() leaves its channel open (retrying forever).
+    connection = Connection.lazy({ address, connectTimeout: 1_000 });
     const open = connection;
+    await open.ensureConnected();
     await open.withDeadline(Date.now() + 2_000, () => open.workflowService.getSystemInfo({}));
     return connection;
   } catch {
@@ -179,7 +181,7 @@ function spawnDevServer(
       output.push(String(error));
       resolveExit();
     });
-    child.on('exit', () => resolveExit());
+    child.on('close', () => resolveExit());
   });
   return server;
 }
@@ -189,7 +191,14 @@ async function stopChild(server: DevServer): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   server.stopping = true;
   child.kill('SIGTERM');
-  const timedOut = await Promise.race([server.exited.then(() => false), sleep(stopTimeoutMs).then(() => true)]);
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = await Promise.race([
+    server.exited.then(() => false),
+    new Promise<boolean>((resolveTimeout) => {
+      timer = setTimeout(() => resolveTimeout(true), stopTimeoutMs);
+    }),
+  ]);
+  clearTimeout(timer);
   if (timedOut) {
     child.kill('SIGKILL');
     await server.exited;

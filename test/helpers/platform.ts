@@ -7,6 +7,7 @@ import OpenAI from 'openai';
 import { startGateway, type RunningGateway } from '../../api/server.ts';
 import { simulatorControl, startSimulator } from '../../simulator/server.ts';
 import { cloneTestDatabase } from './databases.ts';
+import { simulatedProviders } from '../../scripts/lib/simulated-providers.ts';
 
 export interface TestPlatform {
   gateway: RunningGateway;
@@ -21,7 +22,9 @@ export interface TestPlatform {
   close(): Promise<void>;
 }
 
-export async function startTestPlatform(overrides: Record<string, string> = {}): Promise<TestPlatform> {
+export async function startTestPlatform(
+  overrides: Record<string, string> | ((simulatorUrl: string) => Record<string, string>) = {},
+): Promise<TestPlatform> {
   const database = await cloneTestDatabase();
   const simulator = await startSimulator();
   const masterKey = `te_master_${randomBytes(16).toString('hex')}`;
@@ -36,7 +39,7 @@ export async function startTestPlatform(overrides: Record<string, string> = {}):
     MASTER_KEY: masterKey,
     SHUTDOWN_GRACE_MS: '5000',
     ...simulatedProviders(simulator.url),
-    ...overrides,
+    ...(typeof overrides === 'function' ? overrides(simulator.url) : overrides),
   };
   const gateway = await startGateway(environment);
   const control = simulatorControl(simulator.url);
@@ -65,23 +68,5 @@ export async function startTestPlatform(overrides: Record<string, string> = {}):
       await simulator.close();
       await database.drop();
     },
-  };
-}
-
-/** Every provider pointed at the simulator, as `npm start` does when no provider key is set. */
-export function simulatedProviders(simulatorUrl: string): Record<string, string> {
-  return {
-    OPENAI_API_KEY: 'sim-openai',
-    OPENAI_BASE_URL: `${simulatorUrl}/v1`,
-    DEEPSEEK_API_KEY: 'sim-deepseek',
-    DEEPSEEK_BASE_URL: `${simulatorUrl}/v1`,
-    GROQ_API_KEY: 'sim-groq',
-    GROQ_BASE_URL: `${simulatorUrl}/v1`,
-    DASHSCOPE_API_KEY: 'sim-dashscope',
-    DASHSCOPE_BASE_URL: `${simulatorUrl}/v1`,
-    ANTHROPIC_API_KEY: 'sim-anthropic',
-    ANTHROPIC_BASE_URL: simulatorUrl,
-    GEMINI_API_KEY: 'sim-gemini',
-    GEMINI_BASE_URL: simulatorUrl,
   };
 }

@@ -95,7 +95,10 @@ function toAnthropicTurn(message: ChatMessage): AnthropicMessage | undefined {
     case 'user':
       return { role: 'user', content: textBlocks(message.content) };
     case 'tool':
-      return { role: 'user', content: [{ type: 'tool_result', tool_use_id: message.tool_call_id, content: message.content }] };
+      return {
+        role: 'user',
+        content: [{ type: 'tool_result', tool_use_id: message.tool_call_id, content: message.content }],
+      };
     case 'assistant':
       return {
         role: 'assistant',
@@ -156,5 +159,7 @@ function jsonInstruction(responseFormat: ResponseFormat | undefined): string[] {
   if (responseFormat === undefined || responseFormat.type === 'text') return [];
   const instruction = 'Respond with a single JSON object only, without any text or code fences around it.';
   const schema = responseFormat.type === 'json_schema' ? responseFormat.json_schema.schema : undefined;
-  return [schema === undefined ? instruction : `${instruction} It must match this JSON schema: ${JSON.stringify(schema)}`];
+  return [
+    schema === undefined ? instruction : `${instruction} It must match this JSON schema: ${JSON.stringify(schema)}`,
+  ];
 }

@@ -19,7 +19,7 @@ export const anthropicMessageSchema = z.object({
       text: z.string().nullish(),
       id: z.string().nullish(),
       name: z.string().nullish(),
-      input: z.unknown(),
+      input: z.unknown().optional(),
     }),
   ),
   stop_reason: z.string().nullish(),

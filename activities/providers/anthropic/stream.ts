@@ -73,7 +73,11 @@ export class AnthropicStreamTranslator implements StreamTranslator {
         return [];
       case 'message_stop':
         this.complete = true;
-        return closingParts(mapAnthropicStopReason(this.rawStopReason), this.rawStopReason, fromAnthropicUsage(this.usage));
+        return closingParts(
+          mapAnthropicStopReason(this.rawStopReason),
+          this.rawStopReason,
+          fromAnthropicUsage(this.usage),
+        );
       case 'error':
         throw this.streamError(data.error);
       default:
@@ -87,11 +91,15 @@ export class AnthropicStreamTranslator implements StreamTranslator {
   }
 
   private blockStart(blockIndex: number, block: z.infer<typeof anthropicEventSchema>['content_block']): StreamPart[] {
-    if (block?.type === 'text' && block.text != null && block.text !== '') return [{ type: 'text-delta', text: block.text }];
+    if (block?.type === 'text' && block.text != null && block.text !== '') {
+      return [{ type: 'text-delta', text: block.text }];
+    }
     if (block?.type !== 'tool_use') return [];
     const index = this.toolIndexByBlock.size;
     this.toolIndexByBlock.set(blockIndex, index);
-    return [{ type: 'tool-call-delta', index, id: block.id ?? `toolu_${index}`, name: block.name ?? '', argumentsDelta: '' }];
+    return [
+      { type: 'tool-call-delta', index, id: block.id ?? `toolu_${index}`, name: block.name ?? '', argumentsDelta: '' },
+    ];
   }
 
   private blockDelta(blockIndex: number, delta: z.infer<typeof anthropicEventSchema>['delta']): StreamPart[] {

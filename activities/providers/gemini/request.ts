@@ -112,7 +112,10 @@ function toGeminiContent(message: ChatMessage, functionNameByCallId: Map<string,
     case 'tool': {
       // An unknown id can only come from a hand-written history; the id is the best name left.
       const name = functionNameByCallId.get(message.tool_call_id) ?? message.tool_call_id;
-      return { role: 'user', parts: [{ functionResponse: { name, response: { content: parseResult(message.content) } } }] };
+      return {
+        role: 'user',
+        parts: [{ functionResponse: { name, response: { content: parseResult(message.content) } } }],
+      };
     }
   }
 }
@@ -162,5 +165,8 @@ function toToolConfig(toolChoice: ToolChoice | undefined): GeminiGenerateContent
 function responseFormatConfig(responseFormat: ResponseFormat | undefined): GeminiGenerationConfig {
   if (responseFormat === undefined || responseFormat.type === 'text') return {};
   const schema = responseFormat.type === 'json_schema' ? responseFormat.json_schema.schema : undefined;
-  return { responseMimeType: 'application/json', responseSchema: schema === undefined ? undefined : toGeminiSchema(schema) };
+  return {
+    responseMimeType: 'application/json',
+    responseSchema: schema === undefined ? undefined : toGeminiSchema(schema),
+  };
 }

@@ -35,13 +35,13 @@ type GeminiPart = z.infer<typeof geminiPartSchema>;
 /** Maps the first candidate; a prompt blocked before any candidate becomes an empty content_filter answer. */
 export function fromGeminiResponse(response: GeminiResponse): ProviderResponse {
   const parts = answerParts(response);
-  const toolCalls = parts.flatMap((part) => (part.functionCall == null ? [] : [part.functionCall])).map(
-    (call, index): ToolCall => ({
+  const toolCalls = parts
+    .flatMap((part) => (part.functionCall == null ? [] : [part.functionCall]))
+    .map((call, index): ToolCall => ({
       id: geminiToolCallId(index),
       type: 'function',
       function: { name: call.name, arguments: JSON.stringify(call.args ?? {}) },
-    }),
-  );
+    }));
   const text = parts.map((part) => part.text ?? '').join('');
   return {
     content: text === '' ? null : text,

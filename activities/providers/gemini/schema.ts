@@ -29,13 +29,30 @@ const keptKeys = new Set([
 export function toGeminiSchema(schema: Record<string, unknown>): Record<string, unknown> {
   const result: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(schema)) {
-    if (key === 'type') Object.assign(result, convertType(value));
-    else if (key === 'properties') result.properties = mapSchemas(value);
-    else if (key === 'items') result.items = convertNested(value);
-    else if ((key === 'anyOf' || key === 'oneOf') && Array.isArray(value)) result.anyOf = value.map(convertNested);
-    else if (key === 'enum' && Array.isArray(value) && value.every((item) => typeof item === 'string')) result.enum = value;
-    else if (key === 'const' && typeof value === 'string') result.enum = [value];
-    else if (keptKeys.has(key)) result[key] = value;
+    switch (key) {
+      case 'type':
+        Object.assign(result, convertType(value));
+        break;
+      case 'properties':
+        result.properties = mapSchemas(value);
+        break;
+      case 'items':
+        result.items = convertNested(value);
+        break;
+      case 'anyOf':
+      case 'oneOf':
+        if (Array.isArray(value)) result.anyOf = value.map(convertNested);
+        break;
+      case 'enum':
+        // Gemini enums are string-only.
+        if (Array.isArray(value) && value.every((item) => typeof item === 'string')) result.enum = value;
+        break;
+      case 'const':
+        if (typeof value === 'string') result.enum = [value];
+        break;
+      default:
+        if (keptKeys.has(key)) result[key] = value;
+    }
   }
   return result;
 }

@@ -18,7 +18,9 @@ import {
 
 const geminiChunkSchema = geminiResponseSchema.extend({
   // A failure after the stream started arrives as an event with Google's error object.
-  error: z.object({ code: z.number().nullish(), message: z.string().nullish(), status: z.string().nullish() }).nullish(),
+  error: z
+    .object({ code: z.number().nullish(), message: z.string().nullish(), status: z.string().nullish() })
+    .nullish(),
 });
 
 /**

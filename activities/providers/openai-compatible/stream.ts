@@ -88,7 +88,9 @@ export class OpenAIStreamTranslator implements StreamTranslator {
     name: string | null | undefined,
     argumentsDelta: string | null | undefined,
   ): StreamPart {
-    if (this.startedToolCalls.has(index)) return { type: 'tool-call-delta', index, argumentsDelta: argumentsDelta ?? '' };
+    if (this.startedToolCalls.has(index)) {
+      return { type: 'tool-call-delta', index, argumentsDelta: argumentsDelta ?? '' };
+    }
     this.startedToolCalls.add(index);
     return {
       type: 'tool-call-delta',

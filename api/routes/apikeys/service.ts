@@ -50,13 +50,13 @@ export class ApiKeyService {
       return { userId: 'operator', keyId: null, operator: true };
     }
     const em = this.orm.em.fork();
-    const rows = await em.execute<Array<{ id: string; user_id: string; last_used_at: Date | null }>>(
+    const rows = await em.execute<Array<{ id: string; user_id: string; last_used_at: string | Date | null }>>(
       'select id, user_id, last_used_at from api_keys where secret_hash = ? and revoked_at is null',
       [digest.toString('hex')],
     );
     const row = rows[0];
     if (!row) return null;
-    if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > lastUsedResolutionMs) {
+    if (!row.last_used_at || Date.now() - new Date(row.last_used_at).getTime() > lastUsedResolutionMs) {
       await em.execute('update api_keys set last_used_at = now() where id = ?', [row.id], 'run');
     }
     return { userId: row.user_id, keyId: row.id, operator: false };

@@ -1,0 +1,17 @@
+# Tessera gateway image. Node 24 runs the TypeScript sources directly (type stripping), so there is no build step.
+# Default command: the API (with its in-process worker); the compose `worker` service runs `node worker/main.ts`.
+FROM node:24-bookworm-slim
+
+ENV NODE_ENV=production
+WORKDIR /app
+
+# Dependencies first, for layer caching. Dev dependencies (jest, typescript, the `node` binary package...) are
+# not needed at runtime: the base image already is Node 24.
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+COPY . .
+
+USER node
+EXPOSE 8080
+CMD ["node", "api/server.ts"]

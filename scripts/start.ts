@@ -1,0 +1,84 @@
+/**
+ * `npm start`: the whole platform on embedded defaults, in one command.
+ * Temporal dev server (reused if one answers; Web UI on :8233; persistent under .data/), PostgreSQL
+ * (DATABASE_URL, else an embedded server under .data/), migrations, the provider simulator when no provider
+ * key is set, then the gateway API (with its in-process worker) here and a background worker process.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { startGateway, stopOnSignals, version } from '../api/server.ts';
+import { loadCatalogue } from '../config/load-catalogue.ts';
+import { migrate, openOrm } from '../db/orm.ts';
+import { startSimulator } from '../simulator/server.ts';
+import { ensureDatabase } from './lib/database.ts';
+import { ensureTemporalServer } from './lib/temporal-server.ts';
+import { simulatedProviders } from './lib/simulated-providers.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const dataDir = `${root}.data`;
+mkdirSync(dataDir, { recursive: true });
+const log = (line: string) => process.stdout.write(`[start] ${line}\n`);
+const environment: Record<string, string | undefined> = { ...process.env };
+
+const temporal = await ensureTemporalServer({
+  address: environment.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
+  namespace: environment.TEMPORAL_NAMESPACE ?? 'default',
+  uiPort: Number(environment.TEMPORAL_UI_PORT ?? 8233),
+  dbFile: `${dataDir}/temporal.db`,
+  log,
+});
+environment.TEMPORAL_ADDRESS = temporal.address;
+
+const database = await ensureDatabase({ dataDir, log });
+environment.DATABASE_URL = database.url;
+const orm = await openOrm(database.url, { poolMax: 1 });
+const applied = await migrate(orm);
+await orm.close();
+log(applied.length ? `applied migrations: ${applied.join(', ')}` : 'database schema is up to date');
+
+// With no provider key at all, every provider is played by the simulator, and the banner says so.
+let simulator: Awaited<ReturnType<typeof startSimulator>> | null = null;
+const anyKey = loadCatalogue(environment).endpoints.size > 0;
+if (!anyKey) {
+  simulator = await startSimulator({ port: Number(environment.SIMULATOR_PORT ?? 4010) });
+  Object.assign(environment, simulatedProviders(simulator.url));
+}
+
+if (!environment.MASTER_KEY) {
+  const keyFile = `${dataDir}/master-key`;
+  if (!existsSync(keyFile)) writeFileSync(keyFile, `te_${randomBytes(32).toString('base64url')}\n`, { mode: 0o600 });
+  environment.MASTER_KEY = readFileSync(keyFile, 'utf8').trim();
+}
+
+const gateway = await startGateway(environment);
+const worker = spawn(process.execPath, [`${root}worker/main.ts`], { env: environment, stdio: 'inherit' });
+const workerExited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+
+const providers = loadCatalogue(environment).catalogue.providers.filter((provider) => provider.enabled);
+const banner = [
+  '',
+  `  Tessera ${version} is running`,
+  `  Gateway API        ${gateway.url}   (OpenAI SDK base URL: ${gateway.url}/v1)`,
+  `  Temporal Web UI    http://127.0.0.1:${environment.TEMPORAL_UI_PORT ?? 8233}${temporal.startedHere ? '' : '   (existing server)'}`,
+  `  Temporal server    ${temporal.address}`,
+  `  Database           ${database.embedded ? 'embedded PostgreSQL under .data/postgres' : 'DATABASE_URL'}`,
+  simulator
+    ? `  Providers          SIMULATOR at ${simulator.url}: no provider API key is set, so every provider is simulated`
+    : `  Providers          ${providers.map((provider) => provider.id).join(', ')}`,
+  `  Master key         ${environment.MASTER_KEY}${process.env.MASTER_KEY ? '' : '   (generated, kept in .data/master-key)'}`,
+  '',
+  `  Try: curl -s ${gateway.url}/v1/chat/completions -H "Authorization: Bearer $MASTER_KEY" \\`,
+  `         -H 'Content-Type: application/json' -d '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hi"}]}'`,
+  '',
+];
+process.stdout.write(banner.join('\n') + '\n');
+
+stopOnSignals(async () => {
+  worker.kill('SIGTERM');
+  await Promise.all([gateway.close(), workerExited]);
+  await simulator?.close();
+  await temporal.stop();
+  await database.stop();
+});

@@ -1,0 +1,203 @@
+/** The OpenAI Chat Completions protocol as the simulator speaks it (`POST /v1/chat/completions`). */
+import { z } from 'zod';
+import type { ReplyPlan, SimulationInput } from '../reply.ts';
+import type { EventFrame } from '../transport.ts';
+import {
+  bodyModel,
+  headerValue,
+  simulatedId,
+  type IncomingCall,
+  type ParsedCall,
+  type ProtocolHandler,
+} from './protocol.ts';
+
+const contentSchema = z
+  .union([z.string(), z.array(z.object({ type: z.string(), text: z.string().optional() }))])
+  .nullish()
+  .transform((content) => (Array.isArray(content) ? content.map((part) => part.text ?? '').join('') : (content ?? '')));
+
+const requestSchema = z.object({
+  model: z.string().min(1),
+  messages: z
+    .array(
+      z.object({
+        role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
+        content: contentSchema,
+        tool_calls: z.array(z.object({ function: z.object({ name: z.string(), arguments: z.string() }) })).nullish(),
+        tool_call_id: z.string().nullish(),
+      }),
+    )
+    .min(1),
+  stream: z.boolean().nullish(),
+  stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
+  max_tokens: z.number().int().positive().nullish(),
+  max_completion_tokens: z.number().int().positive().nullish(),
+  temperature: z.number().min(0).max(2).nullish(),
+  top_p: z.number().min(0).max(1).nullish(),
+  stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
+  seed: z.number().int().nullish(),
+  tools: z
+    .array(
+      z.object({
+        type: z.literal('function'),
+        function: z.object({ name: z.string(), parameters: z.unknown().optional() }),
+      }),
+    )
+    .nullish(),
+  tool_choice: z
+    .union([
+      z.enum(['auto', 'none', 'required']),
+      z.object({ type: z.literal('function'), function: z.object({ name: z.string() }) }),
+    ])
+    .nullish(),
+});
+
+type ChatRequest = z.infer<typeof requestSchema>;
+
+const errorKinds: Record<number, { type: string; code: string | null }> = {
+  400: { type: 'invalid_request_error', code: 'invalid_request' },
+  401: { type: 'invalid_request_error', code: 'invalid_api_key' },
+  403: { type: 'invalid_request_error', code: 'unsupported_country_region_territory' },
+  404: { type: 'invalid_request_error', code: 'model_not_found' },
+  429: { type: 'requests', code: 'rate_limit_exceeded' },
+};
+
+/** Speaks OpenAI's Chat Completions protocol. */
+export const openAIProtocol: ProtocolHandler = {
+  protocol: 'openai',
+  modelOf: (call) => bodyModel(call.body),
+  authenticationError(call) {
+    const authorization = headerValue(call.headers, 'authorization');
+    if (authorization === undefined || !/^Bearer\s+\S/.test(authorization)) {
+      return "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).";
+    }
+    return undefined;
+  },
+  parse: parseChatRequest,
+  errorBody(status, message) {
+    const kind = errorKinds[status] ?? { type: status >= 500 ? 'server_error' : 'invalid_request_error', code: null };
+    return { error: { message, type: kind.type, param: null, code: kind.code } };
+  },
+  renderBody: renderCompletion,
+  renderEvents: renderChunks,
+};
+
+function parseChatRequest(call: IncomingCall): ParsedCall {
+  const parsed = requestSchema.safeParse(call.body);
+  if (!parsed.success) return { ok: false, status: 400, message: `Invalid request: ${z.prettifyError(parsed.error)}` };
+  const request = parsed.data;
+  if (request.tool_choice != null && (request.tools ?? []).length === 0) {
+    return {
+      ok: false,
+      status: 400,
+      message: "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.",
+    };
+  }
+  return {
+    ok: true,
+    input: toSimulationInput(request),
+    stream: request.stream === true ? 'sse' : false,
+    includeUsage: request.stream !== true || request.stream_options?.include_usage === true,
+  };
+}
+
+function toSimulationInput(request: ChatRequest): SimulationInput {
+  const last = request.messages.at(-1);
+  const lastUser = request.messages.findLast((message) => message.role === 'user');
+  const promptChars = request.messages.reduce(
+    (sum, message) =>
+      sum +
+      message.content.length +
+      (message.tool_calls ?? []).reduce((calls, call) => calls + call.function.arguments.length, 0),
+    0,
+  );
+  const toolChoice = request.tool_choice ?? 'auto';
+  return {
+    model: request.model,
+    promptChars,
+    lastTurn:
+      last?.role === 'tool'
+        ? { kind: 'tool-result', content: last.content }
+        : { kind: 'user', text: lastUser?.content ?? '' },
+    tools: (request.tools ?? []).map((tool) => ({ name: tool.function.name, parameters: tool.function.parameters })),
+    toolChoice: typeof toolChoice === 'string' ? toolChoice : { name: toolChoice.function.name },
+    maxTokens: request.max_completion_tokens ?? request.max_tokens ?? undefined,
+    stop: typeof request.stop === 'string' ? [request.stop] : (request.stop ?? []),
+  };
+}
+
+function usageOf(plan: ReplyPlan) {
+  return {
+    prompt_tokens: plan.promptTokens,
+    completion_tokens: plan.completionTokens,
+    total_tokens: plan.promptTokens + plan.completionTokens,
+    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0 },
+  };
+}
+
+function renderCompletion(plan: ReplyPlan, input: SimulationInput, options: { includeUsage: boolean }): unknown {
+  const message =
+    plan.kind === 'text'
+      ? { role: 'assistant', content: plan.tokens.join(''), refusal: null, annotations: [] }
+      : {
+          role: 'assistant',
+          content: null,
+          refusal: null,
+          annotations: [],
+          tool_calls: [
+            {
+              id: `call_${simulatedId()}`,
+              type: 'function',
+              function: { name: plan.name, arguments: plan.argumentChunks.join('') },
+            },
+          ],
+        };
+  return {
+    id: `chatcmpl-${simulatedId(29)}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: input.model,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: plan.finish }],
+    ...(options.includeUsage ? { usage: usageOf(plan) } : {}),
+    service_tier: 'default',
+    system_fingerprint: 'fp_simulator',
+  };
+}
+
+function renderChunks(plan: ReplyPlan, input: SimulationInput, options: { includeUsage: boolean }): EventFrame[] {
+  const base = {
+    id: `chatcmpl-${simulatedId(29)}`,
+    object: 'chat.completion.chunk',
+    created: Math.floor(Date.now() / 1000),
+    model: input.model,
+    service_tier: 'default',
+    system_fingerprint: 'fp_simulator',
+  };
+  // With include_usage, OpenAI puts `usage: null` on every chunk before the final usage-only chunk.
+  const usageField = options.includeUsage ? { usage: null } : {};
+  const chunk = (delta: Record<string, unknown>, finishReason: string | null, tokens: number): EventFrame => ({
+    data: { ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }], ...usageField },
+    tokens,
+  });
+  const frames: EventFrame[] = [];
+  if (plan.kind === 'text') {
+    frames.push(chunk({ role: 'assistant', content: '', refusal: null }, null, 0));
+    for (const token of plan.tokens) frames.push(chunk({ content: token }, null, 1));
+  } else {
+    const call = {
+      index: 0,
+      id: `call_${simulatedId()}`,
+      type: 'function',
+      function: { name: plan.name, arguments: '' },
+    };
+    frames.push(chunk({ role: 'assistant', content: null, tool_calls: [call] }, null, 0));
+    for (const piece of plan.argumentChunks) {
+      frames.push(chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] }, null, 1));
+    }
+  }
+  frames.push(chunk({}, plan.finish, 0));
+  if (options.includeUsage) frames.push({ data: { ...base, choices: [], usage: usageOf(plan) }, tokens: 0 });
+  frames.push({ data: '[DONE]', tokens: 0 });
+  return frames;
+}

@@ -1,0 +1,155 @@
+/**
+ * The simulator's deterministic "model": what it answers is a function of the request alone, described
+ * protocol-neutrally so each wire protocol only renders it.
+ */
+import { z } from 'zod';
+
+/** A request reduced to what decides the reply; each protocol module builds it from its own wire body. */
+export interface SimulationInput {
+  model: string;
+  /** Characters of all prompt text (system, messages, tool calls and results); usage is derived from it. */
+  promptChars: number;
+  lastTurn: { kind: 'user'; text: string } | { kind: 'tool-result'; content: string };
+  tools: Array<{ name: string; parameters: unknown }>;
+  toolChoice: 'auto' | 'none' | 'required' | { name: string };
+  maxTokens: number | undefined;
+  stop: string[];
+}
+
+interface ReplyCommon {
+  promptTokens: number;
+  completionTokens: number;
+  finish: 'stop' | 'length' | 'tool_calls';
+  /** The stop sequence that ended the text, when one did. */
+  stopSequence: string | null;
+}
+
+export type ReplyPlan =
+  | (ReplyCommon & { kind: 'text'; tokens: string[] })
+  | (ReplyCommon & {
+      kind: 'tool-call';
+      name: string;
+      /** The complete arguments; `argumentChunks` joined equal their JSON unless max_tokens cut them. */
+      arguments: Record<string, unknown>;
+      argumentChunks: string[];
+      /** False when max_tokens cut the arguments short. */
+      complete: boolean;
+    });
+
+const argumentChunkChars = 6;
+const quotedUserChars = 40;
+const quotedToolResultChars = 200;
+
+/** Decides the reply: a tool call when tools are offered and usable, otherwise a sentence about the prompt. */
+export function planReply(input: SimulationInput): ReplyPlan {
+  const promptTokens = Math.max(1, Math.ceil(input.promptChars / 4));
+  const tool = chooseTool(input);
+  if (tool !== undefined) {
+    const toolArguments = sampleArguments(tool.parameters);
+    const allChunks = chunk(JSON.stringify(toolArguments), argumentChunkChars);
+    const argumentChunks = allChunks.slice(0, input.maxTokens ?? allChunks.length);
+    const complete = argumentChunks.length === allChunks.length;
+    return {
+      kind: 'tool-call',
+      name: tool.name,
+      arguments: toolArguments,
+      argumentChunks,
+      complete,
+      promptTokens,
+      completionTokens: argumentChunks.length,
+      finish: complete ? 'tool_calls' : 'length',
+      stopSequence: null,
+    };
+  }
+  const { text, stopSequence } = applyStopSequences(replyText(input), input.stop);
+  const allTokens = text.match(/\s*\S+/g) ?? [];
+  const tokens = allTokens.slice(0, input.maxTokens ?? allTokens.length);
+  return {
+    kind: 'text',
+    tokens,
+    promptTokens,
+    completionTokens: tokens.length,
+    finish: tokens.length < allTokens.length ? 'length' : 'stop',
+    stopSequence: tokens.length < allTokens.length ? null : stopSequence,
+  };
+}
+
+/** The full reply sentence before stop sequences and max_tokens apply. */
+export function replyText(input: SimulationInput): string {
+  if (input.lastTurn.kind === 'tool-result') {
+    return `Simulated reply from ${input.model} with tool result: ${input.lastTurn.content.slice(0, quotedToolResultChars)}`.trim();
+  }
+  return `Simulated reply from ${input.model} to: ${input.lastTurn.text.slice(0, quotedUserChars)}`.trim();
+}
+
+function chooseTool(input: SimulationInput): { name: string; parameters: unknown } | undefined {
+  if (input.tools.length === 0 || input.toolChoice === 'none' || input.lastTurn.kind === 'tool-result') {
+    return undefined;
+  }
+  const choice = input.toolChoice;
+  if (typeof choice === 'object') return input.tools.find((tool) => tool.name === choice.name) ?? input.tools[0];
+  return input.tools[0];
+}
+
+function applyStopSequences(text: string, stop: string[]): { text: string; stopSequence: string | null } {
+  let cut: { index: number; sequence: string } | undefined;
+  for (const sequence of stop) {
+    const index = sequence === '' ? -1 : text.indexOf(sequence);
+    if (index >= 0 && (cut === undefined || index < cut.index)) cut = { index, sequence };
+  }
+  return cut === undefined
+    ? { text, stopSequence: null }
+    : { text: text.slice(0, cut.index), stopSequence: cut.sequence };
+}
+
+function chunk(text: string, size: number): string[] {
+  const chunks: string[] = [];
+  for (let start = 0; start < text.length; start += size) chunks.push(text.slice(start, start + size));
+  return chunks;
+}
+
+const jsonSchemaShape = z.object({
+  type: z.union([z.string(), z.array(z.string())]).optional(),
+  enum: z.array(z.unknown()).optional(),
+  const: z.unknown().optional(),
+  anyOf: z.array(z.unknown()).optional(),
+  oneOf: z.array(z.unknown()).optional(),
+  properties: z.record(z.string(), z.unknown()).optional(),
+  required: z.array(z.string()).optional(),
+  items: z.unknown().optional(),
+});
+
+/** Arguments for a tool's JSON-schema parameters: the required properties (all, when none are marked). */
+export function sampleArguments(parameters: unknown): Record<string, unknown> {
+  const value = sampleValue(parameters, 'value');
+  return z.record(z.string(), z.unknown()).safeParse(value).data ?? {};
+}
+
+function sampleValue(schema: unknown, name: string): unknown {
+  const parsed = jsonSchemaShape.safeParse(schema);
+  if (!parsed.success) return `sample ${name}`;
+  const shape = parsed.data;
+  if (shape.enum !== undefined && shape.enum.length > 0) return shape.enum[0];
+  if (shape.const !== undefined) return shape.const;
+  const alternative = shape.anyOf?.[0] ?? shape.oneOf?.[0];
+  if (alternative !== undefined) return sampleValue(alternative, name);
+  const type = Array.isArray(shape.type) ? (shape.type.find((item) => item !== 'null') ?? 'null') : shape.type;
+  switch (type ?? (shape.properties !== undefined ? 'object' : 'string')) {
+    case 'number':
+    case 'integer':
+      return 1;
+    case 'boolean':
+      return true;
+    case 'null':
+      return null;
+    case 'array':
+      return [sampleValue(shape.items, name)];
+    case 'object': {
+      const properties = shape.properties ?? {};
+      const names = shape.required ?? Object.keys(properties);
+      return Object.fromEntries(names.map((property) => [property, sampleValue(properties[property], property)]));
+    }
+    default:
+      return `sample ${name}`;
+  }
+}

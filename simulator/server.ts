@@ -1,0 +1,222 @@
+/**
+ * The provider simulator: one plain `node:http` server speaking the OpenAI-compatible, Anthropic and Gemini
+ * wire protocols with deterministic replies, plus a control API for faults and request counts. It is the
+ * upstream for tests, benchmarks and `npm start` without provider keys.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { FaultRegistry, faultRuleSchema, type Fault } from './faults.ts';
+import { anthropicProtocol } from './protocols/anthropic.ts';
+import { geminiProtocol } from './protocols/gemini.ts';
+import { openAIProtocol } from './protocols/openai.ts';
+import type { IncomingCall, ProtocolHandler } from './protocols/protocol.ts';
+import { planReply } from './reply.ts';
+import { RequestLog } from './request-log.ts';
+import { pause, sendEvents, sendJson, sendJsonReply } from './transport.ts';
+
+export { simulatorControl, type SimulatorControl } from './control-client.ts';
+export type { Fault, FaultRule } from './faults.ts';
+export type { LoggedRequest, RequestSummary } from './request-log.ts';
+
+export interface SimulatorOptions {
+  /** 0 (the default) picks a free port. */
+  port?: number;
+  /** Defaults to 127.0.0.1. */
+  host?: string;
+}
+
+export interface RunningSimulator {
+  /** Base URL without a trailing slash; the OpenAI base URL is `${url}/v1`. */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+const maxBodyBytes = 16 * 1024 * 1024;
+const geminiPath = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
+
+interface SimulatorState {
+  faults: FaultRegistry;
+  requests: RequestLog;
+}
+
+/** Starts the simulator and resolves once it listens. */
+export async function startSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
+  const state: SimulatorState = { faults: new FaultRegistry(), requests: new RequestLog() };
+  const server = createServer((request, response) => {
+    handle(request, response, state).catch(() => {
+      // A handler failure after headers went out can only end the connection.
+      if (response.headersSent) response.destroy();
+      else sendJson(response, 500, { error: { message: 'simulator failure' } });
+    });
+  });
+  const host = options.host ?? '127.0.0.1';
+  await listen(server, options.port ?? 0, host);
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    port,
+    close: () => close(server),
+  };
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+function close(server: Server): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.close((error) => (error === undefined ? resolve() : reject(error)));
+    // Streams held open by a stall fault would otherwise keep close() waiting.
+    server.closeAllConnections();
+  });
+}
+
+async function handle(request: IncomingMessage, response: ServerResponse, state: SimulatorState): Promise<void> {
+  const url = new URL(request.url ?? '/', 'http://simulator');
+  if (url.pathname.startsWith('/_simulator/')) return handleControl(request, response, url.pathname, state);
+
+  const route = routeOf(request.method ?? 'GET', url.pathname);
+  if (route === undefined) {
+    sendJson(response, 404, { error: { message: `No route for ${request.method} ${url.pathname}` } });
+    return;
+  }
+  const { handler, path } = route;
+  const body = await readJson(request);
+  if (body === undefined) {
+    sendJson(response, 400, handler.errorBody(400, 'The request body is not valid JSON.'));
+    return;
+  }
+  const call: IncomingCall = { headers: request.headers, searchParams: url.searchParams, body, path };
+  const model = handler.modelOf(call);
+  const loggedPath = `${url.pathname}${url.search}`;
+  state.requests.record({ protocol: handler.protocol, model, path: loggedPath, headers: flatHeaders(request), body });
+
+  const authenticationError = handler.authenticationError(call);
+  if (authenticationError !== undefined) {
+    sendJson(response, 401, handler.errorBody(401, authenticationError));
+    return;
+  }
+  const parsed = handler.parse(call);
+  if (!parsed.ok) {
+    sendJson(response, parsed.status, handler.errorBody(parsed.status, parsed.message));
+    return;
+  }
+  await reply(response, handler, parsed, state.faults.take(handler.protocol, model) ?? {});
+}
+
+async function reply(
+  response: ServerResponse,
+  handler: ProtocolHandler,
+  parsed: Extract<ReturnType<ProtocolHandler['parse']>, { ok: true }>,
+  fault: Fault,
+): Promise<void> {
+  // Aborted when the client goes away, so no fault keeps sleeping for a reader that left.
+  const clientGone = new AbortController();
+  response.once('close', () => clientGone.abort());
+  response.on('error', () => {
+    // Writes racing a client disconnect fail; the close handler already stopped the reply.
+  });
+
+  if (fault.latency_ms !== undefined && !(await pause(fault.latency_ms, clientGone.signal))) return;
+  if (fault.status !== undefined) {
+    const headers: Record<string, string> =
+      fault.retry_after === undefined ? {} : { 'retry-after': String(fault.retry_after) };
+    sendJson(response, fault.status, handler.errorBody(fault.status, simulatedErrorMessage(fault.status)), headers);
+    return;
+  }
+  const plan = planReply(parsed.input);
+  const options = { includeUsage: parsed.includeUsage && fault.no_usage !== true };
+  if (parsed.stream === 'sse') {
+    await sendEvents(response, handler.renderEvents(plan, parsed.input, options), fault, clientGone.signal);
+  } else if (parsed.stream === 'json-array') {
+    // Gemini streams a JSON array when the caller did not ask for `alt=sse`.
+    const chunks = handler.renderEvents(plan, parsed.input, options).map((frame) => frame.data);
+    await sendJsonReply(response, chunks, fault, clientGone.signal);
+  } else {
+    await sendJsonReply(response, handler.renderBody(plan, parsed.input, options), fault, clientGone.signal);
+  }
+}
+
+function routeOf(
+  method: string,
+  pathname: string,
+): { handler: ProtocolHandler; path: IncomingCall['path'] } | undefined {
+  if (method !== 'POST') return undefined;
+  if (pathname === '/v1/chat/completions') return { handler: openAIProtocol, path: {} };
+  if (pathname === '/v1/messages') return { handler: anthropicProtocol, path: {} };
+  const gemini = geminiPath.exec(pathname);
+  if (gemini?.[1] === undefined) return undefined;
+  return {
+    handler: geminiProtocol,
+    path: { model: decodeURIComponent(gemini[1]), stream: gemini[2] === 'streamGenerateContent' },
+  };
+}
+
+/** `POST|GET|DELETE /_simulator/faults` and `GET|DELETE /_simulator/requests`. */
+async function handleControl(
+  request: IncomingMessage,
+  response: ServerResponse,
+  pathname: string,
+  state: SimulatorState,
+): Promise<void> {
+  const route = `${request.method} ${pathname}`;
+  if (route === 'POST /_simulator/faults') {
+    const parsed = faultRuleSchema.safeParse(await readJson(request));
+    if (!parsed.success) {
+      sendJson(response, 400, { error: { message: `Invalid fault rule: ${parsed.error.message}` } });
+      return;
+    }
+    sendJson(response, 201, { id: state.faults.add(parsed.data) });
+  } else if (route === 'GET /_simulator/faults') {
+    sendJson(response, 200, { faults: state.faults.list() });
+  } else if (route === 'DELETE /_simulator/faults') {
+    state.faults.clear();
+    sendJson(response, 200, { cleared: true });
+  } else if (route === 'GET /_simulator/requests') {
+    sendJson(response, 200, state.requests.summary());
+  } else if (route === 'DELETE /_simulator/requests') {
+    state.requests.reset();
+    sendJson(response, 200, { reset: true });
+  } else {
+    sendJson(response, 404, { error: { message: `No control route ${route}` } });
+  }
+}
+
+/** The parsed JSON body, or undefined when it is not JSON (or too large to be a chat request). */
+async function readJson(request: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request) {
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+    size += buffer.length;
+    if (size > maxBodyBytes) return undefined;
+    chunks.push(buffer);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function flatHeaders(request: IncomingMessage): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(request.headers).map(([name, value]) => [
+      name,
+      Array.isArray(value) ? value.join(', ') : (value ?? ''),
+    ]),
+  );
+}
+
+function simulatedErrorMessage(status: number): string {
+  if (status === 429) return 'Rate limit reached (simulated fault).';
+  if (status >= 500) return `The server had an error while processing your request (simulated fault ${status}).`;
+  return `Simulated fault with status ${status}.`;
+}

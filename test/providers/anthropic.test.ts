@@ -1,0 +1,200 @@
+/** Request mapping and stream edge cases of the Anthropic adapter. */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { createProviderAdapter } from '../../activities/providers/index.ts';
+import type { ProviderRequest } from '../../activities/providers/types.ts';
+import { collect, startProviderHarness, timeTool, weatherTool, type ProviderHarness } from './provider-harness.ts';
+
+let harness: ProviderHarness;
+beforeAll(async () => {
+  harness = await startProviderHarness();
+});
+beforeEach(async () => {
+  await harness.control.resetRequests();
+});
+afterAll(async () => {
+  await harness.close();
+});
+
+async function lastBody(): Promise<unknown> {
+  return (await harness.control.requests()).last?.body;
+}
+
+describe('Anthropic request mapping', () => {
+  it('moves system prompts to `system`, maps parameters and sends the version header', async () => {
+    await harness.adapter('anthropic').generate({
+      model: 'claude-test',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'developer', content: 'Use metric units.' },
+        { role: 'user', content: 'Weather?' },
+      ],
+      temperature: 1.6,
+      topP: 0.5,
+      stop: ['END'],
+      seed: 3,
+      user: 'user-9',
+    });
+    const summary = await harness.control.requests();
+    expect(summary.last?.path).toBe('/v1/messages');
+    expect(summary.last?.headers).toMatchObject({ 'x-api-key': 'test-key', 'anthropic-version': '2023-06-01' });
+    expect(summary.last?.body).toEqual({
+      model: 'claude-test',
+      // Anthropic requires max_tokens; the adapter supplies its default.
+      max_tokens: 4096,
+      system: 'Be brief.\n\nUse metric units.',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Weather?' }] }],
+      // Clamped to Anthropic's range; top_p is dropped because newer models reject both together.
+      temperature: 1,
+      stop_sequences: ['END'],
+      metadata: { user_id: 'user-9' },
+    });
+  });
+
+  it('maps tool calls to tool_use blocks and merges consecutive tool results into one user turn', async () => {
+    await harness.adapter('anthropic').generate({
+      model: 'claude-test',
+      messages: [
+        { role: 'user', content: 'Weather and time?' },
+        {
+          role: 'assistant',
+          content: 'Checking both.',
+          tool_calls: [
+            { id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Lisbon"}' } },
+            { id: 'toolu_2', type: 'function', function: { name: 'get_time', arguments: '' } },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'toolu_1', content: 'sunny' },
+        { role: 'tool', tool_call_id: 'toolu_2', content: '12:00' },
+      ],
+      tools: [weatherTool, timeTool],
+      toolChoice: { type: 'function', function: { name: 'get_time' } },
+      parallelToolCalls: false,
+      maxTokens: 200,
+    });
+    expect(await lastBody()).toMatchObject({
+      max_tokens: 200,
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'Weather and time?' }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'Checking both.' },
+            { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Lisbon' } },
+            { type: 'tool_use', id: 'toolu_2', name: 'get_time', input: {} },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_1', content: 'sunny' },
+            { type: 'tool_result', tool_use_id: 'toolu_2', content: '12:00' },
+          ],
+        },
+      ],
+      tools: [
+        {
+          name: 'get_weather',
+          description: 'Current weather for a city',
+          input_schema: weatherTool.function.parameters,
+        },
+        { name: 'get_time', input_schema: timeTool.function.parameters },
+      ],
+      tool_choice: { type: 'tool', name: 'get_time', disable_parallel_tool_use: true },
+    });
+  });
+
+  it.each([
+    ['auto', { type: 'auto' }],
+    ['required', { type: 'any' }],
+    ['none', { type: 'none' }],
+  ] as const)('maps tool_choice %s', async (toolChoice, expected) => {
+    await harness.adapter('anthropic').generate({
+      model: 'claude-test',
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [weatherTool],
+      toolChoice,
+    });
+    expect(await lastBody()).toMatchObject({ tool_choice: expected });
+  });
+
+  it('asks for JSON through the system prompt', async () => {
+    await harness.adapter('anthropic').generate({
+      model: 'claude-test',
+      messages: [{ role: 'user', content: 'hi' }],
+      responseFormat: { type: 'json_schema', json_schema: { name: 'answer', schema: { type: 'object' } } },
+    });
+    expect(await lastBody()).toMatchObject({ system: expect.stringContaining('{"type":"object"}') });
+  });
+});
+
+/** An adapter whose upstream answers every call with the given Anthropic events. */
+function adapterStreaming(events: Array<{ type: string } & Record<string, unknown>>) {
+  const text = events.map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`).join('');
+  const fetchStub: typeof fetch = async () =>
+    new Response(text, { status: 200, headers: { 'content-type': 'text/event-stream' } });
+  return createProviderAdapter({
+    provider: 'anthropic',
+    protocol: 'anthropic',
+    baseUrl: 'http://upstream.invalid',
+    apiKey: 'k',
+    fetch: fetchStub,
+  });
+}
+
+const request: ProviderRequest = { model: 'claude-test', messages: [{ role: 'user', content: 'hi' }] };
+
+describe('Anthropic stream edge cases', () => {
+  it('numbers tool calls from 0 over tool_use blocks only, after a text block', async () => {
+    const parts = await collect(
+      adapterStreaming([
+        {
+          type: 'message_start',
+          message: { usage: { input_tokens: 10, cache_read_input_tokens: 5, output_tokens: 1 } },
+        },
+        { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Let me check.' } },
+        { type: 'content_block_stop', index: 0 },
+        {
+          type: 'content_block_start',
+          index: 1,
+          content_block: { type: 'tool_use', id: 'toolu_a', name: 'get_weather' },
+        },
+        { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"city":' } },
+        { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '"Oslo"}' } },
+        { type: 'content_block_stop', index: 1 },
+        { type: 'content_block_start', index: 2, content_block: { type: 'tool_use', id: 'toolu_b', name: 'get_time' } },
+        { type: 'content_block_stop', index: 2 },
+        { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 30 } },
+        { type: 'message_stop' },
+      ]).stream(request),
+    );
+    expect(parts).toEqual([
+      { type: 'text-delta', text: 'Let me check.' },
+      { type: 'tool-call-delta', index: 0, id: 'toolu_a', name: 'get_weather', argumentsDelta: '' },
+      { type: 'tool-call-delta', index: 0, argumentsDelta: '{"city":' },
+      { type: 'tool-call-delta', index: 0, argumentsDelta: '"Oslo"}' },
+      { type: 'tool-call-delta', index: 1, id: 'toolu_b', name: 'get_time', argumentsDelta: '' },
+      // A tool without input streams no JSON; `{}` keeps its arguments valid.
+      { type: 'tool-call-delta', index: 1, argumentsDelta: '{}' },
+      { type: 'finish', reason: 'tool_calls', rawReason: 'tool_use' },
+      // Cached prompt tokens count as prompt tokens.
+      { type: 'usage', usage: { prompt_tokens: 15, completion_tokens: 30, total_tokens: 45 } },
+    ]);
+  });
+
+  it('turns an error event into a retryable ProviderError', async () => {
+    const stream = adapterStreaming([
+      { type: 'message_start', message: { usage: { input_tokens: 1 } } },
+      { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } },
+    ]).stream(request);
+    await expect(collect(stream)).rejects.toMatchObject({ kind: 'http', status: 529, retryable: true });
+  });
+
+  it('fails a stream that ends before message_stop as malformed', async () => {
+    const stream = adapterStreaming([
+      { type: 'message_start', message: {} },
+      { type: 'content_block_start', index: 0, content_block: { type: 'text', text: 'partial' } },
+    ]).stream(request);
+    await expect(collect(stream)).rejects.toMatchObject({ kind: 'malformed' });
+  });
+});

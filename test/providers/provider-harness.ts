@@ -1,0 +1,118 @@
+/** Shared pieces for provider tests: an in-process simulator, adapters pointed at it, stream helpers. */
+import { createProviderAdapter } from '../../activities/providers/index.ts';
+import {
+  ProviderError,
+  type ProviderAdapter,
+  type ProviderConfig,
+  type WireProtocol,
+} from '../../activities/providers/types.ts';
+import type { Tool } from '../../common/chat.ts';
+import type { StreamPart } from '../../common/stream-parts.ts';
+import {
+  simulatorControl,
+  startSimulator,
+  type RunningSimulator,
+  type SimulatorControl,
+} from '../../simulator/server.ts';
+
+export const protocols: WireProtocol[] = ['openai', 'anthropic', 'gemini'];
+
+export const weatherTool: Tool = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Current weather for a city',
+    parameters: {
+      type: 'object',
+      properties: {
+        city: { type: 'string' },
+        unit: { type: 'string', enum: ['celsius', 'fahrenheit'] },
+        days: { type: 'integer' },
+        detailed: { type: 'boolean' },
+      },
+      required: ['city', 'unit', 'days', 'detailed'],
+      additionalProperties: false,
+    },
+  },
+};
+
+export const timeTool: Tool = {
+  type: 'function',
+  function: { name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string' } } } },
+};
+
+/** The arguments the simulator derives from weatherTool's schema. */
+export const weatherArguments = { city: 'sample city', unit: 'celsius', days: 1, detailed: true };
+
+export interface ProviderHarness {
+  simulator: RunningSimulator;
+  control: SimulatorControl;
+  /** An adapter for `protocol` pointed at the simulator; `overrides` replace config fields. */
+  adapter(protocol: WireProtocol, overrides?: Partial<ProviderConfig>): ProviderAdapter;
+  close(): Promise<void>;
+}
+
+/** Starts a simulator on an ephemeral port for one test file. */
+export async function startProviderHarness(): Promise<ProviderHarness> {
+  const simulator = await startSimulator();
+  return {
+    simulator,
+    control: simulatorControl(simulator.url),
+    adapter: (protocol, overrides = {}) =>
+      createProviderAdapter({
+        provider: protocol,
+        protocol,
+        baseUrl: protocol === 'openai' ? `${simulator.url}/v1` : simulator.url,
+        apiKey: 'test-key',
+        ...overrides,
+      }),
+    close: () => simulator.close(),
+  };
+}
+
+/** Reads a whole stream. */
+export async function collect(stream: AsyncIterable<StreamPart>): Promise<StreamPart[]> {
+  const parts: StreamPart[] = [];
+  for await (const part of stream) parts.push(part);
+  return parts;
+}
+
+/** Reads a stream that is expected to fail: the parts before the failure and the ProviderError. */
+export async function collectUntilFailure(
+  stream: AsyncIterable<StreamPart>,
+): Promise<{ parts: StreamPart[]; error: ProviderError }> {
+  const parts: StreamPart[] = [];
+  try {
+    for await (const part of stream) parts.push(part);
+  } catch (error) {
+    if (error instanceof ProviderError) return { parts, error };
+    throw error;
+  }
+  throw new Error(`stream ended without failing after ${parts.length} parts`);
+}
+
+/** The ProviderError a promise rejects with. */
+export async function failureOf(promise: Promise<unknown>): Promise<ProviderError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof ProviderError) return error;
+    throw error;
+  }
+  throw new Error('expected a ProviderError, but the call succeeded');
+}
+
+/** The text of a stream's text deltas. */
+export function textOf(parts: StreamPart[]): string {
+  return parts.map((part) => (part.type === 'text-delta' ? part.text : '')).join('');
+}
+
+/** A stream's tool-call deltas, in order. */
+export function toolCallParts(parts: StreamPart[]): Array<Extract<StreamPart, { type: 'tool-call-delta' }>> {
+  return parts.filter((part) => part.type === 'tool-call-delta');
+}
+
+/** The expected prompt token count for the simulator: a quarter of the prompt's characters, rounded up. */
+export function promptTokensFor(...texts: string[]): number {
+  return Math.ceil(texts.join('').length / 4);
+}
