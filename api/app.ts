@@ -36,6 +36,11 @@ export function createApp(dependencies: AppDependencies): Koa {
   const { catalogue, breaker, logger } = dependencies;
   const app = new Koa();
   app.proxy = true;
+  app.on('error', (error: NodeJS.ErrnoException) => {
+    // A client that hangs up mid-stream is routine, not an error worth a stack trace.
+    if (error.code === 'ERR_STREAM_PREMATURE_CLOSE' || error.code === 'ECONNRESET') return;
+    logger.error({ err: error }, 'response error');
+  });
   const keys = new ApiKeyService(dependencies.orm, dependencies.masterKey);
   const completions = new CompletionService({
     client: dependencies.client,

@@ -62,7 +62,10 @@ export async function startGateway(environment: Record<string, string | undefine
     closing ??= (async () => {
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      await Promise.race([openStreams.settled(), new Promise((resolve) => setTimeout(resolve, settings.SHUTDOWN_GRACE_MS))]);
+      let graceTimer: NodeJS.Timeout | undefined;
+      const grace = new Promise((resolve) => (graceTimer = setTimeout(resolve, settings.SHUTDOWN_GRACE_MS)));
+      await Promise.race([openStreams.settled(), grace]);
+      clearTimeout(graceTimer);
       server.closeAllConnections();
       await stopped;
       worker.shutdown();

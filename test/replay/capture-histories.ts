@@ -1,13 +1,16 @@
 /**
  * Captures workflow histories for the replay test: runs completions (plain, streamed, tool call, failover,
  * failure) against a throwaway platform and writes their histories to test/replay/histories/.
- * Needs TESSERA_TEST_DATABASE_URL with a migrated `tessera_test_template` (as npm test's global setup makes)
- * and a Temporal server at TEMPORAL_ADDRESS. Usage: node test/replay/capture-histories.ts
+ * Sets up Temporal and PostgreSQL like `npm test` does. Usage: node test/replay/capture-histories.ts
  */
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { Client, Connection } from '@temporalio/client';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
+import { ensureTemporalCli } from '../../scripts/lib/temporal-cli.ts';
+import globalSetup from '../helpers/global-setup.ts';
+import globalTeardown from '../helpers/global-teardown.ts';
 import { startTestPlatform } from '../helpers/platform.ts';
+
+await globalSetup();
 
 const platform = await startTestPlatform();
 const { key } = await platform.createKey();
@@ -32,12 +35,13 @@ const failedId = (failure as { headers?: Headers }).headers?.get('x-request-id')
 if (failedId) ids.failure = failedId;
 await platform.simulator.clearFaults();
 
-const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233' });
-const client = new Client({ connection });
+// The CLI's JSON export is the format the SDK's replayer reads (historyFromJSON).
+const cli = await ensureTemporalCli();
 for (const [name, id] of Object.entries(ids)) {
-  const history = await client.workflow.getHandle(`completion-${id}`).fetchHistory();
-  writeFileSync(new URL(`./histories/completion-${name}.json`, import.meta.url), historyToJSON(history) + '\n');
+  const address = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
+  const history = execFileSync(cli, ['workflow', 'show', '--address', address, '-w', `completion-${id}`, '--output', 'json']);
+  writeFileSync(new URL(`./histories/completion-${name}.json`, import.meta.url), history);
   console.log(`captured completion-${name}`);
 }
-await connection.close();
 await platform.close();
+await globalTeardown();
