@@ -7,8 +7,11 @@ WORKDIR /app
 
 # Dependencies first, for layer caching. Dev dependencies (jest, typescript, the `node` binary package...) are
 # not needed at runtime: the base image already is Node 24.
+# (Falls back to npm install like scripts/bootstrap.sh: some npm 11 releases write lock files without other
+# platforms' optional packages and then refuse them in npm ci.)
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN (npm ci --omit=dev --no-audit --no-fund || npm install --omit=dev --no-audit --no-fund) \
+  && npm cache clean --force
 
 COPY . .
 

@@ -29,7 +29,11 @@ export default tseslint.config(
         {
           paths: nodeBuiltins.map((name) => ({ name, message: 'Workflows must not import Node built-ins.' })),
           patterns: [
-            { group: ['../activities/*', '../db/*', '../api/*'], allowTypeImports: true, message: 'Workflows import activity types only.' },
+            {
+              group: ['../activities/*', '../db/*', '../api/*'],
+              allowTypeImports: true,
+              message: 'Workflows import activity types only.',
+            },
           ],
         },
       ],

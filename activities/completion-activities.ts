@@ -163,7 +163,11 @@ export function createCompletionActivities(dependencies: CompletionActivityDepen
         } catch (error) {
           if (contentSent) {
             const message = error instanceof Error ? error.message : String(error);
-            emit({ type: 'error', errorType: 'upstream_error', message: `${candidate.provider}: stream interrupted: ${message}` });
+            emit({
+              type: 'error',
+              errorType: 'upstream_error',
+              message: `${candidate.provider}: stream interrupted: ${message}`,
+            });
           }
           throw error;
         } finally {

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { loadCatalogue } from '../config/load-catalogue.ts';
 import { readSettings } from '../config/settings.ts';
 import { openOrm } from '../db/orm.ts';
-import { createWorker, createWorkerDependencies, installTemporalRuntime } from '../worker/create-worker.ts';
+import { createWorker, createWorkerDependencies, installTemporalRuntime, stopWorker } from '../worker/create-worker.ts';
 import { createApp } from './app.ts';
 import { createLogger } from './logger.ts';
 import { OpenStreams } from './routes/completions/routes.ts';
@@ -26,7 +26,9 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
-export async function startGateway(environment: Record<string, string | undefined> = process.env): Promise<RunningGateway> {
+export async function startGateway(
+  environment: Record<string, string | undefined> = process.env,
+): Promise<RunningGateway> {
   const settings = readSettings(environment);
   const logger = createLogger('gateway');
   const catalogue = loadCatalogue(environment);
@@ -68,8 +70,9 @@ export async function startGateway(environment: Record<string, string | undefine
       clearTimeout(graceTimer);
       server.closeAllConnections();
       await stopped;
-      worker.shutdown();
-      await workerRun.catch((error: unknown) => logger.error({ err: error }, 'worker stopped with an error'));
+      await stopWorker(worker, workerRun).catch((error: unknown) =>
+        logger.error({ err: error }, 'worker stopped with an error'),
+      );
       await connection.close();
       await orm.close();
     })();
@@ -78,12 +81,18 @@ export async function startGateway(environment: Record<string, string | undefine
   return { url: `http://${host}:${port}`, port, close };
 }
 
-/** Stops on SIGTERM/SIGINT after draining; a second signal exits at once. */
+/**
+ * Stops on SIGTERM/SIGINT after draining; a second signal a second later exits at once. (A terminal's Ctrl-C
+ * reaches the whole process group and `npm start` forwards SIGTERM too: that near-simultaneous pair is one.)
+ */
 export function stopOnSignals(stop: () => Promise<void>, logger = createLogger('process')): void {
-  let stopping = false;
+  let firstSignalAt = 0;
   const onSignal = (signal: string) => {
-    if (stopping) process.exit(1);
-    stopping = true;
+    if (firstSignalAt) {
+      if (Date.now() - firstSignalAt > 1000) process.exit(1);
+      return;
+    }
+    firstSignalAt = Date.now();
     logger.info({ signal }, 'draining');
     stop().then(
       () => process.exit(0),

@@ -19,7 +19,12 @@ export function openSse(context: Context, options: { keepAliveMs?: number } = {}
   context.req.socket.setNoDelay(true);
   context.req.socket.setTimeout(0);
   context.status = 200;
-  context.set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
+  context.set({
+    'Content-Type': 'text/event-stream; charset=utf-8',
+    'Cache-Control': 'no-cache',
+    Connection: 'keep-alive',
+    'X-Accel-Buffering': 'no',
+  });
   context.body = stream;
   let closed = false;
   const listeners: Array<() => void> = [];

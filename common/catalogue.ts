@@ -44,10 +44,10 @@ export const catalogueFileSchema = z
             tier: tierSchema,
             context_window: z.number().int().positive(),
             capabilities: z.array(capabilitySchema),
-            price: z.object({ input_per_1m: z.number().nonnegative(), output_per_1m: z.number().nonnegative() }).strict(),
-            versions: z
-              .array(z.object({ date: z.iso.date(), upstream_id: z.string().min(1) }).strict())
-              .min(1),
+            price: z
+              .object({ input_per_1m: z.number().nonnegative(), output_per_1m: z.number().nonnegative() })
+              .strict(),
+            versions: z.array(z.object({ date: z.iso.date(), upstream_id: z.string().min(1) }).strict()).min(1),
           })
           .strict(),
       )
@@ -59,7 +59,11 @@ export const catalogueFileSchema = z
     const modelIds = new Set<string>();
     file.models.forEach((model, index) => {
       if (!providerIds.has(model.provider)) {
-        context.addIssue({ code: 'custom', path: ['models', index, 'provider'], message: `unknown provider ${model.provider}` });
+        context.addIssue({
+          code: 'custom',
+          path: ['models', index, 'provider'],
+          message: `unknown provider ${model.provider}`,
+        });
       }
       if (modelIds.has(model.id)) {
         context.addIssue({ code: 'custom', path: ['models', index, 'id'], message: `duplicate model ${model.id}` });

@@ -13,9 +13,9 @@ const toolCallSchema = z.object({
 /** Message content: a string, or the array-of-parts form the OpenAI SDK also sends (text parts only here). */
 const contentSchema = z.union([
   z.string(),
-  z.array(z.object({ type: z.literal('text'), text: z.string() }).passthrough()).transform((parts) =>
-    parts.map((part) => part.text).join(''),
-  ),
+  z
+    .array(z.object({ type: z.literal('text'), text: z.string() }).passthrough())
+    .transform((parts) => parts.map((part) => part.text).join('')),
 ]);
 
 export const chatMessageSchema = z.discriminatedUnion('role', [

@@ -74,9 +74,7 @@ export interface CompletionFailureDetails {
 
 /** A streamed completion's events, in order, as relayed in-process and written to the stream journal. */
 export type StreamEvent =
-  | { type: 'model'; model: string }
-  | StreamPart
-  | { type: 'error'; errorType: ErrorType; message: string };
+  { type: 'model'; model: string } | StreamPart | { type: 'error'; errorType: ErrorType; message: string };
 
 export interface SequencedStreamEvent {
   seq: number;

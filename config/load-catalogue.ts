@@ -41,7 +41,14 @@ export function loadCatalogue(environment: Environment = process.env, path?: str
     const apiKey = environment[`${provider.env}_API_KEY`]?.trim();
     const baseUrl = (environment[`${provider.env}_BASE_URL`]?.trim() || provider.base_url).replace(/\/+$/, '');
     if (apiKey) endpoints.set(provider.id, { provider: provider.id, protocol: provider.protocol, baseUrl, apiKey });
-    return { id: provider.id, name: provider.name, protocol: provider.protocol, env: provider.env, baseUrl, enabled: !!apiKey };
+    return {
+      id: provider.id,
+      name: provider.name,
+      protocol: provider.protocol,
+      env: provider.env,
+      baseUrl,
+      enabled: !!apiKey,
+    };
   });
   const models: CatalogueModel[] = file.models.map((model) => {
     const versions = [...model.versions]

@@ -31,7 +31,9 @@ try {
   const keys = new ApiKeyService(orm, undefined);
   const user = await keys.ensureUser({ email: parsed.data.email, plan: parsed.data.plan });
   const { key, secret } = await keys.create(user.id, parsed.data.name ?? null);
-  console.log(JSON.stringify({ user_id: user.id, email: user.email, plan: user.plan, key_id: key.id, key: secret }, null, 2));
+  console.log(
+    JSON.stringify({ user_id: user.id, email: user.email, plan: user.plan, key_id: key.id, key: secret }, null, 2),
+  );
 } finally {
   await orm.close();
   await database.stop();

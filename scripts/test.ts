@@ -10,7 +10,10 @@ const steps: Array<[string, string[], Record<string, string>?]> = [
 
 for (const [tool, args, environment] of steps) {
   process.stdout.write(`\n> ${tool} ${args.join(' ')}\n`);
-  const result = spawnSync(`node_modules/.bin/${tool}`, args, { stdio: 'inherit', env: { ...process.env, ...environment } });
+  const result = spawnSync(`node_modules/.bin/${tool}`, args, {
+    stdio: 'inherit',
+    env: { ...process.env, ...environment },
+  });
   if (result.status !== 0) {
     process.stderr.write(`\n${tool} failed\n`);
     process.exit(result.status ?? 1);

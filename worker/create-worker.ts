@@ -2,9 +2,9 @@
  * Builds the worker's dependencies and the Temporal worker itself; used by the background worker process
  * and by the API process, whose in-process worker takes eagerly started completions.
  */
+import type { NativeConnection } from '@temporalio/worker';
 import {
   DefaultLogger,
-  NativeConnection,
   Runtime,
   Worker,
   bundleWorkflowCode,
@@ -29,7 +29,8 @@ export function installTemporalRuntime(level = (process.env.TEMPORAL_LOG_LEVEL ?
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
-    Runtime.install({ logger: new DefaultLogger(level) });
+    // No SDK signal handlers: the process drains in its own order (HTTP first, then the worker).
+    Runtime.install({ logger: new DefaultLogger(level), shutdownSignals: [] });
   } catch {
     // Already installed by someone else in this process (e.g. a test harness): keep theirs.
   }
@@ -95,4 +96,10 @@ export async function createWorker(options: {
     maxCachedWorkflows: 1000,
     shutdownGraceTime: `${settings.SHUTDOWN_GRACE_MS}ms`,
   });
+}
+
+/** Stops a worker that may already be stopping; resolves when its run() has ended. */
+export async function stopWorker(worker: Worker, running: Promise<void>): Promise<void> {
+  if (worker.getState() === 'RUNNING') worker.shutdown();
+  await running;
 }

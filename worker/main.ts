@@ -8,7 +8,7 @@ import { readSettings } from '../config/settings.ts';
 import { openOrm } from '../db/orm.ts';
 import { createLogger } from '../api/logger.ts';
 import { stopOnSignals } from '../api/server.ts';
-import { createWorker, createWorkerDependencies, installTemporalRuntime } from './create-worker.ts';
+import { createWorker, createWorkerDependencies, installTemporalRuntime, stopWorker } from './create-worker.ts';
 
 export async function startWorker(environment: Record<string, string | undefined> = process.env) {
   const settings = readSettings(environment);
@@ -16,12 +16,16 @@ export async function startWorker(environment: Record<string, string | undefined
   const orm = await openOrm(settings.DATABASE_URL);
   installTemporalRuntime();
   const connection = await NativeConnection.connect({ address: settings.TEMPORAL_ADDRESS });
-  const worker = await createWorker({ connection, settings, catalogue, dependencies: createWorkerDependencies(orm, settings) });
+  const worker = await createWorker({
+    connection,
+    settings,
+    catalogue,
+    dependencies: createWorkerDependencies(orm, settings),
+  });
   const running = worker.run();
   return {
     async close() {
-      worker.shutdown();
-      await running;
+      await stopWorker(worker, running);
       await connection.close();
       await orm.close();
     },

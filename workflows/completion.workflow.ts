@@ -39,7 +39,11 @@ export async function completionWorkflow(input: CompletionInput): Promise<Comple
 
   const { candidates } = await planRoute({ request: input.request });
   if (candidates.length === 0) {
-    throw failure('upstream_error', 'No provider is available for this model (no key configured or circuit open)', attempts);
+    throw failure(
+      'upstream_error',
+      'No provider is available for this model (no key configured or circuit open)',
+      attempts,
+    );
   }
 
   let lastRetryAfter: number | undefined;
@@ -48,10 +52,23 @@ export async function completionWorkflow(input: CompletionInput): Promise<Comple
     try {
       const result = await callProvider({ requestId: input.requestId, attempt, candidate, request: input.request });
       if (result.outcome === 'skipped') {
-        attempts.push({ attempt, model: candidate.model, provider: candidate.provider, outcome: 'skipped', latency_ms: 0, error: result.reason });
+        attempts.push({
+          attempt,
+          model: candidate.model,
+          provider: candidate.provider,
+          outcome: 'skipped',
+          latency_ms: 0,
+          error: result.reason,
+        });
         continue;
       }
-      attempts.push({ attempt, model: candidate.model, provider: candidate.provider, outcome: 'succeeded', latency_ms: result.latencyMs });
+      attempts.push({
+        attempt,
+        model: candidate.model,
+        provider: candidate.provider,
+        outcome: 'succeeded',
+        latency_ms: result.latencyMs,
+      });
       if (candidate.model !== input.request.model) upsertSearchAttributes([{ key: modelKey, value: candidate.model }]);
       return {
         requestId: input.requestId,
@@ -96,7 +113,12 @@ export async function completionWorkflow(input: CompletionInput): Promise<Comple
   );
 }
 
-function failure(errorType: ErrorType, message: string, attempts: Attempt[], retryAfterSeconds?: number): ApplicationFailure {
+function failure(
+  errorType: ErrorType,
+  message: string,
+  attempts: Attempt[],
+  retryAfterSeconds?: number,
+): ApplicationFailure {
   const details: CompletionFailureDetails = { errorType, attempts, retryAfterSeconds };
   return ApplicationFailure.create({ type: errorType, message, nonRetryable: true, details: [details] });
 }

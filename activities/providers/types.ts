@@ -2,7 +2,15 @@
  * The contract every provider adapter implements. Adapters know their wire protocol only: nothing of Koa,
  * MikroORM or Temporal. `fetch` is injected so tests can point them anywhere.
  */
-import type { ChatMessage, FinishReason, ResponseFormat, Tool, ToolCall, ToolChoice, Usage } from '../../common/chat.ts';
+import type {
+  ChatMessage,
+  FinishReason,
+  ResponseFormat,
+  Tool,
+  ToolCall,
+  ToolChoice,
+  Usage,
+} from '../../common/chat.ts';
 import type { StreamPart } from '../../common/stream-parts.ts';
 
 export type WireProtocol = 'openai' | 'anthropic' | 'gemini';

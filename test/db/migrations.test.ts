@@ -19,9 +19,11 @@ it('applies every migration to an empty database, once, leaving no drift from th
     const applied = await migrate(orm);
     expect(applied.length).toBeGreaterThan(0);
     expect(await migrate(orm)).toEqual([]);
-    const tables = await orm.em.fork().execute<Array<{ table_name: string }>>(
-      "select table_name from information_schema.tables where table_schema = 'public' order by table_name",
-    );
+    const tables = await orm.em
+      .fork()
+      .execute<Array<{ table_name: string }>>(
+        "select table_name from information_schema.tables where table_schema = 'public' order by table_name",
+      );
     expect(tables.map((table) => table.table_name)).toEqual(
       expect.arrayContaining(['api_keys', 'provider_breakers', 'stream_chunks', 'users']),
     );

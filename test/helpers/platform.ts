@@ -57,11 +57,17 @@ export async function startTestPlatform(
     masterKey,
     databaseUrl: database.url,
     async createKey(email = `user${++counter}-${randomBytes(3).toString('hex')}@example.com`) {
-      const response = await fetchGateway('/api/v1/apikeys', { method: 'POST', key: masterKey, body: JSON.stringify({ email }) });
-      if (response.status !== 201) throw new Error(`creating a key failed: ${response.status} ${await response.text()}`);
+      const response = await fetchGateway('/api/v1/apikeys', {
+        method: 'POST',
+        key: masterKey,
+        body: JSON.stringify({ email }),
+      });
+      if (response.status !== 201)
+        throw new Error(`creating a key failed: ${response.status} ${await response.text()}`);
       return (await response.json()) as { id: string; key: string; user_id: string };
     },
-    openai: (apiKey, options = {}) => new OpenAI({ apiKey, baseURL: `${gateway.url}/v1`, maxRetries: options.maxRetries ?? 0 }),
+    openai: (apiKey, options = {}) =>
+      new OpenAI({ apiKey, baseURL: `${gateway.url}/v1`, maxRetries: options.maxRetries ?? 0 }),
     fetch: fetchGateway,
     async close() {
       await gateway.close();

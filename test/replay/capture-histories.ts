@@ -19,18 +19,26 @@ const ids: Record<string, string> = {};
 const messages = [{ role: 'user' as const, content: 'Replay me' }];
 
 ids.plain = (await openai.chat.completions.create({ model: 'gpt-4o-mini', messages })).id;
-for await (const chunk of await openai.chat.completions.create({ model: 'claude-haiku-4-5', messages, stream: true })) ids.streamed = chunk.id;
+for await (const chunk of await openai.chat.completions.create({ model: 'claude-haiku-4-5', messages, stream: true }))
+  ids.streamed = chunk.id;
 ids.tools = (
   await openai.chat.completions.create({
     model: 'gemini-2.5-flash',
     messages,
-    tools: [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } } }],
+    tools: [
+      {
+        type: 'function',
+        function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } },
+      },
+    ],
   })
 ).id;
 await platform.simulator.addFault({ match: { model: 'gpt-4o-2024-11-20' }, fault: { status: 503 } });
 ids.failover = (await openai.chat.completions.create({ model: 'gpt-4o', messages })).id;
 await platform.simulator.addFault({ fault: { status: 500 } });
-const failure = await openai.chat.completions.create({ model: 'deepseek-chat', messages }).catch((error: { headers?: Headers }) => error);
+const failure = await openai.chat.completions
+  .create({ model: 'deepseek-chat', messages })
+  .catch((error: { headers?: Headers }) => error);
 const failedId = (failure as { headers?: Headers }).headers?.get('x-request-id');
 if (failedId) ids.failure = failedId;
 await platform.simulator.clearFaults();
@@ -39,7 +47,16 @@ await platform.simulator.clearFaults();
 const cli = await ensureTemporalCli();
 for (const [name, id] of Object.entries(ids)) {
   const address = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
-  const history = execFileSync(cli, ['workflow', 'show', '--address', address, '-w', `completion-${id}`, '--output', 'json']);
+  const history = execFileSync(cli, [
+    'workflow',
+    'show',
+    '--address',
+    address,
+    '-w',
+    `completion-${id}`,
+    '--output',
+    'json',
+  ]);
   writeFileSync(new URL(`./histories/completion-${name}.json`, import.meta.url), history);
   console.log(`captured completion-${name}`);
 }

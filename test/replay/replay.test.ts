@@ -33,14 +33,16 @@ describe('workflow replay', () => {
     const history = read(files.find((file) => file.includes('failover'))!);
     // Remove the first provider call's recorded outcome (and renumber): the code now meets the second
     // attempt's marker where it expects the first, which must fail as nondeterminism, not replay quietly.
-    const markers = history.events.flatMap((event, index) => (event.eventType === 'EVENT_TYPE_MARKER_RECORDED' ? [index] : []));
+    const markers = history.events.flatMap((event, index) =>
+      event.eventType === 'EVENT_TYPE_MARKER_RECORDED' ? [index] : [],
+    );
     expect(markers.length).toBeGreaterThanOrEqual(3);
     const events = history.events
       .filter((_event, index) => index !== markers[1])
       .map((event, index) => ({ ...event, eventId: String(index + 1) }));
     const tampered = historyFromJSON({ ...history, events });
-    await expect(Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, tampered, 'tampered')).rejects.toThrow(
-      /[Nn]ondetermin/,
-    );
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, tampered, 'tampered'),
+    ).rejects.toThrow(/[Nn]ondetermin/);
   });
 });

@@ -17,10 +17,18 @@ let apiKey: string;
 interface Trace {
   status: string;
   model?: string;
-  attempts: Array<{ model: string; provider: string; outcome: string; status?: number; error?: string; latency_ms: number }>;
+  attempts: Array<{
+    model: string;
+    provider: string;
+    outcome: string;
+    status?: number;
+    error?: string;
+    latency_ms: number;
+  }>;
 }
 
-const trace = async (id: string) => (await (await platform.fetch(`/api/v1/requests/${id}`, { key: apiKey })).json()) as Trace;
+const trace = async (id: string) =>
+  (await (await platform.fetch(`/api/v1/requests/${id}`, { key: apiKey })).json()) as Trace;
 const ask = (model: string, extra: Partial<OpenAI.ChatCompletionCreateParamsNonStreaming> = {}) =>
   client.chat.completions.create({ model, messages: [{ role: 'user', content: 'Tell me something' }], ...extra });
 
@@ -75,8 +83,15 @@ describe.each([
 
 describe('streamed failover', () => {
   it('switches silently when the stream fails before the first token', async () => {
-    await platform.simulator.addFault({ match: { model: upstream['gpt-4o-mini'] }, fault: { stall_after_tokens: 0, stall_ms: 3000 } });
-    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Go' }], stream: true });
+    await platform.simulator.addFault({
+      match: { model: upstream['gpt-4o-mini'] },
+      fault: { stall_after_tokens: 0, stall_ms: 3000 },
+    });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'Go' }],
+      stream: true,
+    });
     const chunks = [];
     for await (const chunk of stream) chunks.push(chunk);
     expect(chunks[0]?.model).not.toBe('gpt-4o-mini');
@@ -85,7 +100,11 @@ describe('streamed failover', () => {
 
   it('ends with an in-band error, never a silent truncation, when the stream breaks after tokens', async () => {
     await platform.simulator.addFault({ match: { model: upstream['gpt-4o-mini'] }, fault: { cut_after_tokens: 2 } });
-    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Go on' }], stream: true });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'Go on' }],
+      stream: true,
+    });
     let text = '';
     const error = await (async () => {
       for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
@@ -170,14 +189,22 @@ describe('circuit breaker', () => {
 
 describe('self-hosted fallback', () => {
   it('serves from the self-hosted model when every provider of the tier fails', async () => {
-    const fastUpstreams = ['claude-haiku-4-5-20251001', 'gpt-4o-mini-2024-07-18', 'gemini-2.5-flash', 'deepseek-chat', 'llama-3.3-70b-versatile'];
+    const fastUpstreams = [
+      'claude-haiku-4-5-20251001',
+      'gpt-4o-mini-2024-07-18',
+      'gemini-2.5-flash',
+      'deepseek-chat',
+      'llama-3.3-70b-versatile',
+    ];
     for (const model of fastUpstreams) await platform.simulator.addFault({ match: { model }, fault: { status: 502 } });
     const completion = await ask('gpt-4o-mini');
     expect(completion.model).toBe('llama3.1-local');
     const record = await trace(completion.id);
     expect(record.attempts).toHaveLength(6);
     expect(record.attempts.at(-1)).toMatchObject({ provider: 'self-hosted', outcome: 'succeeded' });
-    const providers = (await (await platform.fetch('/api/v1/providers')).json()) as { providers: Array<{ id: string }> };
+    const providers = (await (await platform.fetch('/api/v1/providers')).json()) as {
+      providers: Array<{ id: string }>;
+    };
     expect(providers.providers.map((provider) => provider.id)).toContain('self-hosted');
   });
 });

@@ -20,7 +20,13 @@ export function apiKeyRoutes(keys: ApiKeyService) {
       : await keys.ensureUser({ userId: principal.userId });
     const { key, secret } = await keys.create(user.id, parsed.data.name ?? null);
     context.status = 201;
-    context.body = { id: key.id, name: key.name, key: secret, created_at: key.createdAt.toISOString(), user_id: user.id };
+    context.body = {
+      id: key.id,
+      name: key.name,
+      key: secret,
+      created_at: key.createdAt.toISOString(),
+      user_id: user.id,
+    };
   });
 
   router.get('/api/v1/apikeys', async (context) => {

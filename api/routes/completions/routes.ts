@@ -87,7 +87,9 @@ export function completionRoutes(completions: CompletionService, openStreams: Op
         sse.end();
       }
     })();
-    openStreams.track(relay);
+    // Drained means the last byte left the socket, not merely that the relay wrote it.
+    const responseClosed = new Promise<void>((resolve) => context.res.once('close', () => resolve()));
+    openStreams.track(relay.then(() => responseClosed));
   });
 
   router.get('/api/v1/requests/:id', async (context) => {
@@ -97,5 +99,3 @@ export function completionRoutes(completions: CompletionService, openStreams: Op
 
   return router;
 }
-
-

@@ -56,10 +56,16 @@ export class CompletionService {
   }
 
   /** Checks the model, then starts (or, with an idempotency key, rejoins) the completion's workflow. */
-  async start(userId: string, request: ChatCompletionRequest, idempotencyKey: string | undefined): Promise<StartedCompletion> {
+  async start(
+    userId: string,
+    request: ChatCompletionRequest,
+    idempotencyKey: string | undefined,
+  ): Promise<StartedCompletion> {
     const { client, taskQueue, catalogue, hub } = this.dependencies;
     if (request.model !== 'auto' && !resolveModel(catalogue, request.model)) {
-      throw new ApiError('model_not_found', `The model '${request.model}' does not exist; see GET /v1/models`, { param: 'model' });
+      throw new ApiError('model_not_found', `The model '${request.model}' does not exist; see GET /v1/models`, {
+        param: 'model',
+      });
     }
     const bodyHash = createHash('sha256').update(JSON.stringify(request)).digest('base64url');
     const requestId = idempotencyKey
@@ -100,7 +106,14 @@ export class CompletionService {
         memo: { bodyHash, created, model: request.model, stream: !!request.stream },
         staticSummary: `Chat completion: ${request.model}${request.stream ? ', streamed' : ''}, for ${userId}`,
       });
-      return { requestId, created, handle, local: handle.eagerlyStarted, subscription, result: settle(handle.result()) };
+      return {
+        requestId,
+        created,
+        handle,
+        local: handle.eagerlyStarted,
+        subscription,
+        result: settle(handle.result()),
+      };
     } catch (error) {
       subscription?.close();
       throw error;
@@ -163,7 +176,15 @@ export class CompletionService {
     const settled = await settle(handle.result());
     if (settled.ok) {
       const { value } = settled;
-      return { ...base, status: 'completed', model: value.model, provider: value.provider, usage: value.usage, usage_estimated: value.usageEstimated, attempts: value.attempts };
+      return {
+        ...base,
+        status: 'completed',
+        model: value.model,
+        provider: value.provider,
+        usage: value.usage,
+        usage_estimated: value.usageEstimated,
+        attempts: value.attempts,
+      };
     }
     return { ...base, status: 'failed', error: settled.error.body().error, attempts: settled.attempts };
   }
@@ -192,7 +213,9 @@ function toFailure(error: unknown): Settled & { ok: false } {
   while (cause instanceof Error) {
     if (cause instanceof ApplicationFailure && cause.type && cause.type in errorStatus) {
       const details = cause.details?.[0] as CompletionFailureDetails | undefined;
-      const apiError = new ApiError(cause.type as ErrorType, cause.message, { retryAfterSeconds: details?.retryAfterSeconds });
+      const apiError = new ApiError(cause.type as ErrorType, cause.message, {
+        retryAfterSeconds: details?.retryAfterSeconds,
+      });
       return { ok: false, error: apiError, attempts: details?.attempts ?? [] };
     }
     cause = cause.cause;
