@@ -11,6 +11,7 @@ import type { LoadedCatalogue } from '../config/load-catalogue.ts';
 import { requireKey, type AuthState } from './auth.ts';
 import { errorRenderer } from './errors.ts';
 import type { Logger } from './logger.ts';
+import { Metrics, requestObserver } from './observability.ts';
 import { apiKeyRoutes } from './routes/apikeys/routes.ts';
 import { ApiKeyService } from './routes/apikeys/service.ts';
 import { completionRoutes, type OpenStreams } from './routes/completions/routes.ts';
@@ -30,6 +31,7 @@ export interface AppDependencies {
   version: string;
   logger: Logger;
   openStreams: OpenStreams;
+  metrics?: Metrics;
 }
 
 export function createApp(dependencies: AppDependencies): Koa {
@@ -50,15 +52,25 @@ export function createApp(dependencies: AppDependencies): Koa {
     journal: dependencies.journal,
   });
 
+  const metrics = dependencies.metrics ?? new Metrics();
+  app.use(requestObserver(logger, metrics));
   app.use(errorRenderer(logger));
   app.use(bodyParser({ enableTypes: ['json'], jsonLimit: '8mb', encoding: 'utf-8' }));
 
-  const open = [modelRoutes(catalogue.catalogue), providerRoutes(catalogue.catalogue, breaker, dependencies.version)];
+  const metricsRouter = new Router().get('/metrics', async (context) => {
+    context.type = metrics.registry.contentType;
+    context.body = await metrics.registry.metrics();
+  });
+  const open = [
+    modelRoutes(catalogue.catalogue),
+    providerRoutes(catalogue.catalogue, breaker, dependencies.version),
+    metricsRouter,
+  ];
   for (const router of open) app.use(router.routes()).use(router.allowedMethods({ throw: true }));
 
   const keyed = new Router<AuthState>();
   keyed.use(requireKey(keys));
-  keyed.use(completionRoutes(completions, dependencies.openStreams).routes());
+  keyed.use(completionRoutes(completions, dependencies.openStreams, metrics).routes());
   keyed.use(apiKeyRoutes(keys).routes());
   app.use(keyed.routes()).use(keyed.allowedMethods({ throw: true }));
   return app;

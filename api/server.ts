@@ -13,6 +13,7 @@ import { openOrm } from '../db/orm.ts';
 import { createWorker, createWorkerDependencies, installTemporalRuntime, stopWorker } from '../worker/create-worker.ts';
 import { createApp } from './app.ts';
 import { createLogger } from './logger.ts';
+import { Metrics } from './observability.ts';
 import { OpenStreams } from './routes/completions/routes.ts';
 
 export const version: string = (
@@ -50,6 +51,7 @@ export async function startGateway(
     version,
     logger,
     openStreams,
+    metrics: new Metrics({ defaultMetrics: true }),
   });
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(settings.PORT, settings.HOST, () => resolve(listening));

@@ -349,6 +349,41 @@ describe('durability', () => {
     expect((await platform.simulator.requests()).total).toBe(before);
   });
 
+  it('resumes a stream after Last-Event-ID from the journal', async () => {
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o',
+      messages: [{ role: 'user', content: 'Resume me later' }],
+      stream: true,
+    });
+    let id = '';
+    const texts: string[] = [];
+    for await (const chunk of stream) {
+      id = chunk.id;
+      texts.push(chunk.choices[0]?.delta.content ?? '');
+    }
+    const response = await platform.fetch(`/api/v1/requests/${id}/stream`, {
+      key: apiKey,
+      headers: { 'Last-Event-ID': '2' },
+    });
+    expect(response.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const body = await response.text();
+    const events = body.split('\n\n').filter((block) => block.startsWith('id: ') || block.startsWith('data: '));
+    expect(events[0]).toMatch(/^id: 3\n/);
+    const resumed = events
+      .map((block) =>
+        block
+          .split('\n')
+          .find((line) => line.startsWith('data: '))!
+          .slice(6),
+      )
+      .filter((data) => data !== '[DONE]')
+      .map((data) => JSON.parse(data) as { model: string; choices: Array<{ delta: { content?: string } }> })
+      .map((chunk) => chunk.choices[0]?.delta.content ?? '');
+    expect(body.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    // Events 0-2 were the role chunk and two text deltas; the rest is what a resuming client receives.
+    expect(texts.join('')).toBe(texts.slice(0, 3).join('') + resumed.join(''));
+  });
+
   it('exposes each completion as a trace its owner can read', async () => {
     const completion = await client.chat.completions.create({
       model: 'gemini-2.5-flash',
@@ -396,6 +431,12 @@ describe('service endpoints', () => {
       'claude-haiku-4-5',
     ]);
     expect(body.providers.every((provider) => provider.circuit.state === 'closed')).toBe(true);
+  });
+
+  it('exposes Prometheus metrics with completion counts', async () => {
+    const text = await (await platform.fetch('/metrics')).text();
+    expect(text).toMatch(/tessera_completions_total\{model="gpt-4o-mini",outcome="succeeded",stream="false"\} \d+/);
+    expect(text).toMatch(/tessera_http_request_duration_seconds_bucket\{.*route="\/v1\/chat\/completions"/);
   });
 
   it('answers unknown routes with the error envelope', async () => {

@@ -15,6 +15,8 @@ export interface TestPlatform {
   simulator: ReturnType<typeof simulatorControl>;
   masterKey: string;
   databaseUrl: string;
+  /** The environment the gateway was started with: start a second replica from it. */
+  environment: Record<string, string | undefined>;
   /** Creates a user (by e-mail) and an API key for it through the public API. */
   createKey(email?: string): Promise<{ id: string; key: string; user_id: string }>;
   openai(apiKey: string, options?: { maxRetries?: number }): OpenAI;
@@ -56,6 +58,7 @@ export async function startTestPlatform(
     simulator: control,
     masterKey,
     databaseUrl: database.url,
+    environment,
     async createKey(email = `user${++counter}-${randomBytes(3).toString('hex')}@example.com`) {
       const response = await fetchGateway('/api/v1/apikeys', {
         method: 'POST',

@@ -5,6 +5,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
 import pg from 'pg';
+import { startGateway } from '../../api/server.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 const fastTier = ['claude-haiku-4-5', 'gpt-4o-mini', 'gemini-2.5-flash', 'deepseek-chat', 'llama-3.3-70b-versatile'];
@@ -168,6 +169,30 @@ describe('circuit breaker', () => {
     const probed = await ask('gpt-4o');
     expect(probed.model).toBe('gpt-4o');
     expect(await circuitOf('openai')).toBe('closed');
+  });
+
+  it('is shared by replicas: a circuit opened through one gateway is open for another', async () => {
+    const replica = await startGateway({
+      ...platform.environment,
+      TEMPORAL_TASK_QUEUE: `${platform.environment.TEMPORAL_TASK_QUEUE}-b`,
+    });
+    try {
+      await platform.simulator.addFault({ match: { model: upstream['gpt-4o'] }, fault: { status: 503 } });
+      for (let index = 0; index < 3; index++) await ask('gpt-4o');
+      await platform.simulator.resetRequests();
+      const viaReplica = await new OpenAI({
+        apiKey,
+        baseURL: `${replica.url}/v1`,
+        maxRetries: 0,
+      }).chat.completions.create({
+        model: 'gpt-4o',
+        messages: [{ role: 'user', content: 'Which replica?' }],
+      });
+      expect(viaReplica.model).not.toBe('gpt-4o');
+      expect((await platform.simulator.requests()).by_model[upstream['gpt-4o']] ?? 0).toBe(0);
+    } finally {
+      await replica.close();
+    }
   });
 
   it('re-opens when the half-open probe fails', async () => {

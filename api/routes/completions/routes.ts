@@ -5,7 +5,10 @@ import type { AuthState } from '../../auth.ts';
 import { ApiError, invalidRequest } from '../../errors.ts';
 import { ChunkPresenter, presentCompletion } from '../../presenters/completion.ts';
 import { openSse } from '../../sse.ts';
-import type { CompletionService } from './service.ts';
+import type { Metrics } from '../../observability.ts';
+import type { CompletionService, Settled, StartedCompletion } from './service.ts';
+import type { SequencedStreamEvent } from '../../../common/completion.ts';
+import type { Context } from 'koa';
 
 /** Open streams, so a draining server can wait for them to finish. */
 export class OpenStreams {
@@ -25,7 +28,12 @@ export class OpenStreams {
   }
 }
 
-export function completionRoutes(completions: CompletionService, openStreams: OpenStreams) {
+export function completionRoutes(completions: CompletionService, openStreams: OpenStreams, metrics: Metrics) {
+  const record = (settled: Settled, stream: boolean) =>
+    settled.ok
+      ? metrics.recordCompletion(settled.value.model, 'succeeded', stream, settled.value.attempts)
+      : metrics.recordCompletion('none', settled.error.type, stream, settled.attempts);
+
   const router = new Router<AuthState>();
 
   router.post('/v1/chat/completions', async (context) => {
@@ -39,6 +47,7 @@ export function completionRoutes(completions: CompletionService, openStreams: Op
     const started = await completions.start(context.state.principal.userId, request, idempotencyKey);
     context.set('X-Request-Id', started.requestId);
 
+    void started.result.then((settled) => record(settled, !!request.stream));
     if (!request.stream) {
       const settled = await started.result;
       if (!settled.ok) throw settled.error;
@@ -46,50 +55,28 @@ export function completionRoutes(completions: CompletionService, openStreams: Op
       return;
     }
 
-    // Headers wait for the first event, so a completion that fails before any token gets a real HTTP status.
-    const presenter = new ChunkPresenter(started.requestId, started.created, request.model);
-    const events = completions.events(started);
-    const first = await events.next();
-    if (first.done) {
-      const settled = await started.result;
-      if (!settled.ok) throw settled.error;
-    }
-    const sse = openSse(context);
-    sse.onClose(() => {
-      if (!finished) void started.handle.cancel().catch(() => undefined);
+    await relayStream(context, completions, openStreams, started, {
+      requestedModel: request.model,
+      includeUsage: !!request.stream_options?.include_usage,
     });
-    let finished = false;
-    const relay = (async () => {
-      let errorSent = false;
-      try {
-        const pending = first.done ? [] : [first.value];
-        const send = (item: (typeof pending)[number]) => {
-          if (item.event.type === 'error') {
-            sse.send({ error: { type: item.event.errorType, message: item.event.message } }, item.seq);
-            errorSent = true;
-            return;
-          }
-          for (const chunk of presenter.present(item.event)) sse.send(chunk, item.seq);
-        };
-        pending.forEach(send);
-        for await (const item of events) send(item);
-        const settled = await started.result;
-        if (settled.ok) {
-          if (request.stream_options?.include_usage) sse.send(presenter.usageChunk(settled.value.usage));
-          sse.done();
-        } else if (!errorSent) {
-          sse.send(settled.error.body());
-        }
-      } catch (error) {
-        if (!errorSent) sse.send({ error: { type: 'internal_error', message: (error as Error).message } });
-      } finally {
-        finished = true;
-        sse.end();
-      }
-    })();
-    // Drained means the last byte left the socket, not merely that the relay wrote it.
-    const responseClosed = new Promise<void>((resolve) => context.res.once('close', () => resolve()));
-    openStreams.track(relay.then(() => responseClosed));
+  });
+
+  // Resumes (or re-reads) a streamed completion from the stream journal, after `Last-Event-ID` when given.
+  router.get('/api/v1/requests/:id/stream', async (context) => {
+    const { principal } = context.state;
+    const lastEventId = context.get('last-event-id') || String(context.query.after ?? '');
+    const afterSeq = lastEventId === '' ? -1 : Number(lastEventId);
+    if (!Number.isInteger(afterSeq) || afterSeq < -1) {
+      throw new ApiError('invalid_request', 'Last-Event-ID must be the integer id of an event', {
+        param: 'Last-Event-ID',
+      });
+    }
+    const started = await completions.rejoin(principal.userId, principal.operator, context.params.id!);
+    await relayStream(context, completions, openStreams, started, {
+      requestedModel: started.requestedModel,
+      includeUsage: context.query.include_usage === 'true',
+      afterSeq,
+    });
   });
 
   router.get('/api/v1/requests/:id', async (context) => {
@@ -98,4 +85,59 @@ export function completionRoutes(completions: CompletionService, openStreams: Op
   });
 
   return router;
+}
+
+/**
+ * Relays a streamed completion as SSE. Headers wait for the first event, so a completion that fails before
+ * any token gets a real HTTP status. A client that hangs up does not cancel the completion: it runs to its
+ * end, its events land in the journal, and the client may resume with `Last-Event-ID`.
+ */
+async function relayStream(
+  context: Context,
+  completions: CompletionService,
+  openStreams: OpenStreams,
+  started: StartedCompletion,
+  options: { requestedModel: string; includeUsage: boolean; afterSeq?: number },
+): Promise<void> {
+  const afterSeq = options.afterSeq ?? -1;
+  const presenter = new ChunkPresenter(started.requestId, started.created, options.requestedModel);
+  // Events up to afterSeq are read too (they set the served model) but not sent again.
+  const events = completions.events(started);
+  const first = await events.next();
+  if (first.done) {
+    const settled = await started.result;
+    if (!settled.ok) throw settled.error;
+  }
+  const sse = openSse(context);
+  const relay = (async () => {
+    let errorSent = false;
+    try {
+      const send = (item: SequencedStreamEvent) => {
+        const chunks = presenter.present(item.event);
+        if (item.seq <= afterSeq) return;
+        if (item.event.type === 'error') {
+          sse.send({ error: { type: item.event.errorType, message: item.event.message } }, item.seq);
+          errorSent = true;
+          return;
+        }
+        for (const chunk of chunks) sse.send(chunk, item.seq);
+      };
+      if (!first.done) send(first.value);
+      for await (const item of events) send(item);
+      const settled = await started.result;
+      if (settled.ok) {
+        if (options.includeUsage) sse.send(presenter.usageChunk(settled.value.usage));
+        sse.done();
+      } else if (!errorSent) {
+        sse.send(settled.error.body());
+      }
+    } catch (error) {
+      if (!errorSent) sse.send({ error: { type: 'internal_error', message: (error as Error).message } });
+    } finally {
+      sse.end();
+    }
+  })();
+  // Drained means the last byte left the socket, not merely that the relay wrote it.
+  const responseClosed = new Promise<void>((resolve) => context.res.once('close', () => resolve()));
+  openStreams.track(relay.then(() => responseClosed));
 }

@@ -120,6 +120,31 @@ export class CompletionService {
     }
   }
 
+  /** A streamed completion started earlier (here or elsewhere), to relay from its journal; owner only. */
+  async rejoin(
+    userId: string,
+    operator: boolean,
+    requestId: string,
+  ): Promise<StartedCompletion & { requestedModel: string }> {
+    const workflowId = completionWorkflowId(requestId);
+    const description = await this.describe(workflowId);
+    if (!description || (!operator && description.typedSearchAttributes.get(userKey) !== userId)) {
+      throw new ApiError('not_found', `No request ${requestId}`);
+    }
+    if (description.memo?.stream !== true)
+      throw new ApiError('invalid_request', `Request ${requestId} was not streamed`);
+    const handle = this.dependencies.client.workflow.getHandle<typeof completionWorkflow>(workflowId);
+    return {
+      requestId,
+      created: Number(description.memo.created),
+      requestedModel: String(description.memo.model),
+      handle,
+      local: false,
+      subscription: null,
+      result: settle(handle.result()),
+    };
+  }
+
   /** The events of a started completion, in order, until its workflow settles. */
   async *events(started: StartedCompletion, afterSeq = -1): AsyncGenerator<SequencedStreamEvent> {
     let settled = false;

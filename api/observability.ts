@@ -1,0 +1,64 @@
+/**
+ * Request logs and Prometheus metrics. Each app has its own registry (tests run several apps in one process);
+ * `GET /metrics` exposes it.
+ */
+import type { Middleware } from 'koa';
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Attempt } from '../common/completion.ts';
+import type { Logger } from './logger.ts';
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly httpDuration = new Histogram({
+    name: 'tessera_http_request_duration_seconds',
+    help: 'HTTP request duration by route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  readonly completions = new Counter({
+    name: 'tessera_completions_total',
+    help: 'Completions by served model and outcome',
+    labelNames: ['model', 'outcome', 'stream'] as const,
+    registers: [this.registry],
+  });
+  readonly attempts = new Counter({
+    name: 'tessera_provider_attempts_total',
+    help: 'Provider calls by provider and outcome (failover attempts included)',
+    labelNames: ['provider', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'tessera_' });
+  }
+
+  recordCompletion(model: string, outcome: string, stream: boolean, attempts: Attempt[]): void {
+    this.completions.inc({ model, outcome, stream: String(stream) });
+    for (const attempt of attempts) this.attempts.inc({ provider: attempt.provider, outcome: attempt.outcome });
+  }
+}
+
+/** Logs one line per request with its id, and times it by matched route (not raw path: bounded labels). */
+export function requestObserver(logger: Logger, metrics: Metrics): Middleware {
+  return async (context, next) => {
+    const startedAt = performance.now();
+    try {
+      await next();
+    } finally {
+      const seconds = (performance.now() - startedAt) / 1000;
+      const route = (context as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+      metrics.httpDuration.observe({ method: context.method, route, status: String(context.status) }, seconds);
+      logger.info(
+        {
+          method: context.method,
+          path: context.path,
+          status: context.status,
+          ms: Math.round(seconds * 1000),
+          requestId: context.response.get('X-Request-Id') || undefined,
+        },
+        'request',
+      );
+    }
+  };
+}
