@@ -5,9 +5,8 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { LoadedCatalogue, ProviderEndpoint } from '../config/load-catalogue.ts';
 import { resolveModel } from '../common/catalogue.ts';
-import type { ChatCompletionRequest, Usage } from '../common/chat.ts';
+import type { ChatCompletionRequest, FinishReason, ToolCall, Usage } from '../common/chat.ts';
 import type { Candidate, CompletionMessage, StreamEvent } from '../common/completion.ts';
-import type { FinishReason, ToolCall } from '../common/chat.ts';
 import { createProviderAdapter } from './providers/index.ts';
 import { ProviderError, type ProviderAdapter, type ProviderRequest } from './providers/types.ts';
 import { chooseAutoTier } from './routing/auto-model.ts';

@@ -1,5 +1,6 @@
 /** Process settings from the environment, validated once at start-up. Every variable is in .env.example. */
 import { z } from 'zod';
+import { completionsTaskQueue } from '../common/completion.ts';
 
 const settingsSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -7,7 +8,7 @@ const settingsSchema = z.object({
   DATABASE_URL: z.string().min(1),
   TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().default('default'),
-  TEMPORAL_TASK_QUEUE: z.string().default('tessera-completions'),
+  TEMPORAL_TASK_QUEUE: z.string().default(completionsTaskQueue),
   MASTER_KEY: z
     .string()
     .regex(/^te_[A-Za-z0-9_-]{16,}$/, 'MASTER_KEY must start with te_ and have at least 16 more characters')
