@@ -1,7 +1,10 @@
 /** createActivities(deps): every activity the worker registers, built from injected dependencies. */
-import { createCompletionActivities, type CompletionActivityDependencies } from './completion-activities.ts';
+import { createCompletionActivities } from './completion-activities.ts';
+import type { ProviderCalls } from './provider-calls.ts';
 
-export type ActivityDependencies = CompletionActivityDependencies;
+export interface ActivityDependencies {
+  calls: ProviderCalls;
+}
 
 export function createActivities(dependencies: ActivityDependencies) {
   return { ...createCompletionActivities(dependencies) };

@@ -7,6 +7,8 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { StreamHub } from '../activities/streaming/stream-hub.ts';
 import type { StreamJournal } from '../activities/streaming/stream-journal.ts';
 import type { CircuitBreaker } from '../activities/routing/circuit-breaker.ts';
+import type { ProviderCalls } from '../activities/provider-calls.ts';
+import { Router as CompletionRouter } from '../activities/routing/router.ts';
 import type { LoadedCatalogue } from '../config/load-catalogue.ts';
 import { requireKey, type AuthState } from './auth.ts';
 import { errorRenderer } from './errors.ts';
@@ -27,6 +29,7 @@ export interface AppDependencies {
   hub: StreamHub;
   journal: StreamJournal;
   breaker: CircuitBreaker;
+  calls: ProviderCalls;
   masterKey: string | undefined;
   version: string;
   logger: Logger;
@@ -47,7 +50,8 @@ export function createApp(dependencies: AppDependencies): Koa {
   const completions = new CompletionService({
     client: dependencies.client,
     taskQueue: dependencies.taskQueue,
-    catalogue: catalogue.catalogue,
+    router: new CompletionRouter(catalogue, breaker),
+    calls: dependencies.calls,
     hub: dependencies.hub,
     journal: dependencies.journal,
   });

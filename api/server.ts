@@ -37,7 +37,7 @@ export async function startGateway(
   installTemporalRuntime();
   const connection = await NativeConnection.connect({ address: settings.TEMPORAL_ADDRESS });
   const client = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
-  const dependencies = createWorkerDependencies(orm, settings);
+  const dependencies = createWorkerDependencies(orm, settings, catalogue);
   const worker = await createWorker({ connection, settings, catalogue, dependencies });
   const workerRun = worker.run();
   const openStreams = new OpenStreams();

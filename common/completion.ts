@@ -20,6 +20,8 @@ export interface CompletionInput {
   userId: string;
   created: number;
   request: ChatCompletionRequest;
+  /** The router's plan, made by the API from the catalogue and the breaker state at the time. */
+  candidates: Candidate[];
 }
 
 /** One model to try, as planned by the router. */
@@ -74,7 +76,18 @@ export interface CompletionFailureDetails {
 
 /** A streamed completion's events, in order, as relayed in-process and written to the stream journal. */
 export type StreamEvent =
-  { type: 'model'; model: string } | StreamPart | { type: 'error'; errorType: ErrorType; message: string };
+  | { type: 'model'; model: string }
+  | StreamPart
+  | { type: 'error'; errorType: ErrorType; message: string }
+  /** A non-streamed attempt's answer, handed to the waiting response in-process; never journaled. */
+  | {
+      type: 'completion';
+      model: string;
+      message: CompletionMessage;
+      finishReason: FinishReason;
+      usage: Usage;
+      usageEstimated: boolean;
+    };
 
 export interface SequencedStreamEvent {
   seq: number;

@@ -14,6 +14,7 @@ import {
 import { fileURLToPath } from 'node:url';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { createActivities } from '../activities/index.ts';
+import { ProviderCalls } from '../activities/provider-calls.ts';
 import { CircuitBreaker } from '../activities/routing/circuit-breaker.ts';
 import { StreamHub } from '../activities/streaming/stream-hub.ts';
 import { StreamJournal } from '../activities/streaming/stream-journal.ts';
@@ -55,19 +56,34 @@ export interface WorkerDependencies {
   hub: StreamHub;
   journal: StreamJournal;
   breaker: CircuitBreaker;
+  calls: ProviderCalls;
 }
 
-export function createWorkerDependencies(orm: MikroORM, settings: Settings): WorkerDependencies {
-  return {
-    hub: new StreamHub(),
-    journal: new StreamJournal(orm),
-    breaker: new CircuitBreaker(orm, {
-      failureThreshold: settings.BREAKER_FAILURE_THRESHOLD,
-      cooldownMs: settings.BREAKER_COOLDOWN_MS,
-      probeTimeoutMs: settings.BREAKER_PROBE_TIMEOUT_MS,
-      snapshotTtlMs: settings.BREAKER_SNAPSHOT_TTL_MS,
-    }),
-  };
+export function createWorkerDependencies(
+  orm: MikroORM,
+  settings: Settings,
+  catalogue: LoadedCatalogue,
+): WorkerDependencies {
+  const hub = new StreamHub();
+  const journal = new StreamJournal(orm);
+  const breaker = new CircuitBreaker(orm, {
+    failureThreshold: settings.BREAKER_FAILURE_THRESHOLD,
+    cooldownMs: settings.BREAKER_COOLDOWN_MS,
+    probeTimeoutMs: settings.BREAKER_PROBE_TIMEOUT_MS,
+    snapshotTtlMs: settings.BREAKER_SNAPSHOT_TTL_MS,
+  });
+  const calls = new ProviderCalls({
+    catalogue,
+    breaker,
+    hub,
+    journal,
+    providerTimeouts: {
+      connectTimeoutMs: settings.PROVIDER_CONNECT_TIMEOUT_MS,
+      idleTimeoutMs: settings.PROVIDER_IDLE_TIMEOUT_MS,
+      requestTimeoutMs: settings.PROVIDER_REQUEST_TIMEOUT_MS,
+    },
+  });
+  return { hub, journal, breaker, calls };
 }
 
 export async function createWorker(options: {
@@ -82,15 +98,7 @@ export async function createWorker(options: {
     namespace: settings.TEMPORAL_NAMESPACE,
     taskQueue: settings.TEMPORAL_TASK_QUEUE,
     workflowBundle: await workflowBundle(),
-    activities: createActivities({
-      catalogue: options.catalogue,
-      ...options.dependencies,
-      providerTimeouts: {
-        connectTimeoutMs: settings.PROVIDER_CONNECT_TIMEOUT_MS,
-        idleTimeoutMs: settings.PROVIDER_IDLE_TIMEOUT_MS,
-        requestTimeoutMs: settings.PROVIDER_REQUEST_TIMEOUT_MS,
-      },
-    }),
+    activities: createActivities({ calls: options.dependencies.calls }),
     maxConcurrentWorkflowTaskExecutions: 200,
     maxConcurrentLocalActivityExecutions: 400,
     maxCachedWorkflows: 1000,

@@ -20,7 +20,7 @@ export async function startWorker(environment: Record<string, string | undefined
     connection,
     settings,
     catalogue,
-    dependencies: createWorkerDependencies(orm, settings),
+    dependencies: createWorkerDependencies(orm, settings, catalogue),
   });
   const running = worker.run();
   return {

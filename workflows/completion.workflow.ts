@@ -1,6 +1,7 @@
 /**
  * completionWorkflow: one chat completion, from route planning through failover to the served answer.
- * Its history is the request's trace: every attempt is a local activity (provider, outcome, latency).
+ * Its history is the request's trace: the plan is its input, every attempt a local activity (provider,
+ * outcome, latency). Attempt 1 usually adopts the provider call the API started alongside the workflow.
  */
 import {
   ActivityFailure,
@@ -14,11 +15,6 @@ import type { CompletionActivities, ProviderFailureDetails } from '../activities
 import type { Attempt, CompletionFailureDetails, CompletionInput, CompletionResult } from '../common/completion.ts';
 import type { ErrorType } from '../common/errors.ts';
 import { modelKey } from '../common/search-attributes.ts';
-
-const { planRoute } = proxyLocalActivities<CompletionActivities>({
-  startToCloseTimeout: '10s',
-  retry: { maximumAttempts: 3, initialInterval: '50ms' },
-});
 
 // One try per candidate: failover to the next candidate is this workflow's decision, not a blind retry.
 const { callProvider } = proxyLocalActivities<CompletionActivities>({
@@ -37,7 +33,7 @@ export async function completionWorkflow(input: CompletionInput): Promise<Comple
   const attempts: Attempt[] = [];
   setHandler(traceQuery, () => ({ status: 'running', attempts }));
 
-  const { candidates } = await planRoute({ request: input.request });
+  const { candidates } = input;
   if (candidates.length === 0) {
     throw failure(
       'upstream_error',

@@ -1,13 +1,20 @@
 /** Shapes workflow results and stream events into the OpenAI chat-completion objects the SDK expects. */
 import type { ChatCompletion, ChatCompletionChunk, Usage } from '../../common/chat.ts';
-import type { CompletionResult, StreamEvent } from '../../common/completion.ts';
+import type { CompletionMessage, StreamEvent } from '../../common/completion.ts';
 
-export function presentCompletion(result: CompletionResult): ChatCompletion {
+export interface CompletionAnswerView {
+  model: string;
+  message: CompletionMessage | null;
+  finishReason: ChatCompletion['choices'][number]['finish_reason'];
+  usage: Usage;
+}
+
+export function presentCompletion(id: string, created: number, result: CompletionAnswerView): ChatCompletion {
   const toolCalls = result.message?.toolCalls ?? [];
   return {
-    id: result.requestId,
+    id,
     object: 'chat.completion',
-    created: result.created,
+    created,
     model: result.model,
     choices: [
       {
@@ -65,6 +72,7 @@ export class ChunkPresenter {
         return [this.chunk({}, event.reason)];
       case 'usage':
       case 'error':
+      case 'completion':
         return [];
     }
   }

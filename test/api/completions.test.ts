@@ -389,9 +389,14 @@ describe('durability', () => {
       model: 'gemini-2.5-flash',
       messages: [{ role: 'user', content: 'Trace me' }],
     });
-    const response = await platform.fetch(`/api/v1/requests/${completion.id}`, { key: apiKey });
-    expect(response.status).toBe(200);
-    const trace = (await response.json()) as Record<string, unknown>;
+    // The answer leaves as soon as the provider call returns; the workflow records it a moment later.
+    let trace: Record<string, unknown> = {};
+    for (let poll = 0; poll < 50 && trace.status !== 'completed'; poll++) {
+      const response = await platform.fetch(`/api/v1/requests/${completion.id}`, { key: apiKey });
+      expect(response.status).toBe(200);
+      trace = (await response.json()) as Record<string, unknown>;
+      if (trace.status !== 'completed') await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     expect(trace).toMatchObject({
       id: completion.id,
       workflow_id: `completion-${completion.id}`,

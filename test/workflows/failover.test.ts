@@ -28,8 +28,14 @@ interface Trace {
   }>;
 }
 
-const trace = async (id: string) =>
-  (await (await platform.fetch(`/api/v1/requests/${id}`, { key: apiKey })).json()) as Trace;
+/** The request's trace once its workflow has closed (answers are released a moment before that). */
+const trace = async (id: string) => {
+  for (let poll = 0; ; poll++) {
+    const record = (await (await platform.fetch(`/api/v1/requests/${id}`, { key: apiKey })).json()) as Trace;
+    if (record.status !== 'running' || poll >= 50) return record;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+};
 const ask = (model: string, extra: Partial<OpenAI.ChatCompletionCreateParamsNonStreaming> = {}) =>
   client.chat.completions.create({ model, messages: [{ role: 'user', content: 'Tell me something' }], ...extra });
 

@@ -49,9 +49,7 @@ export function completionRoutes(completions: CompletionService, openStreams: Op
 
     void started.result.then((settled) => record(settled, !!request.stream));
     if (!request.stream) {
-      const settled = await started.result;
-      if (!settled.ok) throw settled.error;
-      context.body = presentCompletion(settled.value);
+      context.body = presentCompletion(started.requestId, started.created, await completions.answer(started));
       return;
     }
 

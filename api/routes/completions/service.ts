@@ -1,15 +1,15 @@
 /**
- * Chat completions as durable workflows. The API validates, then starts `completionWorkflow` with eager
- * start: the workflow's first task runs in this process's worker, whose local activity calls the provider
- * and hands stream events to the waiting response through the in-process hub. A workflow that runs
- * elsewhere (idempotent replay, another replica) is relayed from the stream journal instead.
+ * Chat completions as durable workflows. The API validates and plans, then starts `completionWorkflow` with
+ * eager start, so the workflow's only task runs in this process's worker; alongside the start it begins
+ * attempt 1's provider call, which the workflow's local activity adopts. Answers and stream events reach the
+ * waiting response through the in-process hub, and nothing is sent before the workflow exists. A workflow
+ * that runs elsewhere (idempotent replay, eager start declined) is relayed from the stream journal and its
+ * result instead.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure, WorkflowIdConflictPolicy } from '@temporalio/common';
-import type { Catalogue } from '../../../common/catalogue.ts';
-import { resolveModel } from '../../../common/catalogue.ts';
 import type { ChatCompletionRequest } from '../../../common/chat.ts';
 import {
   completionWorkflowId,
@@ -21,6 +21,8 @@ import {
 } from '../../../common/completion.ts';
 import { errorStatus, type ErrorType } from '../../../common/errors.ts';
 import { kindKey, modelKey, userKey } from '../../../common/search-attributes.ts';
+import type { ProviderCalls } from '../../../activities/provider-calls.ts';
+import type { Router } from '../../../activities/routing/router.ts';
 import type { StreamHub, StreamSubscription } from '../../../activities/streaming/stream-hub.ts';
 import type { StreamJournal } from '../../../activities/streaming/stream-journal.ts';
 import type { completionWorkflow } from '../../../workflows/completion.workflow.ts';
@@ -29,7 +31,8 @@ import { ApiError } from '../../errors.ts';
 export interface CompletionServiceDependencies {
   client: Client;
   taskQueue: string;
-  catalogue: Catalogue;
+  router: Router;
+  calls: ProviderCalls;
   hub: StreamHub;
   journal: StreamJournal;
   /** How often a journal relay polls for new events. */
@@ -46,6 +49,11 @@ export interface StartedCompletion {
   result: Promise<Settled>;
 }
 
+/** What a non-streamed response is made of. */
+export type CompletionAnswer = Pick<CompletionResult, 'model' | 'finishReason' | 'usage'> & {
+  message: CompletionResult['message'];
+};
+
 export type Settled = { ok: true; value: CompletionResult } | { ok: false; error: ApiError; attempts: Attempt[] };
 
 export class CompletionService {
@@ -61,8 +69,9 @@ export class CompletionService {
     request: ChatCompletionRequest,
     idempotencyKey: string | undefined,
   ): Promise<StartedCompletion> {
-    const { client, taskQueue, catalogue, hub } = this.dependencies;
-    if (request.model !== 'auto' && !resolveModel(catalogue, request.model)) {
+    const { client, taskQueue, router, calls, hub } = this.dependencies;
+    const candidates = await router.plan(request);
+    if (!candidates) {
       throw new ApiError('model_not_found', `The model '${request.model}' does not exist; see GET /v1/models`, {
         param: 'model',
       });
@@ -86,8 +95,12 @@ export class CompletionService {
     }
 
     const created = Math.floor(Date.now() / 1000);
-    const input: CompletionInput = { requestId, userId, created, request };
-    const subscription = request.stream ? hub.subscribe(requestId) : null;
+    const input: CompletionInput = { requestId, userId, created, request, candidates };
+    const eager = !idempotencyKey;
+    const subscription = eager ? hub.subscribe(requestId) : null;
+    // Attempt 1 starts now rather than after the start round trip; the workflow's activity adopts it.
+    const first = candidates[0];
+    if (eager && first) void calls.startSpeculative({ requestId, attempt: 1, candidate: first, request });
     try {
       const handle = await client.workflow.start<typeof completionWorkflow>('completionWorkflow', {
         workflowId,
@@ -95,7 +108,7 @@ export class CompletionService {
         args: [input],
         // Eager start hands the first workflow task to this process's worker: no extra round trip.
         // An idempotent start may meet a concurrent twin, which USE_EXISTING joins instead (not eager).
-        requestEagerStart: !idempotencyKey,
+        requestEagerStart: eager,
         ...(idempotencyKey ? { workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING } : {}),
         workflowExecutionTimeout: '10 minutes',
         typedSearchAttributes: [
@@ -117,6 +130,29 @@ export class CompletionService {
     } catch (error) {
       subscription?.close();
       throw error;
+    }
+  }
+
+  /** The answer of a non-streamed completion: released by the attempt that produced it, or the workflow's result. */
+  async answer(started: StartedCompletion): Promise<CompletionAnswer> {
+    if (!started.local || !started.subscription) {
+      const settled = await started.result;
+      if (!settled.ok) throw settled.error;
+      return settled.value;
+    }
+    const iterator = started.subscription[Symbol.asyncIterator]();
+    try {
+      while (true) {
+        const next = await Promise.race([iterator.next(), started.result]);
+        if ('ok' in next) {
+          if (!next.ok) throw next.error;
+          return next.value;
+        }
+        if (next.done) throw new ApiError('internal_error', 'The completion ended without an answer');
+        if (next.value.event.type === 'completion') return next.value.event;
+      }
+    } finally {
+      started.subscription.close();
     }
   }
 

@@ -1,0 +1,245 @@
+/**
+ * Provider calls and their in-process registry. A call is one attempt of one completion on one candidate:
+ * it claims the half-open probe when needed, calls the adapter, streams events to the hub and the journal,
+ * and records the outcome in the shared circuit breaker.
+ *
+ * The API starts attempt 1 speculatively, alongside the workflow's start; the workflow's local activity for
+ * that attempt then adopts the call in flight instead of calling the provider a second time. Every other
+ * attempt is started by its local activity. A call nobody adopts (the workflow ran elsewhere) is aborted.
+ */
+import type { LoadedCatalogue, ProviderEndpoint } from '../config/load-catalogue.ts';
+import type { ChatCompletionRequest, FinishReason, ToolCall, Usage } from '../common/chat.ts';
+import type { Candidate, CompletionMessage, StreamEvent } from '../common/completion.ts';
+import { createProviderAdapter } from './providers/index.ts';
+import { ProviderError, type ProviderAdapter, type ProviderRequest } from './providers/types.ts';
+import type { CircuitBreaker } from './routing/circuit-breaker.ts';
+import type { StreamHub } from './streaming/stream-hub.ts';
+import type { StreamJournal } from './streaming/stream-journal.ts';
+
+export interface ProviderCallInput {
+  requestId: string;
+  attempt: number;
+  candidate: Candidate;
+  request: ChatCompletionRequest;
+}
+
+export type ProviderCallOutcome =
+  | {
+      outcome: 'succeeded';
+      latencyMs: number;
+      finishReason: FinishReason;
+      usage: Usage;
+      usageEstimated: boolean;
+      /** Null when streamed: the text went to the client and the journal. */
+      message: CompletionMessage | null;
+    }
+  | { outcome: 'skipped'; reason: string }
+  | { outcome: 'failed'; error: ProviderError; contentSent: boolean; latencyMs: number };
+
+export interface ProviderCallDependencies {
+  catalogue: LoadedCatalogue;
+  breaker: CircuitBreaker;
+  hub: StreamHub;
+  journal: StreamJournal;
+  providerTimeouts?: { connectTimeoutMs?: number; idleTimeoutMs?: number; requestTimeoutMs?: number };
+}
+
+interface InFlight {
+  outcome: Promise<ProviderCallOutcome>;
+  abort: AbortController;
+  timer: NodeJS.Timeout;
+}
+
+/** How long an unadopted speculative call is kept before it is aborted and forgotten. */
+const adoptionWindowMs = 30_000;
+
+export class ProviderCalls {
+  private readonly dependencies: ProviderCallDependencies;
+  private readonly adapters = new Map<string, ProviderAdapter>();
+  private readonly inFlight = new Map<string, InFlight>();
+
+  constructor(dependencies: ProviderCallDependencies) {
+    this.dependencies = dependencies;
+  }
+
+  /** Starts a call that a local activity of this process is expected to adopt. */
+  startSpeculative(input: ProviderCallInput): Promise<ProviderCallOutcome> {
+    const key = `${input.requestId}#${input.attempt}`;
+    const abort = new AbortController();
+    const outcome = this.run(input, abort.signal);
+    const timer = setTimeout(() => this.discard(input.requestId, input.attempt), adoptionWindowMs);
+    timer.unref();
+    this.inFlight.set(key, { outcome, abort, timer });
+    return outcome;
+  }
+
+  /** Aborts and forgets a speculative call (its workflow runs in another process). */
+  discard(requestId: string, attempt: number): void {
+    const key = `${requestId}#${attempt}`;
+    const call = this.inFlight.get(key);
+    if (!call) return;
+    this.inFlight.delete(key);
+    clearTimeout(call.timer);
+    call.abort.abort();
+  }
+
+  /** The outcome of this attempt: the speculative call in flight when there is one, else a new call. */
+  callOrAdopt(input: ProviderCallInput, signal: AbortSignal): Promise<ProviderCallOutcome> {
+    const key = `${input.requestId}#${input.attempt}`;
+    const speculative = this.inFlight.get(key);
+    if (speculative) {
+      this.inFlight.delete(key);
+      clearTimeout(speculative.timer);
+      signal.addEventListener('abort', () => speculative.abort.abort(), { once: true });
+      return speculative.outcome;
+    }
+    return this.run(input, signal);
+  }
+
+  private adapterFor(endpoint: ProviderEndpoint): ProviderAdapter {
+    let adapter = this.adapters.get(endpoint.provider);
+    if (!adapter) {
+      adapter = createProviderAdapter({ ...endpoint, ...this.dependencies.providerTimeouts });
+      this.adapters.set(endpoint.provider, adapter);
+    }
+    return adapter;
+  }
+
+  private async run(input: ProviderCallInput, signal: AbortSignal): Promise<ProviderCallOutcome> {
+    const { candidate, request, requestId } = input;
+    const { catalogue, breaker, hub, journal } = this.dependencies;
+    const endpoint = catalogue.endpoints.get(candidate.provider);
+    if (!endpoint) return { outcome: 'skipped', reason: `provider ${candidate.provider} has no key` };
+    if (candidate.probe && !(await breaker.claimProbe(candidate.provider))) {
+      return { outcome: 'skipped', reason: 'circuit open; another replica holds the half-open probe' };
+    }
+    const adapter = this.adapterFor(endpoint);
+    const providerRequest = toProviderRequest(candidate, request);
+    const startedAt = performance.now();
+    const promptChars = request.messages.reduce((total, message) => total + (message.content?.length ?? 0), 0);
+    let contentSent = false;
+    try {
+      if (!request.stream) {
+        const response = await adapter.generate(providerRequest, { signal });
+        await breaker.recordSuccess(candidate.provider);
+        const completionChars = (response.content?.length ?? 0) + argumentsLength(response.toolCalls);
+        const usage = response.usage ?? estimateUsage(promptChars, completionChars);
+        const message = { content: response.content, toolCalls: response.toolCalls };
+        const finishReason = response.finishReason;
+        // A response waiting in this process may be released now; the workflow records the same outcome.
+        hub.publish(requestId, {
+          seq: -1,
+          event: {
+            type: 'completion',
+            model: candidate.model,
+            message,
+            finishReason,
+            usage,
+            usageEstimated: !response.usage,
+          },
+        });
+        return {
+          outcome: 'succeeded',
+          latencyMs: elapsed(startedAt),
+          finishReason,
+          usage,
+          usageEstimated: !response.usage,
+          message,
+        };
+      }
+
+      const writer = journal.writer(requestId);
+      let seq = 0;
+      const emit = (event: StreamEvent) => {
+        const sequenced = { seq: seq++, event };
+        hub.publish(requestId, sequenced);
+        writer.append(sequenced);
+      };
+      let finishReason: FinishReason = 'stop';
+      let usage: Usage | null = null;
+      let completionChars = 0;
+      try {
+        for await (const part of adapter.stream(providerRequest, { signal })) {
+          if (part.type === 'usage') {
+            usage = part.usage;
+            continue;
+          }
+          if (part.type === 'finish') finishReason = part.reason;
+          if (part.type === 'text-delta') completionChars += part.text.length;
+          if (part.type === 'tool-call-delta') completionChars += part.argumentsDelta.length;
+          if (!contentSent) {
+            // Announced with the first content, so a failure before it fails over silently.
+            emit({ type: 'model', model: candidate.model });
+            contentSent = true;
+          }
+          emit(part);
+        }
+        const finalUsage = usage ?? estimateUsage(promptChars, completionChars);
+        emit({ type: 'usage', usage: finalUsage });
+        await breaker.recordSuccess(candidate.provider);
+        return {
+          outcome: 'succeeded',
+          latencyMs: elapsed(startedAt),
+          finishReason,
+          usage: finalUsage,
+          usageEstimated: !usage,
+          message: null,
+        };
+      } catch (error) {
+        if (contentSent) {
+          const message = error instanceof Error ? error.message : String(error);
+          emit({
+            type: 'error',
+            errorType: 'upstream_error',
+            message: `${candidate.provider}: stream interrupted: ${message}`,
+          });
+        }
+        throw error;
+      } finally {
+        await writer.close();
+      }
+    } catch (error) {
+      const providerError =
+        error instanceof ProviderError
+          ? error
+          : new ProviderError({ provider: candidate.provider, kind: 'network', message: String(error) });
+      if (providerError.retryable) await breaker.recordFailure(candidate.provider, providerError.message);
+      else if (candidate.probe) await breaker.recordSuccess(candidate.provider);
+      return { outcome: 'failed', error: providerError, contentSent, latencyMs: elapsed(startedAt) };
+    }
+  }
+}
+
+function elapsed(startedAt: number): number {
+  return Math.round(performance.now() - startedAt);
+}
+
+function toProviderRequest(candidate: Candidate, request: ChatCompletionRequest): ProviderRequest {
+  return {
+    model: candidate.upstreamModel,
+    messages: request.messages,
+    tools: request.tools ?? undefined,
+    toolChoice: request.tool_choice ?? undefined,
+    maxTokens: request.max_completion_tokens ?? request.max_tokens ?? undefined,
+    temperature: request.temperature ?? undefined,
+    topP: request.top_p ?? undefined,
+    stop: typeof request.stop === 'string' ? [request.stop] : (request.stop ?? undefined),
+    seed: request.seed ?? undefined,
+    user: request.user ?? undefined,
+    responseFormat: request.response_format ?? undefined,
+    presencePenalty: request.presence_penalty ?? undefined,
+    frequencyPenalty: request.frequency_penalty ?? undefined,
+    parallelToolCalls: request.parallel_tool_calls ?? undefined,
+  };
+}
+
+function argumentsLength(toolCalls: ToolCall[]): number {
+  return toolCalls.reduce((total, call) => total + call.function.name.length + call.function.arguments.length, 0);
+}
+
+/** Rough usage (4 characters a token) when a provider reports none; the billing issue brings a tokenizer. */
+function estimateUsage(promptChars: number, completionChars: number): Usage {
+  const prompt = Math.ceil(promptChars / 4);
+  const completion = Math.ceil(completionChars / 4);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
