@@ -42,6 +42,8 @@ export interface ProviderCallDependencies {
   hub: StreamHub;
   journal: StreamJournal;
   providerTimeouts?: { connectTimeoutMs?: number; idleTimeoutMs?: number; requestTimeoutMs?: number };
+  /** Told every attempt's outcome (metrics). */
+  observe?: (provider: string, outcome: ProviderCallOutcome['outcome']) => void;
 }
 
 interface InFlight {
@@ -106,6 +108,18 @@ export class ProviderCalls {
   }
 
   private async run(input: ProviderCallInput, signal: AbortSignal): Promise<ProviderCallOutcome> {
+    const outcome = await this.attempt(input, signal);
+    this.dependencies.observe?.(input.candidate.provider, outcome.outcome);
+    if (outcome.outcome !== 'succeeded') {
+      this.dependencies.hub.publish(input.requestId, {
+        seq: -1,
+        event: { type: 'attempt-ended', outcome: outcome.outcome },
+      });
+    }
+    return outcome;
+  }
+
+  private async attempt(input: ProviderCallInput, signal: AbortSignal): Promise<ProviderCallOutcome> {
     const { candidate, request, requestId } = input;
     const { catalogue, breaker, hub, journal } = this.dependencies;
     const endpoint = catalogue.endpoints.get(candidate.provider);

@@ -4,7 +4,6 @@
  */
 import type { Middleware } from 'koa';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Attempt } from '../common/completion.ts';
 import type { Logger } from './logger.ts';
 
 export class Metrics {
@@ -33,9 +32,12 @@ export class Metrics {
     if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'tessera_' });
   }
 
-  recordCompletion(model: string, outcome: string, stream: boolean, attempts: Attempt[]): void {
+  recordCompletion(model: string, outcome: string, stream: boolean): void {
     this.completions.inc({ model, outcome, stream: String(stream) });
-    for (const attempt of attempts) this.attempts.inc({ provider: attempt.provider, outcome: attempt.outcome });
+  }
+
+  recordAttempt(provider: string, outcome: string): void {
+    this.attempts.inc({ provider, outcome });
   }
 }
 

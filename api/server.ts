@@ -37,7 +37,10 @@ export async function startGateway(
   installTemporalRuntime();
   const connection = await NativeConnection.connect({ address: settings.TEMPORAL_ADDRESS });
   const client = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
-  const dependencies = createWorkerDependencies(orm, settings, catalogue);
+  const metrics = new Metrics({ defaultMetrics: true });
+  const dependencies = createWorkerDependencies(orm, settings, catalogue, (provider, outcome) =>
+    metrics.recordAttempt(provider, outcome),
+  );
   const worker = await createWorker({ connection, settings, catalogue, dependencies });
   const workerRun = worker.run();
   const openStreams = new OpenStreams();
@@ -51,7 +54,7 @@ export async function startGateway(
     version,
     logger,
     openStreams,
-    metrics: new Metrics({ defaultMetrics: true }),
+    metrics,
   });
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(settings.PORT, settings.HOST, () => resolve(listening));

@@ -79,6 +79,8 @@ export type StreamEvent =
   | { type: 'model'; model: string }
   | StreamPart
   | { type: 'error'; errorType: ErrorType; message: string }
+  /** An attempt ended without an answer (failed or skipped); in-process only, never journaled. */
+  | { type: 'attempt-ended'; outcome: 'failed' | 'skipped' }
   /** A non-streamed attempt's answer, handed to the waiting response in-process; never journaled. */
   | {
       type: 'completion';

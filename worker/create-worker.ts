@@ -14,7 +14,7 @@ import {
 import { fileURLToPath } from 'node:url';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { createActivities } from '../activities/index.ts';
-import { ProviderCalls } from '../activities/provider-calls.ts';
+import { ProviderCalls, type ProviderCallDependencies } from '../activities/provider-calls.ts';
 import { CircuitBreaker } from '../activities/routing/circuit-breaker.ts';
 import { StreamHub } from '../activities/streaming/stream-hub.ts';
 import { StreamJournal } from '../activities/streaming/stream-journal.ts';
@@ -63,6 +63,7 @@ export function createWorkerDependencies(
   orm: MikroORM,
   settings: Settings,
   catalogue: LoadedCatalogue,
+  observe?: ProviderCallDependencies['observe'],
 ): WorkerDependencies {
   const hub = new StreamHub();
   const journal = new StreamJournal(orm);
@@ -82,6 +83,7 @@ export function createWorkerDependencies(
       idleTimeoutMs: settings.PROVIDER_IDLE_TIMEOUT_MS,
       requestTimeoutMs: settings.PROVIDER_REQUEST_TIMEOUT_MS,
     },
+    observe,
   });
   return { hub, journal, breaker, calls };
 }

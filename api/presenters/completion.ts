@@ -45,6 +45,11 @@ export class ChunkPresenter {
     this.model = requestedModel;
   }
 
+  /** The model named in the chunks: the served one once the stream announced it. */
+  get servedModel(): string {
+    return this.model;
+  }
+
   /** Chunks for one event (none for events that only carry state). */
   present(event: StreamEvent): ChatCompletionChunk[] {
     switch (event.type) {
@@ -73,6 +78,7 @@ export class ChunkPresenter {
       case 'usage':
       case 'error':
       case 'completion':
+      case 'attempt-ended':
         return [];
     }
   }

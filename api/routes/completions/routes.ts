@@ -6,7 +6,8 @@ import { ApiError, invalidRequest } from '../../errors.ts';
 import { ChunkPresenter, presentCompletion } from '../../presenters/completion.ts';
 import { openSse } from '../../sse.ts';
 import type { Metrics } from '../../observability.ts';
-import type { CompletionService, Settled, StartedCompletion } from './service.ts';
+import type { CompletionService, StartedCompletion } from './service.ts';
+import type { Usage } from '../../../common/chat.ts';
 import type { SequencedStreamEvent } from '../../../common/completion.ts';
 import type { Context } from 'koa';
 
@@ -29,11 +30,6 @@ export class OpenStreams {
 }
 
 export function completionRoutes(completions: CompletionService, openStreams: OpenStreams, metrics: Metrics) {
-  const record = (settled: Settled, stream: boolean) =>
-    settled.ok
-      ? metrics.recordCompletion(settled.value.model, 'succeeded', stream, settled.value.attempts)
-      : metrics.recordCompletion('none', settled.error.type, stream, settled.attempts);
-
   const router = new Router<AuthState>();
 
   router.post('/v1/chat/completions', async (context) => {
@@ -47,15 +43,22 @@ export function completionRoutes(completions: CompletionService, openStreams: Op
     const started = await completions.start(context.state.principal.userId, request, idempotencyKey);
     context.set('X-Request-Id', started.requestId);
 
-    void started.result.then((settled) => record(settled, !!request.stream));
     if (!request.stream) {
-      context.body = presentCompletion(started.requestId, started.created, await completions.answer(started));
+      try {
+        const answer = await completions.answer(started);
+        metrics.recordCompletion(answer.model, 'succeeded', false);
+        context.body = presentCompletion(started.requestId, started.created, answer);
+      } catch (error) {
+        metrics.recordCompletion('none', error instanceof ApiError ? error.type : 'internal_error', false);
+        throw error;
+      }
       return;
     }
 
     await relayStream(context, completions, openStreams, started, {
       requestedModel: request.model,
       includeUsage: !!request.stream_options?.include_usage,
+      onEnd: (model, outcome) => metrics.recordCompletion(model, outcome, true),
     });
   });
 
@@ -95,7 +98,12 @@ async function relayStream(
   completions: CompletionService,
   openStreams: OpenStreams,
   started: StartedCompletion,
-  options: { requestedModel: string; includeUsage: boolean; afterSeq?: number },
+  options: {
+    requestedModel: string;
+    includeUsage: boolean;
+    afterSeq?: number;
+    onEnd?: (model: string, outcome: string) => void;
+  },
 ): Promise<void> {
   const afterSeq = options.afterSeq ?? -1;
   const presenter = new ChunkPresenter(started.requestId, started.created, options.requestedModel);
@@ -103,36 +111,53 @@ async function relayStream(
   const events = completions.events(started);
   const first = await events.next();
   if (first.done) {
-    const settled = await started.result;
-    if (!settled.ok) throw settled.error;
+    const settled = await started.result();
+    if (!settled.ok) {
+      options.onEnd?.('none', settled.error.type);
+      throw settled.error;
+    }
   }
   const sse = openSse(context);
   const relay = (async () => {
     let errorSent = false;
+    let usage: Usage | null = null;
+    let outcome = 'succeeded';
     try {
       const send = (item: SequencedStreamEvent) => {
         const chunks = presenter.present(item.event);
         if (item.seq <= afterSeq) return;
+        if (item.event.type === 'usage') usage = item.event.usage;
+        if (item.seq <= afterSeq) return;
         if (item.event.type === 'error') {
           sse.send({ error: { type: item.event.errorType, message: item.event.message } }, item.seq);
           errorSent = true;
+          outcome = item.event.errorType;
           return;
         }
         for (const chunk of chunks) sse.send(chunk, item.seq);
       };
       if (!first.done) send(first.value);
       for await (const item of events) send(item);
-      const settled = await started.result;
-      if (settled.ok) {
-        if (options.includeUsage) sse.send(presenter.usageChunk(settled.value.usage));
+      // A stream ends on its usage event (success) or an in-band error; otherwise the workflow gave up.
+      if (usage) {
+        if (options.includeUsage) sse.send(presenter.usageChunk(usage));
         sse.done();
       } else if (!errorSent) {
-        sse.send(settled.error.body());
+        const settled = await started.result();
+        if (settled.ok) {
+          if (options.includeUsage) sse.send(presenter.usageChunk(settled.value.usage));
+          sse.done();
+        } else {
+          outcome = settled.error.type;
+          sse.send(settled.error.body());
+        }
       }
     } catch (error) {
+      outcome = 'internal_error';
       if (!errorSent) sse.send({ error: { type: 'internal_error', message: (error as Error).message } });
     } finally {
       sse.end();
+      options.onEnd?.(presenter.servedModel, outcome);
     }
   })();
   // Drained means the last byte left the socket, not merely that the relay wrote it.

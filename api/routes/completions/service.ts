@@ -46,7 +46,8 @@ export interface StartedCompletion {
   /** The workflow's first task runs in this process: its events arrive through `subscription`. */
   local: boolean;
   subscription: StreamSubscription | null;
-  result: Promise<Settled>;
+  /** The workflow's outcome; asked for lazily, since the fast path answers without waiting for it. */
+  result(): Promise<Settled>;
 }
 
 /** What a non-streamed response is made of. */
@@ -90,7 +91,7 @@ export class CompletionService {
         }
         const handle = client.workflow.getHandle<typeof completionWorkflow>(workflowId);
         const created = Number(existing.memo?.created ?? Math.floor(Date.now() / 1000));
-        return { requestId, created, handle, local: false, subscription: null, result: settle(handle.result()) };
+        return { requestId, created, handle, local: false, subscription: null, result: lazyResult(handle) };
       }
     }
 
@@ -125,7 +126,7 @@ export class CompletionService {
         handle,
         local: handle.eagerlyStarted,
         subscription,
-        result: settle(handle.result()),
+        result: lazyResult(handle),
       };
     } catch (error) {
       subscription?.close();
@@ -136,24 +137,16 @@ export class CompletionService {
   /** The answer of a non-streamed completion: released by the attempt that produced it, or the workflow's result. */
   async answer(started: StartedCompletion): Promise<CompletionAnswer> {
     if (!started.local || !started.subscription) {
-      const settled = await started.result;
+      const settled = await started.result();
       if (!settled.ok) throw settled.error;
       return settled.value;
     }
-    const iterator = started.subscription[Symbol.asyncIterator]();
-    try {
-      while (true) {
-        const next = await Promise.race([iterator.next(), started.result]);
-        if ('ok' in next) {
-          if (!next.ok) throw next.error;
-          return next.value;
-        }
-        if (next.done) throw new ApiError('internal_error', 'The completion ended without an answer');
-        if (next.value.event.type === 'completion') return next.value.event;
-      }
-    } finally {
-      started.subscription.close();
+    for await (const item of this.localEvents(started, started.subscription)) {
+      if (item.event.type === 'completion') return item.event;
     }
+    const settled = await started.result();
+    if (!settled.ok) throw settled.error;
+    return settled.value;
   }
 
   /** A streamed completion started earlier (here or elsewhere), to relay from its journal; owner only. */
@@ -177,40 +170,63 @@ export class CompletionService {
       handle,
       local: false,
       subscription: null,
-      result: settle(handle.result()),
+      result: lazyResult(handle),
     };
   }
 
-  /** The events of a started completion, in order, until its workflow settles. */
-  async *events(started: StartedCompletion, afterSeq = -1): AsyncGenerator<SequencedStreamEvent> {
-    let settled = false;
-    void started.result.then(() => (settled = true));
+  /**
+   * The events of a started completion, in order, up to its end: the stream's final `usage` or in-band
+   * `error` event, or the workflow's end (all candidates failed).
+   */
+  async *events(started: StartedCompletion): AsyncGenerator<SequencedStreamEvent> {
     if (started.local && started.subscription) {
-      const iterator = started.subscription[Symbol.asyncIterator]();
-      try {
-        while (true) {
-          const next = await Promise.race([iterator.next(), started.result.then(() => null)]);
-          if (next === null || next.done) break;
-          yield next.value;
-        }
-        // Everything the activity published precedes the workflow's completion.
-        yield* started.subscription.drain();
-      } finally {
-        started.subscription.close();
+      for await (const item of this.localEvents(started, started.subscription)) {
+        if (item.event.type === 'completion') continue;
+        yield item;
+        if (isFinal(item)) return;
       }
       return;
     }
     started.subscription?.close();
-    let lastSeq = afterSeq;
+    let settled = false;
+    let lastSeq = -1;
     const pollMs = this.dependencies.journalPollMs ?? 25;
+    const result = started.result().then(() => (settled = true));
     while (true) {
       const finalRead = settled;
-      for (const event of await this.dependencies.journal.read(started.requestId, lastSeq)) {
-        lastSeq = event.seq;
-        yield event;
+      for (const item of await this.dependencies.journal.read(started.requestId, lastSeq)) {
+        lastSeq = item.seq;
+        yield item;
+        if (isFinal(item)) return;
       }
       if (finalRead) return;
-      await Promise.race([new Promise((resolve) => setTimeout(resolve, pollMs)), started.result]);
+      await Promise.race([new Promise((resolve) => setTimeout(resolve, pollMs)), result]);
+    }
+  }
+
+  /**
+   * Events handed over in-process. The workflow's result is watched only once an attempt ended without an
+   * answer: then the workflow either tries the next candidate (whose events follow here) or gives up.
+   */
+  private async *localEvents(started: StartedCompletion, subscription: StreamSubscription) {
+    const iterator = subscription[Symbol.asyncIterator]();
+    let workflowEnded: Promise<null> | null = null;
+    try {
+      while (true) {
+        const next = await (workflowEnded ? Promise.race([iterator.next(), workflowEnded]) : iterator.next());
+        if (next === null) {
+          yield* subscription.drain().filter((item) => item.event.type !== 'attempt-ended');
+          return;
+        }
+        if (next.done) return;
+        if (next.value.event.type === 'attempt-ended') {
+          workflowEnded ??= started.result().then(() => null);
+          continue;
+        }
+        yield next.value;
+      }
+    } finally {
+      subscription.close();
     }
   }
 
@@ -258,6 +274,13 @@ export class CompletionService {
       throw error;
     }
   }
+}
+
+const isFinal = (item: SequencedStreamEvent) => item.event.type === 'usage' || item.event.type === 'error';
+
+function lazyResult(handle: WorkflowHandle<typeof completionWorkflow>): () => Promise<Settled> {
+  let result: Promise<Settled> | null = null;
+  return () => (result ??= settle(handle.result()));
 }
 
 /** Resolves a workflow result to a value or the API error its failure means. */
