@@ -314,6 +314,23 @@ describe('API keys', () => {
 });
 
 describe('durability', () => {
+  it('makes exactly one upstream call per completion: the workflow adopts the speculative first attempt', async () => {
+    await platform.simulator.resetRequests();
+    const messages = [{ role: 'user' as const, content: 'Once each' }];
+    const plain = Array.from({ length: 8 }, () => client.chat.completions.create({ model: 'gpt-4o-mini', messages }));
+    const streamed = Array.from({ length: 8 }, async () => {
+      for await (const _chunk of await client.chat.completions.create({
+        model: 'claude-haiku-4-5',
+        messages,
+        stream: true,
+      })) {
+        // drain
+      }
+    });
+    await Promise.all([...plain, ...streamed]);
+    expect((await platform.simulator.requests()).total).toBe(16);
+  });
+
   it('returns the first result for a repeated Idempotency-Key without a second upstream call', async () => {
     const body = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'Only once' }] };
     const headers = { 'Idempotency-Key': `key-${Date.now()}` };
