@@ -7,7 +7,11 @@ import type { ProviderCallInput, ProviderCalls } from './provider-calls.ts';
 
 export type CallProviderInput = ProviderCallInput;
 
-export type CallProviderResult = Exclude<Awaited<ReturnType<ProviderCalls['callOrAdopt']>>, { outcome: 'failed' }>;
+/** The outcome as recorded in the attempt's history marker, naming who served it for operators. */
+export type CallProviderResult = Exclude<Awaited<ReturnType<ProviderCalls['callOrAdopt']>>, { outcome: 'failed' }> & {
+  provider: string;
+  model: string;
+};
 
 /** Failure details of a provider call (ApplicationFailure of type `ProviderError`). */
 export interface ProviderFailureDetails {
@@ -25,7 +29,8 @@ export function createCompletionActivities(dependencies: { calls: ProviderCalls 
     /** Calls one candidate, or adopts the API's speculative call for this attempt when one is in flight. */
     async callProvider(input: CallProviderInput): Promise<CallProviderResult> {
       const result = await dependencies.calls.callOrAdopt(input, Context.current().cancellationSignal);
-      if (result.outcome !== 'failed') return result;
+      const { provider, model } = input.candidate;
+      if (result.outcome !== 'failed') return { ...result, provider, model };
       const { error, contentSent, latencyMs } = result;
       const details: ProviderFailureDetails = {
         kind: error.kind,
