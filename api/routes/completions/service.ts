@@ -110,8 +110,9 @@ export class CompletionService {
         // Eager start hands the first workflow task to this process's worker: no extra round trip.
         // An idempotent start may meet a concurrent twin, which USE_EXISTING joins instead (not eager).
         requestEagerStart: eager,
+        // No execution timeout: the workflow is bounded by its finite plan and each attempt's 150 s limit,
+        // and a timeout would cost the server a timer task per completion.
         ...(idempotencyKey ? { workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING } : {}),
-        workflowExecutionTimeout: '10 minutes',
         typedSearchAttributes: [
           { key: kindKey, value: 'completion' },
           { key: userKey, value: userId },
