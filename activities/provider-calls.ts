@@ -75,6 +75,11 @@ export class ProviderCalls {
     return outcome;
   }
 
+  /** Speculative calls not yet adopted or discarded. */
+  get pendingSpeculative(): number {
+    return this.inFlight.size;
+  }
+
   /** Aborts and forgets a speculative call (its workflow runs in another process). */
   discard(requestId: string, attempt: number): void {
     const key = `${requestId}#${attempt}`;

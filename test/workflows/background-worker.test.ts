@@ -5,6 +5,12 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import { Router } from '../../activities/routing/router.ts';
+import { CompletionService } from '../../api/routes/completions/service.ts';
+import { loadCatalogue } from '../../config/load-catalogue.ts';
+import { readSettings } from '../../config/settings.ts';
+import { createWorkerDependencies } from '../../worker/create-worker.ts';
 import { startWorker } from '../../worker/main.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { completionWorkflowId, type CompletionInput, type CompletionResult } from '../../common/completion.ts';
@@ -62,5 +68,35 @@ it('completes a streamed completion, writing its events to the journal', async (
     expect(events.at(-1)?.event.type).toBe('usage');
   } finally {
     await orm.close();
+  }
+});
+
+it('falls back when eager start is declined: the speculative call is dropped, the worker that got the task answers', async () => {
+  // A connection with no worker of its own cannot be granted an eager start.
+  const native = await NativeConnection.connect({ address: platform.environment.TEMPORAL_ADDRESS! });
+  const orm = await openOrm(platform.databaseUrl, { poolMax: 2 });
+  try {
+    const environment = { ...platform.environment, TEMPORAL_TASK_QUEUE: taskQueue };
+    const catalogue = loadCatalogue(environment);
+    const dependencies = createWorkerDependencies(orm, readSettings(environment), catalogue);
+    const service = new CompletionService({
+      client: new Client({ connection: native }),
+      taskQueue,
+      router: new Router(catalogue, dependencies.breaker),
+      ...dependencies,
+    });
+    const started = await service.start(
+      'user_fallback',
+      { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Declined eager start' }] },
+      undefined,
+    );
+    expect(started.local).toBe(false);
+    expect(dependencies.calls.pendingSpeculative).toBe(0);
+    const answer = await service.answer(started);
+    expect(answer).toMatchObject({ model: 'gpt-4o-mini', finishReason: 'stop' });
+    expect(answer.message?.content).toMatch(/Declined eager start/);
+  } finally {
+    await orm.close();
+    await native.close();
   }
 });

@@ -121,15 +121,22 @@ export class CompletionService {
         memo: { bodyHash, created, model: request.model, stream: !!request.stream },
         staticSummary: `Chat completion: ${request.model}${request.stream ? ', streamed' : ''}, for ${userId}`,
       });
+      const local = handle.eagerlyStarted;
+      if (!local) {
+        // The workflow task went to another worker, which calls the provider itself.
+        calls.discard(requestId, 1);
+        subscription?.close();
+      }
       return {
         requestId,
         created,
         handle,
-        local: handle.eagerlyStarted,
-        subscription,
+        local,
+        subscription: local ? subscription : null,
         result: lazyResult(handle),
       };
     } catch (error) {
+      calls.discard(requestId, 1);
       subscription?.close();
       throw error;
     }
