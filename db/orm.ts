@@ -16,6 +16,7 @@ export function ormConfig(databaseUrl: string, options: { poolMax?: number } = {
       path: migrationsPath,
       glob: '!(*.d).ts',
       snapshot: true,
+      snapshotName: '.snapshot-tessera',
       transactional: true,
       allOrNothing: true,
       emit: 'ts',

@@ -1,6 +1,9 @@
 import { defineEntity, p } from '@mikro-orm/core';
 
-/** A customer account. Plans and credits arrive with the billing issue; `plan` is already recorded. */
+/**
+ * A customer account: plan, credit balance and the credits held by reservations in flight. The balance and
+ * hold are kept consistent with the credit ledger in the same transaction as every ledger entry.
+ */
 export const User = defineEntity({
   name: 'User',
   tableName: 'users',
@@ -8,6 +11,14 @@ export const User = defineEntity({
     id: p.string().primary(),
     email: p.string().nullable().unique(),
     plan: p.string().default('free'),
+    creditsBalance: p.integer().default(0),
+    creditsHeld: p.integer().default(0),
+    /** Start of the current plan cycle: monthly credits are granted from here. */
+    planCycleStart: p.datetime().nullable(),
+    /** Operator-set overrides for business accounts: rate limits, allowed models. */
+    customLimits: p.json<{ per_hour?: number | null; per_day?: number | null; models?: string[] | 'all' }>().nullable(),
+    stripeCustomerId: p.string().nullable().unique(),
+    stripeSubscriptionId: p.string().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
   },
 });

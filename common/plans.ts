@@ -1,0 +1,69 @@
+/**
+ * Plans, credit rates and rate limits: the zod schema of config/plans.yaml and pure helpers over it.
+ * Workflow-safe (no I/O); config/load-plans.ts reads the file.
+ */
+import { z } from 'zod';
+import type { Catalogue, CatalogueModel } from './catalogue.ts';
+
+export const planNames = ['free', 'starter', 'pro', 'business'] as const;
+export type PlanName = (typeof planNames)[number];
+
+const rateLimitsSchema = z
+  .object({ per_hour: z.number().int().positive().nullable(), per_day: z.number().int().positive().nullable() })
+  .strict();
+export type RateLimits = z.infer<typeof rateLimitsSchema>;
+
+export const plansFileSchema = z
+  .object({
+    plans: z.record(
+      z.enum(planNames),
+      z
+        .object({
+          price_usd_month: z.number().nonnegative(),
+          monthly_credits: z.number().int().nonnegative(),
+          models: z.union([z.literal('all'), z.array(z.string()).min(1)]),
+          rate_limits: rateLimitsSchema,
+        })
+        .strict(),
+    ),
+    guest_rate_limits: rateLimitsSchema,
+    credit_rates: z.record(z.string(), z.number().positive()),
+  })
+  .strict()
+  .refine((file) => planNames.every((name) => file.plans[name]), { message: 'every plan must be defined' });
+
+export type PlansFile = z.infer<typeof plansFileSchema>;
+export type Plan = PlansFile['plans'][PlanName];
+
+/** Credits per 1,000 tokens: the configured rate, else derived from the model's price (see plans.yaml). */
+export function creditRate(plans: PlansFile, model: CatalogueModel): number {
+  const configured = plans.credit_rates[model.id];
+  if (configured !== undefined) return configured;
+  const blended = (model.price.input_per_1m + model.price.output_per_1m) / 2;
+  return Math.max(4, Math.ceil((blended * 8) / 3));
+}
+
+/** Credits for a number of tokens at a rate: rounded up, at least 1 for any request. */
+export function creditsFor(tokens: number, rate: number): number {
+  return Math.max(1, Math.ceil((tokens * rate) / 1000));
+}
+
+/** Whether a plan may use a model; the self-hosted fallback is open to every plan. */
+export function planAllows(plans: PlansFile, plan: PlanName, model: CatalogueModel): boolean {
+  if (model.tier === 'self-hosted') return true;
+  const allowed = plans.plans[plan].models;
+  return allowed === 'all' || allowed.includes(model.id);
+}
+
+/** The cheapest plan that unlocks a model (for error messages). */
+export function cheapestPlanFor(plans: PlansFile, model: CatalogueModel): PlanName | null {
+  const ordered = [...planNames].sort(
+    (left, right) => plans.plans[left].price_usd_month - plans.plans[right].price_usd_month,
+  );
+  return ordered.find((name) => name !== 'business' && planAllows(plans, name, model)) ?? null;
+}
+
+/** Every catalogue model with its credit rate (for listings). */
+export function creditRates(plans: PlansFile, catalogue: Catalogue): Record<string, number> {
+  return Object.fromEntries(catalogue.models.map((model) => [model.id, creditRate(plans, model)]));
+}
