@@ -4,6 +4,7 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { PlanName } from '../../../common/plans.ts';
 import { ApiKey, User } from '../../../db/entities/index.ts';
 
 export const keyPrefix = 'te_';
@@ -13,8 +14,17 @@ const lastUsedResolutionMs = 60_000;
 export interface Principal {
   userId: string;
   keyId: string | null;
-  /** The operator (MASTER_KEY): may act for any user. */
+  /** The operator (MASTER_KEY): may act for any user; no plan gating, no rate limit. */
   operator: boolean;
+  plan: PlanName;
+  /** Operator-set overrides (business accounts). */
+  customLimits: CustomLimits | null;
+}
+
+export interface CustomLimits {
+  per_hour?: number | null;
+  per_day?: number | null;
+  models?: string[] | 'all';
 }
 
 export function hashSecret(secret: string): string {
@@ -47,11 +57,21 @@ export class ApiKeyService {
     if (!secret.startsWith(keyPrefix)) return null;
     const digest = createHash('sha256').update(secret).digest();
     if (this.masterKeyHash && timingSafeEqual(digest, this.masterKeyHash)) {
-      return { userId: 'operator', keyId: null, operator: true };
+      return { userId: 'operator', keyId: null, operator: true, plan: 'business', customLimits: null };
     }
     const em = this.orm.em.fork();
-    const rows = await em.execute<Array<{ id: string; user_id: string; last_used_at: string | Date | null }>>(
-      'select id, user_id, last_used_at from api_keys where secret_hash = ? and revoked_at is null',
+    const rows = await em.execute<
+      Array<{
+        id: string;
+        user_id: string;
+        last_used_at: string | Date | null;
+        plan: PlanName;
+        custom_limits: CustomLimits | null;
+      }>
+    >(
+      `select k.id, k.user_id, k.last_used_at, u.plan, u.custom_limits
+       from api_keys k join users u on u.id = k.user_id
+       where k.secret_hash = ? and k.revoked_at is null`,
       [digest.toString('hex')],
     );
     const row = rows[0];
@@ -59,7 +79,7 @@ export class ApiKeyService {
     if (!row.last_used_at || Date.now() - new Date(row.last_used_at).getTime() > lastUsedResolutionMs) {
       await em.execute('update api_keys set last_used_at = now() where id = ?', [row.id], 'run');
     }
-    return { userId: row.user_id, keyId: row.id, operator: false };
+    return { userId: row.user_id, keyId: row.id, operator: false, plan: row.plan, customLimits: row.custom_limits };
   }
 
   /** Finds the user by e-mail or creates one; a new user without e-mail gets a fresh id. */
