@@ -3,6 +3,9 @@
  * task: for an eagerly started completion, the API process that holds the HTTP response.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { CreditSettlement } from '../common/completion.ts';
+import { creditsFor } from '../common/plans.ts';
+import type { CreditLedger } from './credits/credit-ledger.ts';
 import type { ProviderCallInput, ProviderCalls } from './provider-calls.ts';
 
 export type CallProviderInput = ProviderCallInput;
@@ -24,8 +27,30 @@ export interface ProviderFailureDetails {
   latencyMs: number;
 }
 
-export function createCompletionActivities(dependencies: { calls: ProviderCalls }) {
+export function createCompletionActivities(dependencies: { calls: ProviderCalls; ledger: CreditLedger }) {
+  const { ledger } = dependencies;
   return {
+    /** Charges an attempt's real usage at the serving model's rate and lifts its hold (idempotent). */
+    async settleCredits(input: CreditSettlement): Promise<{ credits: number }> {
+      const credits = creditsFor(input.usage.total_tokens, input.creditRate);
+      await ledger.settle({
+        userId: input.userId,
+        workflowId: input.workflowId,
+        attempt: input.attempt,
+        amount: credits,
+        model: input.model,
+        promptTokens: input.usage.prompt_tokens,
+        completionTokens: input.usage.completion_tokens,
+        estimated: input.usageEstimated,
+      });
+      return { credits };
+    },
+
+    /** Lifts the hold of an attempt that served nothing (idempotent). */
+    async releaseCredits(input: { userId: string; workflowId: string; attempt: number }): Promise<void> {
+      await ledger.release(input);
+    },
+
     /** Calls one candidate, or adopts the API's speculative call for this attempt when one is in flight. */
     async callProvider(input: CallProviderInput): Promise<CallProviderResult> {
       const result = await dependencies.calls.callOrAdopt(input, Context.current().cancellationSignal);

@@ -8,8 +8,15 @@
  * attempt is started by its local activity. A call nobody adopts (the workflow ran elsewhere) is aborted.
  */
 import type { LoadedCatalogue, ProviderEndpoint } from '../config/load-catalogue.ts';
-import type { ChatCompletionRequest, FinishReason, ToolCall, Usage } from '../common/chat.ts';
-import type { Candidate, CompletionMessage, StreamEvent } from '../common/completion.ts';
+import type { ChatCompletionRequest, FinishReason, Usage } from '../common/chat.ts';
+import {
+  completionWorkflowId,
+  type Candidate,
+  type CompletionMessage,
+  type StreamEvent,
+} from '../common/completion.ts';
+import type { CreditLedger } from './credits/credit-ledger.ts';
+import { countPromptTokens, countTokens, countToolCallTokens, worstCaseCredits } from './credits/tokens.ts';
 import { createProviderAdapter } from './providers/index.ts';
 import { ProviderError, type ProviderAdapter, type ProviderRequest } from './providers/types.ts';
 import type { CircuitBreaker } from './routing/circuit-breaker.ts';
@@ -21,6 +28,9 @@ export interface ProviderCallInput {
   attempt: number;
   candidate: Candidate;
   request: ChatCompletionRequest;
+  /** The account charged; with `metered`, the attempt's worst case is reserved before the call. */
+  userId?: string;
+  metered?: boolean;
 }
 
 export type ProviderCallOutcome =
@@ -33,7 +43,7 @@ export type ProviderCallOutcome =
       /** Null when streamed: the text went to the client and the journal. */
       message: CompletionMessage | null;
     }
-  | { outcome: 'skipped'; reason: string }
+  | { outcome: 'skipped'; reason: string; insufficientCredits?: boolean }
   | { outcome: 'failed'; error: ProviderError; contentSent: boolean; latencyMs: number };
 
 export interface ProviderCallDependencies {
@@ -42,6 +52,7 @@ export interface ProviderCallDependencies {
   hub: StreamHub;
   journal: StreamJournal;
   providerTimeouts?: { connectTimeoutMs?: number; idleTimeoutMs?: number; requestTimeoutMs?: number };
+  ledger: CreditLedger;
   /** Told every attempt's outcome (metrics). */
   observe?: (provider: string, outcome: ProviderCallOutcome['outcome']) => void;
 }
@@ -113,7 +124,8 @@ export class ProviderCalls {
   }
 
   private async run(input: ProviderCallInput, signal: AbortSignal): Promise<ProviderCallOutcome> {
-    const outcome = await this.attempt(input, signal);
+    const reserved = await this.reserve(input);
+    const outcome = reserved ?? (await this.attempt(input, signal));
     this.dependencies.observe?.(input.candidate.provider, outcome.outcome);
     if (outcome.outcome !== 'succeeded') {
       this.dependencies.hub.publish(input.requestId, {
@@ -122,6 +134,30 @@ export class ProviderCalls {
       });
     }
     return outcome;
+  }
+
+  /**
+   * Holds the attempt's worst case before any upstream call, at this candidate's rate: failover re-checks
+   * the budget. Idempotent per (workflow, attempt), so the API's reservation of attempt 1 is found again here.
+   * Returns the outcome that ends the attempt early, or null to go on.
+   */
+  private async reserve(input: ProviderCallInput): Promise<ProviderCallOutcome | null> {
+    const { candidate } = input;
+    if (!input.metered || !input.userId || candidate.creditRate === undefined) return null;
+    const amount = worstCaseCredits(input.request, candidate.creditRate);
+    const reservation = await this.dependencies.ledger.reserve({
+      userId: input.userId,
+      workflowId: completionWorkflowId(input.requestId),
+      attempt: input.attempt,
+      amount,
+      model: candidate.model,
+    });
+    if (reservation.ok) return null;
+    return {
+      outcome: 'skipped',
+      insufficientCredits: true,
+      reason: `insufficient credits for ${candidate.model}: needs up to ${amount}, ${reservation.available} available`,
+    };
   }
 
   private async attempt(input: ProviderCallInput, signal: AbortSignal): Promise<ProviderCallOutcome> {
@@ -135,14 +171,14 @@ export class ProviderCalls {
     const adapter = this.adapterFor(endpoint);
     const providerRequest = toProviderRequest(candidate, request);
     const startedAt = performance.now();
-    const promptChars = request.messages.reduce((total, message) => total + (message.content?.length ?? 0), 0);
     let contentSent = false;
     try {
       if (!request.stream) {
         const response = await adapter.generate(providerRequest, { signal });
         await breaker.recordSuccess(candidate.provider);
-        const completionChars = (response.content?.length ?? 0) + argumentsLength(response.toolCalls);
-        const usage = response.usage ?? estimateUsage(promptChars, completionChars);
+        const usage =
+          response.usage ??
+          estimateUsage(request, countTokens(response.content ?? '') + countToolCallTokens(response.toolCalls));
         const message = { content: response.content, toolCalls: response.toolCalls };
         const finishReason = response.finishReason;
         // A response waiting in this process may be released now; the workflow records the same outcome.
@@ -176,7 +212,7 @@ export class ProviderCalls {
       };
       let finishReason: FinishReason = 'stop';
       let usage: Usage | null = null;
-      let completionChars = 0;
+      let completionText = '';
       try {
         for await (const part of adapter.stream(providerRequest, { signal })) {
           if (part.type === 'usage') {
@@ -184,8 +220,8 @@ export class ProviderCalls {
             continue;
           }
           if (part.type === 'finish') finishReason = part.reason;
-          if (part.type === 'text-delta') completionChars += part.text.length;
-          if (part.type === 'tool-call-delta') completionChars += part.argumentsDelta.length;
+          if (part.type === 'text-delta') completionText += part.text;
+          if (part.type === 'tool-call-delta') completionText += (part.name ?? '') + part.argumentsDelta;
           if (!contentSent) {
             // Announced with the first content, so a failure before it fails over silently.
             emit({ type: 'model', model: candidate.model });
@@ -193,7 +229,7 @@ export class ProviderCalls {
           }
           emit(part);
         }
-        const finalUsage = usage ?? estimateUsage(promptChars, completionChars);
+        const finalUsage = usage ?? estimateUsage(request, countTokens(completionText));
         emit({ type: 'usage', usage: finalUsage });
         await breaker.recordSuccess(candidate.provider);
         return {
@@ -252,13 +288,8 @@ function toProviderRequest(candidate: Candidate, request: ChatCompletionRequest)
   };
 }
 
-function argumentsLength(toolCalls: ToolCall[]): number {
-  return toolCalls.reduce((total, call) => total + call.function.name.length + call.function.arguments.length, 0);
-}
-
-/** Rough usage (4 characters a token) when a provider reports none; the billing issue brings a tokenizer. */
-function estimateUsage(promptChars: number, completionChars: number): Usage {
-  const prompt = Math.ceil(promptChars / 4);
-  const completion = Math.ceil(completionChars / 4);
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+/** Usage counted with the tokenizer when a provider reports none (billed as estimated). */
+function estimateUsage(request: ChatCompletionRequest, completionTokens: number): Usage {
+  const prompt = countPromptTokens(request.messages);
+  return { prompt_tokens: prompt, completion_tokens: completionTokens, total_tokens: prompt + completionTokens };
 }

@@ -8,12 +8,16 @@ import type { StreamHub } from '../activities/streaming/stream-hub.ts';
 import type { StreamJournal } from '../activities/streaming/stream-journal.ts';
 import type { CircuitBreaker } from '../activities/routing/circuit-breaker.ts';
 import type { ProviderCalls } from '../activities/provider-calls.ts';
+import type { AccountPlans } from '../activities/credits/accounts.ts';
+import type { CreditLedger } from '../activities/credits/credit-ledger.ts';
+import type { PlansFile } from '../common/plans.ts';
 import { Router as CompletionRouter } from '../activities/routing/router.ts';
 import type { LoadedCatalogue } from '../config/load-catalogue.ts';
 import { requireKey, type AuthState } from './auth.ts';
 import { errorRenderer } from './errors.ts';
 import type { Logger } from './logger.ts';
 import { Metrics, requestObserver } from './observability.ts';
+import { limitKeyed, type RateLimits } from './rate-limit.ts';
 import { apiKeyRoutes } from './routes/apikeys/routes.ts';
 import { ApiKeyService } from './routes/apikeys/service.ts';
 import { completionRoutes, type OpenStreams } from './routes/completions/routes.ts';
@@ -30,11 +34,15 @@ export interface AppDependencies {
   journal: StreamJournal;
   breaker: CircuitBreaker;
   calls: ProviderCalls;
+  ledger: CreditLedger;
+  accounts: AccountPlans;
+  plans: PlansFile;
   masterKey: string | undefined;
   version: string;
   logger: Logger;
   openStreams: OpenStreams;
   metrics?: Metrics;
+  rateLimits?: RateLimits;
 }
 
 export function createApp(dependencies: AppDependencies): Koa {
@@ -46,12 +54,13 @@ export function createApp(dependencies: AppDependencies): Koa {
     if (error.code === 'ERR_STREAM_PREMATURE_CLOSE' || error.code === 'ECONNRESET') return;
     logger.error({ err: error }, 'response error');
   });
-  const keys = new ApiKeyService(dependencies.orm, dependencies.masterKey);
+  const keys = new ApiKeyService(dependencies.orm, dependencies.masterKey, dependencies.accounts);
   const completions = new CompletionService({
     client: dependencies.client,
     taskQueue: dependencies.taskQueue,
-    router: new CompletionRouter(catalogue, breaker),
+    router: new CompletionRouter(catalogue, breaker, dependencies.plans),
     calls: dependencies.calls,
+    ledger: dependencies.ledger,
     hub: dependencies.hub,
     journal: dependencies.journal,
   });
@@ -74,6 +83,7 @@ export function createApp(dependencies: AppDependencies): Koa {
 
   const keyed = new Router<AuthState>();
   keyed.use(requireKey(keys));
+  if (dependencies.rateLimits) keyed.use(limitKeyed(dependencies.rateLimits));
   keyed.use(completionRoutes(completions, dependencies.openStreams, metrics).routes());
   keyed.use(apiKeyRoutes(keys).routes());
   app.use(keyed.routes()).use(keyed.allowedMethods({ throw: true }));

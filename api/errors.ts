@@ -12,13 +12,20 @@ export class ApiError extends Error {
   readonly status: number;
   readonly retryAfterSeconds: number | undefined;
   readonly param: string | undefined;
+  /** For a model outside the caller's plan: the cheapest plan that unlocks it. */
+  readonly requiredPlan: string | undefined;
 
-  constructor(type: ErrorType, message: string, options: { retryAfterSeconds?: number; param?: string } = {}) {
+  constructor(
+    type: ErrorType,
+    message: string,
+    options: { retryAfterSeconds?: number; param?: string; requiredPlan?: string } = {},
+  ) {
     super(message);
     this.type = type;
     this.status = errorStatus[type];
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.param = options.param;
+    this.requiredPlan = options.requiredPlan;
   }
 
   body(): ErrorBody {
@@ -28,6 +35,7 @@ export class ApiError extends Error {
         message: this.message,
         ...(this.retryAfterSeconds !== undefined ? { retry_after: this.retryAfterSeconds } : {}),
         ...(this.param !== undefined ? { param: this.param } : {}),
+        ...(this.requiredPlan !== undefined ? { required_plan: this.requiredPlan } : {}),
       },
     };
   }

@@ -8,12 +8,14 @@ import { NativeConnection } from '@temporalio/worker';
 import type { Server } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { loadCatalogue } from '../config/load-catalogue.ts';
+import { loadPlans } from '../config/load-plans.ts';
 import { readSettings } from '../config/settings.ts';
 import { openOrm } from '../db/orm.ts';
 import { createWorker, createWorkerDependencies, installTemporalRuntime, stopWorker } from '../worker/create-worker.ts';
 import { createApp } from './app.ts';
 import { createLogger } from './logger.ts';
 import { Metrics } from './observability.ts';
+import { RateLimits } from './rate-limit.ts';
 import { OpenStreams } from './routes/completions/routes.ts';
 
 export const version: string = (
@@ -38,12 +40,13 @@ export async function startGateway(
   const connection = await NativeConnection.connect({ address: settings.TEMPORAL_ADDRESS });
   const client = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
   const metrics = new Metrics({ defaultMetrics: true });
-  const dependencies = createWorkerDependencies(orm, settings, catalogue, (provider, outcome) =>
+  const dependencies = createWorkerDependencies(orm, settings, catalogue, loadPlans(environment), (provider, outcome) =>
     metrics.recordAttempt(provider, outcome),
   );
   const worker = await createWorker({ connection, settings, catalogue, dependencies });
   const workerRun = worker.run();
   const openStreams = new OpenStreams();
+  const rateLimits = RateLimits.open(settings.DATABASE_URL, loadPlans(environment), logger);
   const app = createApp({
     orm,
     catalogue,
@@ -55,6 +58,7 @@ export async function startGateway(
     logger,
     openStreams,
     metrics,
+    rateLimits,
   });
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(settings.PORT, settings.HOST, () => resolve(listening));
@@ -79,6 +83,7 @@ export async function startGateway(
         logger.error({ err: error }, 'worker stopped with an error'),
       );
       await connection.close();
+      await rateLimits.close();
       await orm.close();
     })();
     return closing;

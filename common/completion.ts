@@ -22,12 +22,18 @@ export interface CompletionInput {
   request: ChatCompletionRequest;
   /** The router's plan, made by the API from the catalogue and the breaker state at the time. */
   candidates: Candidate[];
+  /** Credits are reserved and settled (false for the operator key). */
+  metered?: boolean;
 }
 
 /** One model to try, as planned by the router. */
 export interface Candidate {
   /** The id the response names when this candidate serves (a pin if one was requested). */
   model: string;
+  /** The catalogue id (the plain id of a pin): what plans and credit rates are keyed by. */
+  modelId?: string;
+  /** Credits per 1,000 tokens at this model (absent on unmetered requests and in old histories). */
+  creditRate?: number;
   provider: string;
   upstreamModel: string;
   tier: string;
@@ -68,6 +74,16 @@ export interface CompletionResult {
 }
 
 /** Details carried by a failed completion (ApplicationFailure details[0]). */
+export interface CreditSettlement {
+  userId: string;
+  workflowId: string;
+  attempt: number;
+  model: string;
+  creditRate: number;
+  usage: Usage;
+  usageEstimated: boolean;
+}
+
 export interface CompletionFailureDetails {
   errorType: ErrorType;
   attempts: Attempt[];

@@ -19,5 +19,12 @@ export const errorStatus = {
 export type ErrorType = keyof typeof errorStatus;
 
 export interface ErrorBody {
-  error: { type: ErrorType; message: string; retry_after?: number; provider?: string; param?: string };
+  error: {
+    type: ErrorType;
+    message: string;
+    retry_after?: number;
+    provider?: string;
+    param?: string;
+    required_plan?: string;
+  };
 }

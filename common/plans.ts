@@ -36,7 +36,7 @@ export type PlansFile = z.infer<typeof plansFileSchema>;
 export type Plan = PlansFile['plans'][PlanName];
 
 /** Credits per 1,000 tokens: the configured rate, else derived from the model's price (see plans.yaml). */
-export function creditRate(plans: PlansFile, model: CatalogueModel): number {
+export function creditRate(plans: PlansFile, model: Pick<CatalogueModel, 'id' | 'price'>): number {
   const configured = plans.credit_rates[model.id];
   if (configured !== undefined) return configured;
   const blended = (model.price.input_per_1m + model.price.output_per_1m) / 2;

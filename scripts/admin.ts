@@ -8,6 +8,9 @@ import { z } from 'zod';
 import { ApiKeyService } from '../api/routes/apikeys/service.ts';
 import { createKeySchema } from '../api/routes/apikeys/schema.ts';
 import { migrate, openOrm } from '../db/orm.ts';
+import { AccountPlans } from '../activities/credits/accounts.ts';
+import { CreditLedger } from '../activities/credits/credit-ledger.ts';
+import { loadPlans } from '../config/load-plans.ts';
 import { ensureDatabase } from './lib/database.ts';
 
 const usage = 'usage: npm run admin -- create-key --email <email> [--plan free|starter|pro|business] [--name <label>]';
@@ -28,7 +31,8 @@ const database = await ensureDatabase({ dataDir: new URL('../.data', import.meta
 const orm = await openOrm(database.url, { poolMax: 1 });
 try {
   await migrate(orm);
-  const keys = new ApiKeyService(orm, undefined);
+  const ledger = new CreditLedger(orm);
+  const keys = new ApiKeyService(orm, undefined, new AccountPlans(orm, ledger, loadPlans()));
   const user = await keys.ensureUser({ email: parsed.data.email, plan: parsed.data.plan });
   const { key, secret } = await keys.create(user.id, parsed.data.name ?? null);
   console.log(

@@ -14,6 +14,9 @@ import {
 import { fileURLToPath } from 'node:url';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { createActivities } from '../activities/index.ts';
+import { AccountPlans } from '../activities/credits/accounts.ts';
+import { CreditLedger } from '../activities/credits/credit-ledger.ts';
+import type { PlansFile } from '../common/plans.ts';
 import { ProviderCalls, type ProviderCallDependencies } from '../activities/provider-calls.ts';
 import { CircuitBreaker } from '../activities/routing/circuit-breaker.ts';
 import { StreamHub } from '../activities/streaming/stream-hub.ts';
@@ -57,15 +60,21 @@ export interface WorkerDependencies {
   journal: StreamJournal;
   breaker: CircuitBreaker;
   calls: ProviderCalls;
+  ledger: CreditLedger;
+  accounts: AccountPlans;
+  plans: PlansFile;
 }
 
 export function createWorkerDependencies(
   orm: MikroORM,
   settings: Settings,
   catalogue: LoadedCatalogue,
+  plans: PlansFile,
   observe?: ProviderCallDependencies['observe'],
 ): WorkerDependencies {
   const hub = new StreamHub();
+  const ledger = new CreditLedger(orm);
+  const accounts = new AccountPlans(orm, ledger, plans);
   const journal = new StreamJournal(orm);
   const breaker = new CircuitBreaker(orm, {
     failureThreshold: settings.BREAKER_FAILURE_THRESHOLD,
@@ -83,9 +92,10 @@ export function createWorkerDependencies(
       idleTimeoutMs: settings.PROVIDER_IDLE_TIMEOUT_MS,
       requestTimeoutMs: settings.PROVIDER_REQUEST_TIMEOUT_MS,
     },
+    ledger,
     observe,
   });
-  return { hub, journal, breaker, calls };
+  return { hub, journal, breaker, calls, ledger, accounts, plans };
 }
 
 export async function createWorker(options: {
@@ -100,7 +110,7 @@ export async function createWorker(options: {
     namespace: settings.TEMPORAL_NAMESPACE,
     taskQueue: settings.TEMPORAL_TASK_QUEUE,
     workflowBundle: await workflowBundle(),
-    activities: createActivities({ calls: options.dependencies.calls }),
+    activities: createActivities({ calls: options.dependencies.calls, ledger: options.dependencies.ledger }),
     maxConcurrentWorkflowTaskExecutions: 200,
     maxConcurrentLocalActivityExecutions: 400,
     maxCachedWorkflows: 1000,

@@ -4,6 +4,7 @@
  */
 import { NativeConnection } from '@temporalio/worker';
 import { loadCatalogue } from '../config/load-catalogue.ts';
+import { loadPlans } from '../config/load-plans.ts';
 import { readSettings } from '../config/settings.ts';
 import { openOrm } from '../db/orm.ts';
 import { createLogger } from '../api/logger.ts';
@@ -20,7 +21,7 @@ export async function startWorker(environment: Record<string, string | undefined
     connection,
     settings,
     catalogue,
-    dependencies: createWorkerDependencies(orm, settings, catalogue),
+    dependencies: createWorkerDependencies(orm, settings, catalogue, loadPlans(environment)),
   });
   const running = worker.run();
   return {

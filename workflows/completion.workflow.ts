@@ -7,9 +7,11 @@ import {
   ActivityFailure,
   ApplicationFailure,
   defineQuery,
+  patched,
   proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { CompletionActivities, ProviderFailureDetails } from '../activities/completion-activities.ts';
 import type { Attempt, CompletionFailureDetails, CompletionInput, CompletionResult } from '../common/completion.ts';
@@ -20,6 +22,12 @@ import { modelKey } from '../common/search-attributes.ts';
 const { callProvider } = proxyLocalActivities<CompletionActivities>({
   startToCloseTimeout: '150s',
   retry: { maximumAttempts: 1 },
+});
+
+// Saga steps: idempotent ledger writes, retried until the database answers (the answer is already out).
+const { settleCredits, releaseCredits } = proxyLocalActivities<CompletionActivities>({
+  startToCloseTimeout: '10s',
+  retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '30s' },
 });
 
 export interface CompletionTrace {
@@ -42,12 +50,28 @@ export async function completionWorkflow(input: CompletionInput): Promise<Comple
     );
   }
 
+  // Completions started before credits existed carry no `metered` and take the old path on replay.
+  const metered = patched('credit-saga') && !!input.metered;
+  const workflowId = workflowInfo().workflowId;
+  const release = async (attempt: number) => {
+    if (metered) await releaseCredits({ userId: input.userId, workflowId, attempt });
+  };
   let lastRetryAfter: number | undefined;
+  let shortOfCredits = false;
   for (const [index, candidate] of candidates.entries()) {
     const attempt = index + 1;
     try {
-      const result = await callProvider({ requestId: input.requestId, attempt, candidate, request: input.request });
+      const result = await callProvider({
+        requestId: input.requestId,
+        attempt,
+        candidate,
+        request: input.request,
+        userId: input.userId,
+        metered,
+      });
       if (result.outcome === 'skipped') {
+        shortOfCredits ||= !!result.insufficientCredits;
+        await release(attempt);
         attempts.push({
           attempt,
           model: candidate.model,
@@ -66,6 +90,17 @@ export async function completionWorkflow(input: CompletionInput): Promise<Comple
         latency_ms: result.latencyMs,
       });
       if (candidate.model !== input.request.model) upsertSearchAttributes([{ key: modelKey, value: candidate.model }]);
+      if (metered && candidate.creditRate !== undefined) {
+        await settleCredits({
+          userId: input.userId,
+          workflowId,
+          attempt,
+          model: candidate.model,
+          creditRate: candidate.creditRate,
+          usage: result.usage,
+          usageEstimated: result.usageEstimated,
+        });
+      }
       return {
         requestId: input.requestId,
         model: candidate.model,
@@ -92,6 +127,7 @@ export async function completionWorkflow(input: CompletionInput): Promise<Comple
         error: cause.message,
       });
       lastRetryAfter = details?.retryAfterSeconds ?? lastRetryAfter;
+      await release(attempt);
       if (details && !details.retryable) {
         throw failure('invalid_request', `The provider rejected the request: ${cause.message}`, attempts);
       }
@@ -101,12 +137,23 @@ export async function completionWorkflow(input: CompletionInput): Promise<Comple
       }
     }
   }
+  if (shortOfCredits) {
+    throw failure(
+      'insufficient_credits',
+      `Not enough credits for any remaining model: ${describe(attempts)}`,
+      attempts,
+    );
+  }
   throw failure(
     'upstream_error',
-    `All ${candidates.length} candidate models failed: ${attempts.map((a) => `${a.model}: ${a.error}`).join('; ')}`,
+    `All ${candidates.length} candidate models failed: ${describe(attempts)}`,
     attempts,
     lastRetryAfter,
   );
+}
+
+function describe(attempts: Attempt[]): string {
+  return attempts.map((attempt) => `${attempt.model}: ${attempt.error}`).join('; ');
 }
 
 function failure(

@@ -19,6 +19,8 @@ export interface PlanInput {
   admission: (provider: string) => BreakerAdmission;
   /** A counter that advances on every plan, spreading load over same-tier models. */
   rotation: number;
+  /** The caller's plan: models outside it are never candidates, failover included. */
+  allowed?: (model: CatalogueModel) => boolean;
 }
 
 export function planCandidates(input: PlanInput): Candidate[] {
@@ -28,9 +30,11 @@ export function planCandidates(input: PlanInput): Candidate[] {
     enabled.has(model.provider) &&
     (!input.needsTools || model.capabilities.includes('tools')) &&
     (!input.needsJson || model.capabilities.includes('json')) &&
-    input.admission(model.provider) !== 'open';
+    input.admission(model.provider) !== 'open' &&
+    (input.allowed?.(model) ?? true);
   const toCandidate = (model: CatalogueModel, responseId?: string, upstreamId?: string): Candidate => ({
     model: responseId ?? model.id,
+    modelId: model.id,
     provider: model.provider,
     upstreamModel: upstreamId ?? model.versions[model.versions.length - 1]!.upstreamId,
     tier: model.tier,

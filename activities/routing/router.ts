@@ -3,7 +3,8 @@
  * breaker state. The API plans before starting the workflow, and the plan is the workflow's input, so it is
  * recorded in history and a replayed or resumed workflow follows the same plan.
  */
-import { resolveModel } from '../../common/catalogue.ts';
+import { resolveModel, type CatalogueModel } from '../../common/catalogue.ts';
+import { cheapestPlanFor, creditRate, planAllows, type PlanName, type PlansFile } from '../../common/plans.ts';
 import type { ChatCompletionRequest } from '../../common/chat.ts';
 import type { Candidate } from '../../common/completion.ts';
 import type { LoadedCatalogue } from '../../config/load-catalogue.ts';
@@ -11,30 +12,66 @@ import { chooseAutoTier } from './auto-model.ts';
 import type { CircuitBreaker } from './circuit-breaker.ts';
 import { planCandidates } from './plan-candidates.ts';
 
+/** Who is asking: their plan decides which models may serve them. Absent for the operator (everything). */
+export interface RoutingAccount {
+  plan: PlanName;
+  customModels?: string[] | 'all';
+}
+
+export type Plan =
+  | { kind: 'planned'; candidates: Candidate[] }
+  | { kind: 'model_not_found' }
+  | { kind: 'not_in_plan'; model: string; requiredPlan: PlanName | null };
+
 export class Router {
   private readonly catalogue: LoadedCatalogue;
   private readonly breaker: CircuitBreaker;
+  private readonly plans: PlansFile;
   private rotation = 0;
 
-  constructor(catalogue: LoadedCatalogue, breaker: CircuitBreaker) {
+  constructor(catalogue: LoadedCatalogue, breaker: CircuitBreaker, plans: PlansFile) {
     this.catalogue = catalogue;
     this.breaker = breaker;
+    this.plans = plans;
   }
 
-  /** The candidates to try in order, or null when the model does not exist. */
-  async plan(request: ChatCompletionRequest): Promise<Candidate[] | null> {
+  /**
+   * The candidates to try in order, each with its credit rate. A model outside the account's plan is
+   * refused when requested and never used for failover.
+   */
+  async plan(request: ChatCompletionRequest, account: RoutingAccount | null): Promise<Plan> {
     const { catalogue } = this.catalogue;
     const resolved = request.model === 'auto' ? null : resolveModel(catalogue, request.model);
-    if (request.model !== 'auto' && !resolved) return null;
+    if (request.model !== 'auto' && !resolved) return { kind: 'model_not_found' };
+    const allowed = (model: CatalogueModel) => {
+      if (!account) return true;
+      if (account.customModels) return account.customModels === 'all' || account.customModels.includes(model.id);
+      return planAllows(this.plans, account.plan, model);
+    };
+    if (resolved && !allowed(resolved.model)) {
+      return {
+        kind: 'not_in_plan',
+        model: resolved.model.id,
+        requiredPlan: cheapestPlanFor(this.plans, resolved.model),
+      };
+    }
     const views = await this.breaker.views();
     const now = Date.now();
-    return planCandidates({
+    const candidates = planCandidates({
       catalogue,
       target: resolved ? { resolved } : chooseAutoTier(catalogue, request),
       needsTools: !!request.tools?.length && request.tool_choice !== 'none',
       needsJson: request.response_format?.type === 'json_object' || request.response_format?.type === 'json_schema',
       admission: (provider) => this.breaker.admission(views.get(provider), now),
       rotation: this.rotation++,
+      allowed,
     });
+    for (const candidate of candidates) {
+      candidate.creditRate = creditRate(this.plans, {
+        id: candidate.modelId ?? candidate.model,
+        price: candidate.price,
+      });
+    }
+    return { kind: 'planned', candidates };
   }
 }

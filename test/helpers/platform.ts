@@ -17,8 +17,8 @@ export interface TestPlatform {
   databaseUrl: string;
   /** The environment the gateway was started with: start a second replica from it. */
   environment: Record<string, string | undefined>;
-  /** Creates a user (by e-mail) and an API key for it through the public API. */
-  createKey(email?: string): Promise<{ id: string; key: string; user_id: string }>;
+  /** Creates a user (by e-mail, on `plan`, default pro) and an API key for it through the public API. */
+  createKey(email?: string, plan?: string): Promise<{ id: string; key: string; user_id: string }>;
   openai(apiKey: string, options?: { maxRetries?: number }): OpenAI;
   fetch(path: string, init?: RequestInit & { key?: string }): Promise<Response>;
   close(): Promise<void>;
@@ -59,11 +59,11 @@ export async function startTestPlatform(
     masterKey,
     databaseUrl: database.url,
     environment,
-    async createKey(email = `user${++counter}-${randomBytes(3).toString('hex')}@example.com`) {
+    async createKey(email = `user${++counter}-${randomBytes(3).toString('hex')}@example.com`, plan = 'pro') {
       const response = await fetchGateway('/api/v1/apikeys', {
         method: 'POST',
         key: masterKey,
-        body: JSON.stringify({ email }),
+        body: JSON.stringify({ email, plan }),
       });
       if (response.status !== 201)
         throw new Error(`creating a key failed: ${response.status} ${await response.text()}`);

@@ -9,6 +9,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { Router } from '../../activities/routing/router.ts';
 import { CompletionService } from '../../api/routes/completions/service.ts';
 import { loadCatalogue } from '../../config/load-catalogue.ts';
+import { loadPlans } from '../../config/load-plans.ts';
 import { readSettings } from '../../config/settings.ts';
 import { createWorkerDependencies } from '../../worker/create-worker.ts';
 import { startWorker } from '../../worker/main.ts';
@@ -78,15 +79,15 @@ it('falls back when eager start is declined: the speculative call is dropped, th
   try {
     const environment = { ...platform.environment, TEMPORAL_TASK_QUEUE: taskQueue };
     const catalogue = loadCatalogue(environment);
-    const dependencies = createWorkerDependencies(orm, readSettings(environment), catalogue);
+    const dependencies = createWorkerDependencies(orm, readSettings(environment), catalogue, loadPlans(environment));
     const service = new CompletionService({
       client: new Client({ connection: native }),
       taskQueue,
-      router: new Router(catalogue, dependencies.breaker),
+      router: new Router(catalogue, dependencies.breaker, dependencies.plans),
       ...dependencies,
     });
     const started = await service.start(
-      'user_fallback',
+      { userId: 'operator', keyId: null, operator: true, plan: 'business', customLimits: null },
       { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Declined eager start' }] },
       undefined,
     );

@@ -5,6 +5,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { PlanName } from '../../../common/plans.ts';
+import type { AccountPlans } from '../../../activities/credits/accounts.ts';
 import { ApiKey, User } from '../../../db/entities/index.ts';
 
 export const keyPrefix = 'te_';
@@ -47,8 +48,11 @@ export class ApiKeyService {
   private readonly orm: MikroORM;
   private readonly masterKeyHash: Buffer | null;
 
-  constructor(orm: MikroORM, masterKey: string | undefined) {
+  private readonly accounts: AccountPlans;
+
+  constructor(orm: MikroORM, masterKey: string | undefined, accounts: AccountPlans) {
     this.orm = orm;
+    this.accounts = accounts;
     this.masterKeyHash = masterKey ? createHash('sha256').update(masterKey).digest() : null;
   }
 
@@ -82,8 +86,11 @@ export class ApiKeyService {
     return { userId: row.user_id, keyId: row.id, operator: false, plan: row.plan, customLimits: row.custom_limits };
   }
 
-  /** Finds the user by e-mail or creates one; a new user without e-mail gets a fresh id. */
-  async ensureUser(options: { userId?: string; email?: string; plan?: string }) {
+  /**
+   * Finds the user by e-mail or creates one (a new user without e-mail gets a fresh id). A new account
+   * starts its first plan cycle at once, with that plan's monthly credits.
+   */
+  async ensureUser(options: { userId?: string; email?: string; plan?: PlanName }) {
     const em = this.orm.em.fork();
     if (options.userId) {
       const user = await em.findOne(User, { id: options.userId });
@@ -93,13 +100,15 @@ export class ApiKeyService {
       const user = await em.findOne(User, { email: options.email });
       if (user) return user;
     }
+    const plan = options.plan ?? 'free';
     const user = em.create(User, {
       id: options.userId ?? newId('user'),
       email: options.email ?? null,
-      plan: options.plan ?? 'free',
+      plan,
       createdAt: new Date(),
     });
     await em.flush();
+    await this.accounts.startCycle(user.id, plan, user.createdAt, 'account created');
     return user;
   }
 

@@ -40,7 +40,7 @@ export function completionRoutes(completions: CompletionService, openStreams: Op
     if (idempotencyKey && idempotencyKey.length > 255) {
       throw new ApiError('invalid_request', 'Idempotency-Key must be at most 255 characters');
     }
-    const started = await completions.start(context.state.principal.userId, request, idempotencyKey);
+    const started = await completions.start(context.state.principal, request, idempotencyKey);
     context.set('X-Request-Id', started.requestId);
 
     if (!request.stream) {

@@ -23,6 +23,9 @@ import { errorStatus, type ErrorType } from '../../../common/errors.ts';
 import { kindKey, modelKey, userKey } from '../../../common/search-attributes.ts';
 import type { ProviderCalls } from '../../../activities/provider-calls.ts';
 import type { Router } from '../../../activities/routing/router.ts';
+import type { CreditLedger } from '../../../activities/credits/credit-ledger.ts';
+import { worstCaseCredits } from '../../../activities/credits/tokens.ts';
+import type { Principal } from '../apikeys/service.ts';
 import type { StreamHub, StreamSubscription } from '../../../activities/streaming/stream-hub.ts';
 import type { StreamJournal } from '../../../activities/streaming/stream-journal.ts';
 import type { completionWorkflow } from '../../../workflows/completion.workflow.ts';
@@ -33,6 +36,7 @@ export interface CompletionServiceDependencies {
   taskQueue: string;
   router: Router;
   calls: ProviderCalls;
+  ledger: CreditLedger;
   hub: StreamHub;
   journal: StreamJournal;
   /** How often a journal relay polls for new events. */
@@ -66,17 +70,34 @@ export class CompletionService {
 
   /** Checks the model, then starts (or, with an idempotency key, rejoins) the completion's workflow. */
   async start(
-    userId: string,
+    principal: Principal,
     request: ChatCompletionRequest,
     idempotencyKey: string | undefined,
   ): Promise<StartedCompletion> {
-    const { client, taskQueue, router, calls, hub } = this.dependencies;
-    const candidates = await router.plan(request);
-    if (!candidates) {
+    const { client, taskQueue, router, calls, hub, ledger } = this.dependencies;
+    const plan = await router.plan(
+      request,
+      principal.operator ? null : { plan: principal.plan, customModels: principal.customLimits?.models },
+    );
+    if (plan.kind === 'model_not_found') {
       throw new ApiError('model_not_found', `The model '${request.model}' does not exist; see GET /v1/models`, {
         param: 'model',
       });
     }
+    if (plan.kind === 'not_in_plan') {
+      const unlock = plan.requiredPlan ? `; it needs the ${plan.requiredPlan} plan or higher` : '';
+      throw new ApiError(
+        'permission_denied',
+        `The model '${plan.model}' is not in your ${principal.plan} plan${unlock}`,
+        {
+          param: 'model',
+          requiredPlan: plan.requiredPlan ?? undefined,
+        },
+      );
+    }
+    const { candidates } = plan;
+    const userId = principal.userId;
+    const metered = !principal.operator;
     const bodyHash = createHash('sha256').update(JSON.stringify(request)).digest('base64url');
     const requestId = idempotencyKey
       ? `chatcmpl-${createHash('sha256').update(`${userId}\n${idempotencyKey}`).digest('base64url').slice(0, 24)}`
@@ -96,12 +117,24 @@ export class CompletionService {
     }
 
     const created = Math.floor(Date.now() / 1000);
-    const input: CompletionInput = { requestId, userId, created, request, candidates };
+    const input: CompletionInput = { requestId, userId, created, request, candidates, metered };
     const eager = !idempotencyKey;
+    // Attempt 1's worst case is held before anything is started: a refusal changes nothing.
+    const first = candidates[0];
+    if (metered && first?.creditRate !== undefined) {
+      const amount = worstCaseCredits(request, first.creditRate);
+      const reservation = await ledger.reserve({ userId, workflowId, attempt: 1, amount, model: first.model });
+      if (!reservation.ok) {
+        throw new ApiError(
+          'insufficient_credits',
+          `This request may cost up to ${amount} credits on ${first.model}; ${reservation.available} are available`,
+        );
+      }
+    }
     const subscription = eager ? hub.subscribe(requestId) : null;
     // Attempt 1 starts now rather than after the start round trip; the workflow's activity adopts it.
-    const first = candidates[0];
-    if (eager && first) void calls.startSpeculative({ requestId, attempt: 1, candidate: first, request });
+    if (eager && first)
+      void calls.startSpeculative({ requestId, attempt: 1, candidate: first, request, userId, metered });
     try {
       const handle = await client.workflow.start<typeof completionWorkflow>('completionWorkflow', {
         workflowId,
@@ -138,6 +171,7 @@ export class CompletionService {
     } catch (error) {
       calls.discard(requestId, 1);
       subscription?.close();
+      if (metered) await ledger.release({ userId, workflowId, attempt: 1 });
       throw error;
     }
   }
