@@ -18,6 +18,8 @@ import { errorRenderer } from './errors.ts';
 import type { Logger } from './logger.ts';
 import { Metrics, requestObserver } from './observability.ts';
 import { limitKeyed, type RateLimits } from './rate-limit.ts';
+import { accountRoutes } from './routes/account/routes.ts';
+import { AccountService } from './routes/account/service.ts';
 import { apiKeyRoutes } from './routes/apikeys/routes.ts';
 import { ApiKeyService } from './routes/apikeys/service.ts';
 import { completionRoutes, type OpenStreams } from './routes/completions/routes.ts';
@@ -75,7 +77,7 @@ export function createApp(dependencies: AppDependencies): Koa {
     context.body = await metrics.registry.metrics();
   });
   const open = [
-    modelRoutes(catalogue.catalogue),
+    modelRoutes(catalogue.catalogue, dependencies.plans),
     providerRoutes(catalogue.catalogue, breaker, dependencies.version),
     metricsRouter,
   ];
@@ -86,6 +88,8 @@ export function createApp(dependencies: AppDependencies): Koa {
   if (dependencies.rateLimits) keyed.use(limitKeyed(dependencies.rateLimits));
   keyed.use(completionRoutes(completions, dependencies.openStreams, metrics).routes());
   keyed.use(apiKeyRoutes(keys).routes());
+  const accounts = new AccountService(dependencies.orm, dependencies.ledger, dependencies.plans, catalogue.catalogue);
+  keyed.use(accountRoutes(accounts).routes());
   app.use(keyed.routes()).use(keyed.allowedMethods({ throw: true }));
   return app;
 }

@@ -6,13 +6,14 @@
 import Router from '@koa/router';
 import type { Catalogue, CatalogueModel } from '../../../common/catalogue.ts';
 import { resolveModel } from '../../../common/catalogue.ts';
+import { creditRates, type PlansFile } from '../../../common/plans.ts';
 import { ApiError } from '../../errors.ts';
 
 function presentModel(id: string, model: CatalogueModel) {
   return { id, object: 'model' as const, created: model.created, owned_by: model.provider };
 }
 
-export function modelRoutes(catalogue: Catalogue) {
+export function modelRoutes(catalogue: Catalogue, plans: PlansFile) {
   const router = new Router();
   const listed = catalogue.models.map((model) => presentModel(model.id, model));
   const withVersions = catalogue.models.flatMap((model) => [
@@ -30,6 +31,15 @@ export function modelRoutes(catalogue: Catalogue) {
       currency: 'USD',
       unit: 'per_1m_tokens',
       models: Object.fromEntries(catalogue.models.map((model) => [model.id, model.price])),
+    };
+  });
+
+  // Plans, their prices, credits, models and limits, and the credit rate of every model (no key needed).
+  router.get('/api/v1/plans', (context) => {
+    context.body = {
+      plans: plans.plans,
+      guest_rate_limits: plans.guest_rate_limits,
+      credit_rates: creditRates(plans, catalogue),
     };
   });
 

@@ -1,0 +1,115 @@
+/** Accounts and usage (spec 4.6), read from the account row and the credit ledger. */
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Catalogue } from '../../../common/catalogue.ts';
+import { planAllows, type PlanName, type PlansFile } from '../../../common/plans.ts';
+import type { CreditLedger } from '../../../activities/credits/credit-ledger.ts';
+import { ApiError } from '../../errors.ts';
+import type { CustomLimits } from '../apikeys/service.ts';
+
+interface AccountRow {
+  id: string;
+  email: string | null;
+  plan: PlanName;
+  custom_limits: CustomLimits | null;
+  created_at: string | Date;
+}
+
+export class AccountService {
+  private readonly orm: MikroORM;
+  private readonly ledger: CreditLedger;
+  private readonly plans: PlansFile;
+  private readonly catalogue: Catalogue;
+
+  constructor(orm: MikroORM, ledger: CreditLedger, plans: PlansFile, catalogue: Catalogue) {
+    this.orm = orm;
+    this.ledger = ledger;
+    this.plans = plans;
+    this.catalogue = catalogue;
+  }
+
+  /** The first account shape: credits, channels and the models the plan allows. */
+  async account(userId: string) {
+    const row = await this.row(userId);
+    const balance = (await this.ledger.balance(userId))!;
+    const allowed = this.catalogue.models
+      .filter((model) =>
+        row.custom_limits?.models
+          ? row.custom_limits.models === 'all' || row.custom_limits.models.includes(model.id)
+          : planAllows(this.plans, row.plan, model),
+      )
+      .map((model) => model.id);
+    return {
+      user_id: row.id,
+      plan: row.plan,
+      credits_remaining: balance.available,
+      credits_used: balance.used,
+      credits_held: balance.held,
+      // Channel linking (web and messaging apps) arrives with the session chat; API keys are the one channel now.
+      channels: ['api'],
+      allowed_models: allowed,
+    };
+  }
+
+  /** The second account shape (`/auth/me`). */
+  async me(userId: string) {
+    const row = await this.row(userId);
+    const balance = (await this.ledger.balance(userId))!;
+    return {
+      user_id: row.id,
+      email: row.email,
+      plan: row.plan,
+      credits_remaining: balance.available,
+      created_at: new Date(row.created_at).toISOString(),
+    };
+  }
+
+  /** Credits used and remaining; within `[from, to)` when given, and per model on request. */
+  async usage(userId: string, range: { from?: string; to?: string; groupByModel: boolean }) {
+    await this.row(userId);
+    const balance = (await this.ledger.balance(userId))!;
+    const rows = await this.orm.em.fork().execute<
+      Array<{
+        model: string | null;
+        requests: string;
+        credits: string;
+        prompt: string;
+        completion: string;
+        estimated: string;
+      }>
+    >(
+      `select model, count(*) as requests, coalesce(sum(amount), 0) as credits,
+              coalesce(sum(prompt_tokens), 0) as prompt, coalesce(sum(completion_tokens), 0) as completion,
+              count(*) filter (where estimated) as estimated
+       from credit_ledger
+       where user_id = ? and kind = 'settle' and created_at >= ? and created_at < ?
+       group by model order by model`,
+      [userId, range.from ?? '-infinity', range.to ?? 'infinity'],
+    );
+    const used = rows.reduce((total, row) => total + Number(row.credits), 0);
+    return {
+      credits_used: range.from || range.to ? used : balance.used,
+      credits_remaining: balance.available,
+      ...(range.from || range.to ? { from: range.from ?? null, to: range.to ?? null } : {}),
+      ...(range.groupByModel
+        ? {
+            by_model: rows.map((row) => ({
+              model: row.model,
+              requests: Number(row.requests),
+              credits: Number(row.credits),
+              prompt_tokens: Number(row.prompt),
+              completion_tokens: Number(row.completion),
+              estimated_requests: Number(row.estimated),
+            })),
+          }
+        : {}),
+    };
+  }
+
+  private async row(userId: string): Promise<AccountRow> {
+    const [row] = await this.orm.em
+      .fork()
+      .execute<AccountRow[]>('select id, email, plan, custom_limits, created_at from users where id = ?', [userId]);
+    if (!row) throw new ApiError('not_found', `No account ${userId}`);
+    return row;
+  }
+}
