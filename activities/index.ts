@@ -1,15 +1,24 @@
 /** createActivities(deps): every activity the worker registers, built from injected dependencies. */
 import { createCompletionActivities } from './completion-activities.ts';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { AccountPlans } from './credits/accounts.ts';
 import type { CreditLedger } from './credits/credit-ledger.ts';
+import { renewDueCycles } from './credits/renewals.ts';
 import type { ProviderCalls } from './provider-calls.ts';
 
 export interface ActivityDependencies {
+  orm: MikroORM;
   calls: ProviderCalls;
   ledger: CreditLedger;
+  accounts: AccountPlans;
 }
 
 export function createActivities(dependencies: ActivityDependencies) {
-  return { ...createCompletionActivities(dependencies) };
+  return {
+    ...createCompletionActivities(dependencies),
+    /** Grants the monthly credits of every account whose cycle ended (see credits/renewals.ts). */
+    renewDueCycles: () => renewDueCycles(dependencies.orm, dependencies.accounts),
+  };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

@@ -14,6 +14,7 @@ import { openOrm } from '../db/orm.ts';
 import { createWorker, createWorkerDependencies, installTemporalRuntime, stopWorker } from '../worker/create-worker.ts';
 import { createApp } from './app.ts';
 import { createLogger } from './logger.ts';
+import { ensureCreditRenewalSchedule } from '../worker/schedules.ts';
 import { Metrics } from './observability.ts';
 import { RateLimits } from './rate-limit.ts';
 import { OpenStreams } from './routes/completions/routes.ts';
@@ -43,8 +44,9 @@ export async function startGateway(
   const dependencies = createWorkerDependencies(orm, settings, catalogue, loadPlans(environment), (provider, outcome) =>
     metrics.recordAttempt(provider, outcome),
   );
-  const worker = await createWorker({ connection, settings, catalogue, dependencies });
+  const worker = await createWorker({ orm, connection, settings, catalogue, dependencies });
   const workerRun = worker.run();
+  await ensureCreditRenewalSchedule(client, settings.TEMPORAL_TASK_QUEUE, settings.CREDIT_RENEWAL_INTERVAL);
   const openStreams = new OpenStreams();
   const rateLimits = RateLimits.open(settings.DATABASE_URL, loadPlans(environment), logger);
   const app = createApp({

@@ -20,6 +20,8 @@ const settingsSchema = z.object({
   PROVIDER_CONNECT_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
   PROVIDER_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   PROVIDER_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
+  /** How often the credit renewal schedule runs (a Temporal duration string). */
+  CREDIT_RENEWAL_INTERVAL: z.string().default('1 hour'),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().positive().default(30_000),
 });
 

@@ -99,6 +99,7 @@ export function createWorkerDependencies(
 }
 
 export async function createWorker(options: {
+  orm: MikroORM;
   connection: NativeConnection;
   settings: Settings;
   catalogue: LoadedCatalogue;
@@ -110,7 +111,7 @@ export async function createWorker(options: {
     namespace: settings.TEMPORAL_NAMESPACE,
     taskQueue: settings.TEMPORAL_TASK_QUEUE,
     workflowBundle: await workflowBundle(),
-    activities: createActivities({ calls: options.dependencies.calls, ledger: options.dependencies.ledger }),
+    activities: createActivities({ orm: options.orm, ...options.dependencies }),
     maxConcurrentWorkflowTaskExecutions: 200,
     maxConcurrentLocalActivityExecutions: 400,
     maxCachedWorkflows: 1000,

@@ -18,6 +18,7 @@ export async function startWorker(environment: Record<string, string | undefined
   installTemporalRuntime();
   const connection = await NativeConnection.connect({ address: settings.TEMPORAL_ADDRESS });
   const worker = await createWorker({
+    orm,
     connection,
     settings,
     catalogue,

@@ -48,7 +48,7 @@ function listKeys(url: string, key: string): Promise<Response> {
 
 describe('rate limits', () => {
   it('tells a free-plan caller where it stands on a completion', async () => {
-    const { key } = await platform.createKey();
+    const { key } = await platform.createKey(undefined, 'free');
     const { data, response } = await platform
       .openai(key)
       .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
