@@ -9,6 +9,7 @@
 import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { cpus, platform, arch } from 'node:os';
+import pg from 'pg';
 import type { TestPlatform } from '../test/helpers/platform.ts';
 import type { Sample, Target } from './http-client.ts';
 
@@ -96,13 +97,31 @@ try {
   }
   platformHandle = testPlatform;
   simulatorUrl = testPlatform.simulatorUrl;
-  const { key } = await testPlatform.createKey();
+  // A metered, rate-limited account, as customers are: business plan with limits far above the load (the
+  // windows are still counted), and credits to spare. The operator key is the unmetered, unlimited contrast.
+  const { key, user_id: userId } = await testPlatform.createKey(undefined, 'business');
   const adminUrl = process.env.TESSERA_TEST_DATABASE_URL!;
+  const accountDatabase = new pg.Client({ connectionString: testPlatform.databaseUrl });
+  await accountDatabase.connect();
+  await accountDatabase.query(
+    `update users set custom_limits = '{"per_hour": 100000000, "per_day": 100000000}', credits_balance = credits_balance + 1000000000 where id = $1`,
+    [userId],
+  );
+  await accountDatabase.query(
+    `insert into credit_ledger (key, user_id, kind, amount, note, created_at) values ($1, $2, 'adjust', 1000000000, 'bench', now())`,
+    [`adjust:${userId}:bench`, userId],
+  );
+  await accountDatabase.end();
 
-  const sides: Record<'gateway' | 'direct', Target & { model: string }> = {
+  const sides: Record<'gateway' | 'direct' | 'unmetered', Target & { model: string }> = {
     gateway: {
       url: `${testPlatform.gateway.url}/v1/chat/completions`,
       headers: { authorization: `Bearer ${key}` },
+      model,
+    },
+    unmetered: {
+      url: `${testPlatform.gateway.url}/v1/chat/completions`,
+      headers: { authorization: `Bearer ${testPlatform.masterKey}` },
       model,
     },
     direct: {
@@ -111,7 +130,7 @@ try {
       model: upstreamModel,
     },
   };
-  const call = (side: 'gateway' | 'direct', stream: boolean) => {
+  const call = (side: 'gateway' | 'direct' | 'unmetered', stream: boolean) => {
     const target = sides[side];
     const body = bodyFor(target.model, stream);
     return () => post(target, body, stream);
@@ -157,6 +176,13 @@ try {
       latencyRows[stream ? 'stream' : 'plain'].push({ clients, gateway, direct, targeted: !stream && clients === 1 });
     }
   }
+
+  // Metering (credit reservation before the call) and rate limiting (two shared windows), against the same
+  // gateway path without them (the operator key), alternating cells so drift hits both alike.
+  log(`metering and limiting: 1 client, ${plan.latencyRequests[1]} requests per side`);
+  const meteringOptions = { concurrency: 1, requests: plan.latencyRequests[1]!, maxMs: plan.cellMaxMs };
+  const unmetered = summarize(await runLoad(meteringOptions, call('unmetered', false)), (sample) => sample.totalMs);
+  const metered = summarize(await runLoad(meteringOptions, call('gateway', false)), (sample) => sample.totalMs);
 
   const throughputRows: Parameters<typeof throughputTable>[0] = [];
   for (const side of ['direct', 'gateway'] as const) {
@@ -249,6 +275,14 @@ try {
     '## Added latency, non-streaming (request to end of response)',
     '',
     latencyTable(latencyRows.plain),
+    '',
+    '## Added latency of metering and rate limiting (non-streaming, 1 client)',
+    '',
+    '| path | n | p50 | p99 |',
+    '| --- | ---: | ---: | ---: |',
+    `| operator key: no credits, no limits | ${unmetered.n} | ${ms(unmetered.p50)} | ${ms(unmetered.p99)} |`,
+    `| customer key: reserve + settle credits, hour and day windows | ${metered.n} | ${ms(metered.p50)} | ${ms(metered.p99)} |`,
+    `| **added by metering and limiting** | | **${ms(metered.p50 - unmetered.p50)}** | **${ms(metered.p99 - unmetered.p99)}** |`,
     '',
     '## Time to first token, streaming (request to first content-bearing `data:` event)',
     '',
