@@ -137,13 +137,13 @@ export class ProviderCalls {
   }
 
   /**
-   * Holds the attempt's worst case before any upstream call, at this candidate's rate: failover re-checks
-   * the budget. Idempotent per (workflow, attempt), so the API's reservation of attempt 1 is found again here.
-   * Returns the outcome that ends the attempt early, or null to go on.
+   * Holds a failover attempt's worst case before its upstream call, at this candidate's rate: the budget is
+   * re-checked for every model tried. Returns the outcome that ends the attempt early, or null to go on.
    */
   private async reserve(input: ProviderCallInput): Promise<ProviderCallOutcome | null> {
     const { candidate } = input;
-    if (!input.metered || !input.userId || candidate.creditRate === undefined) return null;
+    // Attempt 1 was reserved by the API before anything started.
+    if (input.attempt === 1 || !input.metered || !input.userId || candidate.creditRate === undefined) return null;
     const amount = worstCaseCredits(input.request, candidate.creditRate);
     const reservation = await this.dependencies.ledger.reserve({
       userId: input.userId,

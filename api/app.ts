@@ -1,4 +1,7 @@
-/** createApp(deps): the gateway's Koa app, without listening. Middleware order: errors, body, routes. */
+/**
+ * createApp(deps): the gateway's Koa app, without listening. Middleware order: errors, the Stripe webhook (it needs
+ * the raw body), body, routes.
+ */
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import Koa from 'koa';
@@ -21,6 +24,8 @@ import { limitKeyed, type RateLimits } from './rate-limit.ts';
 import { accountRoutes } from './routes/account/routes.ts';
 import { AccountService } from './routes/account/service.ts';
 import { apiKeyRoutes } from './routes/apikeys/routes.ts';
+import { billingRoutes, billingWebhookRoutes } from './routes/billing/routes.ts';
+import { BillingService, type BillingSettings } from './routes/billing/service.ts';
 import { ApiKeyService } from './routes/apikeys/service.ts';
 import { completionRoutes, type OpenStreams } from './routes/completions/routes.ts';
 import { CompletionService } from './routes/completions/service.ts';
@@ -45,6 +50,8 @@ export interface AppDependencies {
   openStreams: OpenStreams;
   metrics?: Metrics;
   rateLimits?: RateLimits;
+  /** Stripe settings; absent or without keys, the billing endpoints answer 503. */
+  billing?: BillingSettings;
 }
 
 export function createApp(dependencies: AppDependencies): Koa {
@@ -70,6 +77,14 @@ export function createApp(dependencies: AppDependencies): Koa {
   const metrics = dependencies.metrics ?? new Metrics();
   app.use(requestObserver(logger, metrics));
   app.use(errorRenderer(logger));
+  const billing = new BillingService({
+    orm: dependencies.orm,
+    plans: dependencies.plans,
+    settings: dependencies.billing ?? ({} as BillingSettings),
+    logger,
+  });
+  const webhook = billingWebhookRoutes(billing);
+  app.use(webhook.routes()).use(webhook.allowedMethods({ throw: true }));
   app.use(bodyParser({ enableTypes: ['json'], jsonLimit: '8mb', encoding: 'utf-8' }));
 
   const metricsRouter = new Router().get('/metrics', async (context) => {
@@ -90,6 +105,7 @@ export function createApp(dependencies: AppDependencies): Koa {
   keyed.use(apiKeyRoutes(keys).routes());
   const accounts = new AccountService(dependencies.orm, dependencies.ledger, dependencies.plans, catalogue.catalogue);
   keyed.use(accountRoutes(accounts).routes());
+  keyed.use(billingRoutes(billing).routes());
   app.use(keyed.routes()).use(keyed.allowedMethods({ throw: true }));
   return app;
 }

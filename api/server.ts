@@ -61,6 +61,7 @@ export async function startGateway(
     openStreams,
     metrics,
     rateLimits,
+    billing: settings,
   });
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(settings.PORT, settings.HOST, () => resolve(listening));

@@ -2,6 +2,10 @@
 import { z } from 'zod';
 import { completionsTaskQueue } from '../common/completion.ts';
 
+/** An optional variable where an empty value (`STRIPE_SECRET_KEY=` in a copied .env) means unset. */
+const optionalText = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((value) => (value === '' ? undefined : value), schema.optional());
+
 const settingsSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().default('0.0.0.0'),
@@ -23,6 +27,16 @@ const settingsSchema = z.object({
   /** How often the credit renewal schedule runs (a Temporal duration string). */
   CREDIT_RENEWAL_INTERVAL: z.string().default('1 hour'),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().positive().default(30_000),
+  // Billing (Stripe). Without STRIPE_SECRET_KEY checkout/portal/coupon answer 503; without
+  // STRIPE_WEBHOOK_SECRET the webhook does. STRIPE_API_BASE points the client elsewhere (stripe-mock in tests).
+  STRIPE_SECRET_KEY: optionalText(z.string()),
+  STRIPE_WEBHOOK_SECRET: optionalText(z.string()),
+  STRIPE_API_BASE: optionalText(z.url({ protocol: /^https?$/ })),
+  STRIPE_PRICE_STARTER: optionalText(z.string()),
+  STRIPE_PRICE_PRO: optionalText(z.string()),
+  BILLING_SUCCESS_URL: z.url().default('http://localhost:8080/billing/success?session_id={CHECKOUT_SESSION_ID}'),
+  BILLING_CANCEL_URL: z.url().default('http://localhost:8080/billing/cancel'),
+  BILLING_PORTAL_RETURN_URL: z.url().default('http://localhost:8080/billing'),
 });
 
 export type Settings = z.infer<typeof settingsSchema>;

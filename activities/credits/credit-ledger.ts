@@ -33,44 +33,55 @@ export class CreditLedger {
   }
 
   /**
-   * Holds `amount` credits for an attempt if the available balance covers it. The account row's update is
-   * the check, so concurrent reservations for one account serialise on its row lock and never overdraw.
+   * Holds `amount` credits for an attempt if the available balance covers it. One statement: the account's
+   * conditional UPDATE is the check (concurrent reservations serialise on the row lock and never overdraw),
+   * and the ledger row is inserted only from that update, so both happen or neither. A second reservation of
+   * the same key finds the row and changes nothing; two racing ones collide on the key and one fails whole.
    */
   async reserve(
     key: AttemptKey & { amount: number; model: string },
   ): Promise<{ ok: true } | { ok: false; available: number }> {
-    return this.orm.em
-      .fork()
-      .transactional(async (em) => {
-        const inserted = await insertEntry(em, {
-          key: attemptKey(key, 'reserve'),
-          userId: key.userId,
-          kind: 'reserve',
-          amount: key.amount,
-          workflowId: key.workflowId,
-          attempt: key.attempt,
-          model: key.model,
-        });
-        if (!inserted) return { ok: true as const }; // reserved before: this is a retry or a replay
-        const updated = await em.execute<Array<{ id: string }>>(
-          `update users set credits_held = credits_held + ? where id = ? and credits_balance - credits_held >= ? returning id`,
-          [key.amount, key.userId, key.amount],
+    const entryKey = attemptKey(key, 'reserve');
+    try {
+      const [row] = await this.orm.em
+        .fork()
+        .execute<Array<{ reserved: boolean; existed: boolean; available: number | null }>>(
+          `with account as (
+           update users set credits_held = credits_held + ?
+           where id = ? and credits_balance - credits_held >= ?
+             and not exists (select 1 from credit_ledger where key = ?)
+           returning id
+         ), entry as (
+           insert into credit_ledger (key, user_id, kind, amount, workflow_id, attempt, model, estimated, created_at)
+           select ?, id, 'reserve', ?, ?, ?, ?, false, now() from account
+           returning id
+         )
+         select exists (select 1 from entry) as reserved,
+                exists (select 1 from credit_ledger where key = ?) as existed,
+                (select credits_balance - credits_held from users where id = ?) as available`,
+          [
+            key.amount,
+            key.userId,
+            key.amount,
+            entryKey,
+            entryKey,
+            key.amount,
+            key.workflowId,
+            key.attempt,
+            key.model,
+            entryKey,
+            key.userId,
+          ],
         );
-        if (updated.length === 1) return { ok: true as const };
-        const [account] = await em.execute<Array<{ available: number }>>(
-          'select credits_balance - credits_held as available from users where id = ?',
-          [key.userId],
-        );
-        // Throwing rolls the reservation row back with the transaction.
-        throw new InsufficientCredits(Number(account?.available ?? 0));
-      })
-      .catch((error: unknown) => {
-        if (error instanceof InsufficientCredits) return { ok: false as const, available: error.available };
-        throw error;
-      });
+      if (row?.reserved || row?.existed) return { ok: true };
+      return { ok: false, available: Number(row?.available ?? 0) };
+    } catch (error) {
+      if ((error as { code?: string }).code === '23505' || /unique/i.test(String(error))) return { ok: true };
+      throw error;
+    }
   }
 
-  /** Charges the real usage and lifts the attempt's hold. */
+  /** Charges the real usage and lifts the attempt's hold, once (one statement). */
   async settle(
     key: AttemptKey & {
       amount: number;
@@ -80,45 +91,61 @@ export class CreditLedger {
       estimated: boolean;
     },
   ): Promise<void> {
-    await this.orm.em.fork().transactional(async (em) => {
-      const held = await heldFor(em, key);
-      const inserted = await insertEntry(em, {
-        key: attemptKey(key, 'settle'),
-        userId: key.userId,
-        kind: 'settle',
-        amount: key.amount,
-        workflowId: key.workflowId,
-        attempt: key.attempt,
-        model: key.model,
-        promptTokens: key.promptTokens,
-        completionTokens: key.completionTokens,
-        estimated: key.estimated,
-      });
-      if (!inserted) return;
-      await em.execute(
-        'update users set credits_balance = credits_balance - ?, credits_held = credits_held - ? where id = ?',
-        [key.amount, held, key.userId],
-        'run',
-      );
-    });
+    await this.orm.em.fork().execute(
+      `with held as (
+         select coalesce((select amount from credit_ledger where key = ?
+           and not exists (select 1 from credit_ledger where key = ?)), 0) as amount
+       ), entry as (
+         insert into credit_ledger (key, user_id, kind, amount, workflow_id, attempt, model, prompt_tokens, completion_tokens, estimated, created_at)
+         values (?, ?, 'settle', ?, ?, ?, ?, ?, ?, ?, now())
+         on conflict (key) do nothing returning id
+       )
+       update users set credits_balance = credits_balance - ?, credits_held = credits_held - (select amount from held)
+       where id = ? and exists (select 1 from entry)`,
+      [
+        attemptKey(key, 'reserve'),
+        attemptKey(key, 'release'),
+        attemptKey(key, 'settle'),
+        key.userId,
+        key.amount,
+        key.workflowId,
+        key.attempt,
+        key.model,
+        key.promptTokens,
+        key.completionTokens,
+        key.estimated,
+        key.amount,
+        key.userId,
+      ],
+      'run',
+    );
   }
 
-  /** Lifts the hold of an attempt that served nothing. */
+  /** Lifts the hold of an attempt that served nothing, once (one statement). */
   async release(key: AttemptKey): Promise<void> {
-    await this.orm.em.fork().transactional(async (em) => {
-      const held = await heldFor(em, key);
-      if (held === 0) return;
-      const inserted = await insertEntry(em, {
-        key: attemptKey(key, 'release'),
-        userId: key.userId,
-        kind: 'release',
-        amount: held,
-        workflowId: key.workflowId,
-        attempt: key.attempt,
-      });
-      if (!inserted) return;
-      await em.execute('update users set credits_held = credits_held - ? where id = ?', [held, key.userId], 'run');
-    });
+    await this.orm.em.fork().execute(
+      `with held as (
+         select amount from credit_ledger where key = ?
+           and not exists (select 1 from credit_ledger where key in (?, ?))
+       ), entry as (
+         insert into credit_ledger (key, user_id, kind, amount, workflow_id, attempt, estimated, created_at)
+         select ?, ?, 'release', amount, ?, ?, false, now() from held
+         on conflict (key) do nothing returning amount
+       )
+       update users set credits_held = credits_held - (select amount from entry)
+       where id = ? and exists (select 1 from entry)`,
+      [
+        attemptKey(key, 'reserve'),
+        attemptKey(key, 'settle'),
+        attemptKey(key, 'release'),
+        attemptKey(key, 'release'),
+        key.userId,
+        key.workflowId,
+        key.attempt,
+        key.userId,
+      ],
+      'run',
+    );
   }
 
   /** Adds credits (monthly grant, purchase, operator adjustment) once per key. */
@@ -154,25 +181,6 @@ export class CreditLedger {
     if (!row) return null;
     return { balance: row.balance, held: row.held, available: row.balance - row.held, used: Number(row.used ?? 0) };
   }
-}
-
-class InsufficientCredits extends Error {
-  readonly available: number;
-
-  constructor(available: number) {
-    super('insufficient credits');
-    this.available = available;
-  }
-}
-
-/** What is still held for an attempt: its reservation, unless settled or released already. */
-async function heldFor(em: Executor, key: AttemptKey): Promise<number> {
-  const rows = await em.execute<Array<{ kind: string; amount: number }>>(
-    'select kind, amount from credit_ledger where key in (?, ?, ?)',
-    [attemptKey(key, 'reserve'), attemptKey(key, 'settle'), attemptKey(key, 'release')],
-  );
-  if (rows.some((row) => row.kind !== 'reserve')) return 0;
-  return rows.find((row) => row.kind === 'reserve')?.amount ?? 0;
 }
 
 async function insertEntry(

@@ -2,7 +2,15 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 
-export const testTemplateDatabase = 'tessera_test_template';
+/**
+ * The run's migrated template: named per run (global setup picks it and hands it to the test workers through
+ * the environment), so concurrent runs on one server (tests beside the bench) never rebuild each other's.
+ */
+export function testTemplateDatabase(): string {
+  const name = process.env.TESSERA_TEST_TEMPLATE;
+  if (!name) throw new Error('TESSERA_TEST_TEMPLATE is not set: run tests through npm test');
+  return name;
+}
 
 export function withDatabase(url: string, name: string): string {
   const parsed = new URL(url);
@@ -18,7 +26,7 @@ export async function cloneTestDatabase(): Promise<{ url: string; drop(): Promis
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {
-    await client.query(`create database ${name} template ${testTemplateDatabase}`);
+    await client.query(`create database ${name} template ${testTemplateDatabase()}`);
   } finally {
     await client.end();
   }

@@ -11,9 +11,11 @@ export default async function globalSetup(): Promise<void> {
   const log = (line: string) => process.stderr.write(`[test setup] ${line}\n`);
   const temporal = await ensureTemporalServer({ address: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233', log });
   const database = await ensureDatabase({ dataDir: '.data', log });
-  await dropDatabase(database.url, testTemplateDatabase);
-  await createDatabase(database.url, testTemplateDatabase);
-  const orm = await openOrm(withDatabase(database.url, testTemplateDatabase), { poolMax: 1 });
+  process.env.TESSERA_TEST_TEMPLATE = `tessera_test_template_${process.pid}`;
+  const template = testTemplateDatabase();
+  await dropDatabase(database.url, template);
+  await createDatabase(database.url, template);
+  const orm = await openOrm(withDatabase(database.url, template), { poolMax: 1 });
   await migrate(orm);
   await orm.close();
   process.env.TEMPORAL_ADDRESS = temporal.address;

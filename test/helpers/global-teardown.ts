@@ -9,7 +9,7 @@ interface Services {
 export default async function globalTeardown(): Promise<void> {
   const services = (globalThis as { tesseraTestServices?: Services }).tesseraTestServices;
   if (!services) return;
-  await dropDatabase(services.database.url, testTemplateDatabase).catch(() => undefined);
+  await dropDatabase(services.database.url, testTemplateDatabase()).catch(() => undefined);
   await services.temporal.stop();
   await services.database.stop();
 }

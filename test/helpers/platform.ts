@@ -17,7 +17,7 @@ export interface TestPlatform {
   databaseUrl: string;
   /** The environment the gateway was started with: start a second replica from it. */
   environment: Record<string, string | undefined>;
-  /** Creates a user (by e-mail, on `plan`, default pro) and an API key for it through the public API. */
+  /** Creates a user (by e-mail, on `plan`: default business, all models and roomy limits) and an API key for it. */
   createKey(email?: string, plan?: string): Promise<{ id: string; key: string; user_id: string }>;
   openai(apiKey: string, options?: { maxRetries?: number }): OpenAI;
   fetch(path: string, init?: RequestInit & { key?: string }): Promise<Response>;
@@ -59,7 +59,7 @@ export async function startTestPlatform(
     masterKey,
     databaseUrl: database.url,
     environment,
-    async createKey(email = `user${++counter}-${randomBytes(3).toString('hex')}@example.com`, plan = 'pro') {
+    async createKey(email = `user${++counter}-${randomBytes(3).toString('hex')}@example.com`, plan = 'business') {
       const response = await fetchGateway('/api/v1/apikeys', {
         method: 'POST',
         key: masterKey,
