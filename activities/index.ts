@@ -3,7 +3,7 @@ import { createCompletionActivities } from './completion-activities.ts';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { AccountPlans } from './credits/accounts.ts';
 import type { CreditLedger } from './credits/credit-ledger.ts';
-import { renewDueCycles } from './credits/renewals.ts';
+import { releaseStaleHolds, renewDueCycles } from './credits/renewals.ts';
 import type { ProviderCalls } from './provider-calls.ts';
 
 export interface ActivityDependencies {
@@ -18,6 +18,8 @@ export function createActivities(dependencies: ActivityDependencies) {
     ...createCompletionActivities(dependencies),
     /** Grants the monthly credits of every account whose cycle ended (see credits/renewals.ts). */
     renewDueCycles: () => renewDueCycles(dependencies.orm, dependencies.accounts),
+    /** Releases reservations that will never be settled (see credits/renewals.ts). */
+    releaseStaleHolds: () => releaseStaleHolds(dependencies.orm, dependencies.ledger),
   };
 }
 
