@@ -25,6 +25,8 @@ export interface ProviderFailureDetails {
   contentSent: boolean;
   retryAfterSeconds?: number;
   latencyMs: number;
+  /** The attempt's hold was released already. */
+  ledgerDone?: boolean;
 }
 
 export function createCompletionActivities(dependencies: { calls: ProviderCalls; ledger: CreditLedger }) {
@@ -56,7 +58,7 @@ export function createCompletionActivities(dependencies: { calls: ProviderCalls;
       const result = await dependencies.calls.callOrAdopt(input, Context.current().cancellationSignal);
       const { provider, model } = input.candidate;
       if (result.outcome !== 'failed') return { ...result, provider, model };
-      const { error, contentSent, latencyMs } = result;
+      const { error, contentSent, latencyMs, ledgerDone } = result;
       const details: ProviderFailureDetails = {
         kind: error.kind,
         status: error.status,
@@ -64,6 +66,7 @@ export function createCompletionActivities(dependencies: { calls: ProviderCalls;
         contentSent,
         retryAfterSeconds: error.retryAfterSeconds,
         latencyMs,
+        ledgerDone,
       };
       throw ApplicationFailure.create({
         type: 'ProviderError',

@@ -17,6 +17,7 @@ import {
 } from '../common/completion.ts';
 import type { CreditLedger } from './credits/credit-ledger.ts';
 import { countPromptTokens, countTokens, countToolCallTokens, worstCaseCredits } from './credits/tokens.ts';
+import { creditsFor } from '../common/plans.ts';
 import { createProviderAdapter } from './providers/index.ts';
 import { ProviderError, type ProviderAdapter, type ProviderRequest } from './providers/types.ts';
 import type { CircuitBreaker } from './routing/circuit-breaker.ts';
@@ -33,7 +34,7 @@ export interface ProviderCallInput {
   metered?: boolean;
 }
 
-export type ProviderCallOutcome =
+export type ProviderCallOutcome = (
   | {
       outcome: 'succeeded';
       latencyMs: number;
@@ -44,7 +45,15 @@ export type ProviderCallOutcome =
       message: CompletionMessage | null;
     }
   | { outcome: 'skipped'; reason: string; insufficientCredits?: boolean }
-  | { outcome: 'failed'; error: ProviderError; contentSent: boolean; latencyMs: number };
+  | { outcome: 'failed'; error: ProviderError; contentSent: boolean; latencyMs: number }
+) & {
+  /**
+   * The attempt's credits are settled (success) or its hold released (otherwise) already. The call does
+   * this itself, right after the answer left, to spare the workflow a step; when it could not, the
+   * workflow's saga activity does it, durably.
+   */
+  ledgerDone?: boolean;
+};
 
 export interface ProviderCallDependencies {
   catalogue: LoadedCatalogue;
@@ -126,6 +135,7 @@ export class ProviderCalls {
   private async run(input: ProviderCallInput, signal: AbortSignal): Promise<ProviderCallOutcome> {
     const reserved = await this.reserve(input);
     const outcome = reserved ?? (await this.attempt(input, signal));
+    outcome.ledgerDone = await this.closeLedger(input, outcome);
     this.dependencies.observe?.(input.candidate.provider, outcome.outcome);
     if (outcome.outcome !== 'succeeded') {
       this.dependencies.hub.publish(input.requestId, {
@@ -158,6 +168,30 @@ export class ProviderCalls {
       insufficientCredits: true,
       reason: `insufficient credits for ${candidate.model}: needs up to ${amount}, ${reservation.available} available`,
     };
+  }
+
+  /** Settles or releases the attempt's credits; false when metered and the ledger write failed. */
+  private async closeLedger(input: ProviderCallInput, outcome: ProviderCallOutcome): Promise<boolean> {
+    const { candidate } = input;
+    if (!input.metered || !input.userId || candidate.creditRate === undefined) return true;
+    const key = { userId: input.userId, workflowId: completionWorkflowId(input.requestId), attempt: input.attempt };
+    try {
+      if (outcome.outcome === 'succeeded') {
+        await this.dependencies.ledger.settle({
+          ...key,
+          amount: creditsFor(outcome.usage.total_tokens, candidate.creditRate),
+          model: candidate.model,
+          promptTokens: outcome.usage.prompt_tokens,
+          completionTokens: outcome.usage.completion_tokens,
+          estimated: outcome.usageEstimated,
+        });
+      } else {
+        await this.dependencies.ledger.release(key);
+      }
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   private async attempt(input: ProviderCallInput, signal: AbortSignal): Promise<ProviderCallOutcome> {

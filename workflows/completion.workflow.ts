@@ -53,8 +53,9 @@ export async function completionWorkflow(input: CompletionInput): Promise<Comple
   // Completions started before credits existed carry no `metered` and take the old path on replay.
   const metered = patched('credit-saga') && !!input.metered;
   const workflowId = workflowInfo().workflowId;
-  const release = async (attempt: number) => {
-    if (metered) await releaseCredits({ userId: input.userId, workflowId, attempt });
+  // The provider call settles or releases its credits itself; these durable steps finish what it could not.
+  const release = async (attempt: number, done: boolean | undefined) => {
+    if (metered && !done) await releaseCredits({ userId: input.userId, workflowId, attempt });
   };
   let lastRetryAfter: number | undefined;
   let shortOfCredits = false;
@@ -71,7 +72,7 @@ export async function completionWorkflow(input: CompletionInput): Promise<Comple
       });
       if (result.outcome === 'skipped') {
         shortOfCredits ||= !!result.insufficientCredits;
-        await release(attempt);
+        await release(attempt, result.ledgerDone);
         attempts.push({
           attempt,
           model: candidate.model,
@@ -90,7 +91,7 @@ export async function completionWorkflow(input: CompletionInput): Promise<Comple
         latency_ms: result.latencyMs,
       });
       if (candidate.model !== input.request.model) upsertSearchAttributes([{ key: modelKey, value: candidate.model }]);
-      if (metered && candidate.creditRate !== undefined) {
+      if (metered && candidate.creditRate !== undefined && !result.ledgerDone) {
         await settleCredits({
           userId: input.userId,
           workflowId,
@@ -127,7 +128,7 @@ export async function completionWorkflow(input: CompletionInput): Promise<Comple
         error: cause.message,
       });
       lastRetryAfter = details?.retryAfterSeconds ?? lastRetryAfter;
-      await release(attempt);
+      await release(attempt, details?.ledgerDone);
       if (details && !details.retryable) {
         throw failure('invalid_request', `The provider rejected the request: ${cause.message}`, attempts);
       }
