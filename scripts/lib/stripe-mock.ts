@@ -9,113 +9,17 @@
  * cache directory, once, under a lock file shared by concurrent callers.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { constants } from 'node:fs';
-import { access, mkdir, rename, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
-import { withFileLock } from './file-lock.ts';
-import { temporalCliCacheDir } from './temporal-cli.ts';
+import { ensureGoBinary } from './go-binary.ts';
 
 /** Pinned for reproducible runs (what `@latest` resolved to when billing was added). */
 export const stripeMockVersion = '0.203.0';
 export const stripeMockModule = `github.com/stripe/stripe-mock@v${stripeMockVersion}`;
 
-const binaryName = process.platform === 'win32' ? 'stripe-mock.exe' : 'stripe-mock';
-
-async function isExecutable(path: string): Promise<boolean> {
-  try {
-    const info = await stat(path);
-    if (!info.isFile()) return false;
-    await access(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function findGo(): Promise<string | undefined> {
-  const candidates = [
-    ...(process.env.PATH ?? '')
-      .split(process.platform === 'win32' ? ';' : ':')
-      .filter(Boolean)
-      .map((dir) => join(dir, process.platform === 'win32' ? 'go.exe' : 'go')),
-    '/usr/local/go/bin/go',
-  ];
-  for (const candidate of candidates) if (await isExecutable(candidate)) return candidate;
-  return undefined;
-}
-
-function goInstall(goPath: string, gobin: string, log: (line: string) => void): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(goPath, ['install', stripeMockModule], {
-      env: { CGO_ENABLED: '0', ...process.env, GOBIN: gobin },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const tail: string[] = [];
-    const onData = (chunk: Buffer) => {
-      for (const line of chunk.toString('utf8').split('\n')) {
-        const trimmed = line.trimEnd();
-        if (!trimmed) continue;
-        tail.push(trimmed);
-        if (tail.length > 40) tail.shift();
-        log(`[go] ${trimmed}`);
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      if (code === 0) resolve();
-      else
-        reject(
-          new Error(
-            `go install ${stripeMockModule} failed (${signal ?? `exit code ${code}`}):\n${tail.join('\n')}\n` +
-              'Set STRIPE_MOCK_PATH to an existing stripe-mock binary to skip the build.',
-          ),
-        );
-    });
-  });
-}
-
 /** Returns the path of a stripe-mock binary, building it with `go install` on first use. */
-export async function ensureStripeMock(log: (line: string) => void = () => {}): Promise<string> {
-  const configured = process.env.STRIPE_MOCK_PATH?.trim();
-  if (configured) {
-    if (!(await isExecutable(configured))) {
-      throw new Error(`STRIPE_MOCK_PATH=${configured} does not exist or is not an executable file`);
-    }
-    return configured;
-  }
-  const binDir = temporalCliCacheDir();
-  const binary = join(binDir, binaryName);
-  if (await isExecutable(binary)) return binary;
-
-  await mkdir(binDir, { recursive: true });
-  return withFileLock(
-    join(binDir, '.stripe-mock-build.lock'),
-    async () => {
-      if (await isExecutable(binary)) return binary;
-      const goPath = await findGo();
-      if (!goPath) {
-        throw new Error(
-          `stripe-mock is not installed at ${binary} and Go is not available to build it. ` +
-            'Install Go (https://go.dev/dl/) or set STRIPE_MOCK_PATH to a stripe-mock binary.',
-        );
-      }
-      log(`building stripe-mock v${stripeMockVersion} with go install (first run only)`);
-      // Build privately and move into place, so no one ever runs a partial binary.
-      const buildDir = join(binDir, `.build-stripe-mock-${process.pid}`);
-      await rm(buildDir, { recursive: true, force: true });
-      await mkdir(buildDir, { recursive: true });
-      try {
-        await goInstall(goPath, buildDir, log);
-        await rename(join(buildDir, binaryName), binary);
-      } finally {
-        await rm(buildDir, { recursive: true, force: true });
-      }
-      log(`stripe-mock installed at ${binary}`);
-      return binary;
-    },
-    { onWait: (pid) => log(`waiting for another process (pid ${pid ?? '?'}) to finish building stripe-mock`) },
+export function ensureStripeMock(log: (line: string) => void = () => {}): Promise<string> {
+  return ensureGoBinary(
+    { module: stripeMockModule, binary: 'stripe-mock', label: 'stripe-mock', overrideVariable: 'STRIPE_MOCK_PATH' },
+    log,
   );
 }
 
