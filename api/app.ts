@@ -104,7 +104,7 @@ export function createApp(dependencies: AppDependencies): Koa {
   keyed.use(completionRoutes(completions, dependencies.openStreams, metrics).routes());
   keyed.use(apiKeyRoutes(keys).routes());
   const accounts = new AccountService(dependencies.orm, dependencies.ledger, dependencies.plans, catalogue.catalogue);
-  keyed.use(accountRoutes(accounts).routes());
+  keyed.use(accountRoutes(accounts, dependencies.accounts).routes());
   keyed.use(billingRoutes(billing).routes());
   app.use(keyed.routes()).use(keyed.allowedMethods({ throw: true }));
   return app;

@@ -169,6 +169,41 @@ describe('credits', () => {
 });
 
 describe('accounts and usage', () => {
+  it('lets the operator move an account to business with custom limits, and nobody else', async () => {
+    const owner = await platform.createKey(undefined, 'free');
+    const update = {
+      plan: 'business',
+      custom_limits: { per_hour: 5000, per_day: null, models: ['gpt-4o', 'gpt-4o-mini'] },
+    };
+    const refused = await platform.fetch(`/api/v1/account/${owner.user_id}`, {
+      method: 'PATCH',
+      key: owner.key,
+      body: JSON.stringify(update),
+    });
+    expect(refused.status).toBe(403);
+    const invalid = await platform.fetch(`/api/v1/account/${owner.user_id}`, {
+      method: 'PATCH',
+      key: platform.masterKey,
+      body: JSON.stringify({ plan: 'gold' }),
+    });
+    expect(invalid.status).toBe(400);
+    const response = await platform.fetch(`/api/v1/account/${owner.user_id}`, {
+      method: 'PATCH',
+      key: platform.masterKey,
+      body: JSON.stringify(update),
+    });
+    expect(await response.json()).toMatchObject({ plan: 'business', allowed_models: ['gpt-4o', 'gpt-4o-mini'] });
+    // The custom model list replaces the plan's: gpt-4o now serves, claude does not.
+    const client = platform.openai(owner.key);
+    expect((await client.chat.completions.create({ model: 'gpt-4o', messages })).model).toBe('gpt-4o');
+    const error = await client.chat.completions
+      .create({ model: 'claude-haiku-4-5', messages })
+      .catch((caught: unknown) => caught);
+    expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(403);
+    const limited = await platform.fetch('/api/v1/apikeys', { key: owner.key });
+    expect(limited.headers.get('x-ratelimit-limit-hour')).toBe('5000');
+  });
+
   it('shows a user their account, me and usage by model, and refuses another user’s', async () => {
     const owner = await platform.createKey(undefined, 'starter');
     const stranger = await platform.createKey(undefined, 'starter');

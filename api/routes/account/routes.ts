@@ -1,15 +1,17 @@
 /**
  * `GET /api/v1/account/{id}`, `GET /api/v1/auth/me`, `GET /api/v1/usage` (spec 4.6). A user sees only their
  * own account (403 otherwise); the operator key may read any, and `X-User-Id` selects the user for the
- * operator only (a user's `X-User-Id` naming someone else is refused the same way).
+ * operator only (a user's `X-User-Id` naming someone else is refused the same way). `PATCH
+ * /api/v1/account/{id}` is the operator's: plan changes and business accounts' custom limits.
  */
 import Router from '@koa/router';
 import type { AuthState } from '../../auth.ts';
 import { ApiError, invalidRequest } from '../../errors.ts';
-import { usageQuerySchema } from './schema.ts';
+import { accountUpdateSchema, usageQuerySchema } from './schema.ts';
+import type { AccountPlans } from '../../../activities/credits/accounts.ts';
 import type { AccountService } from './service.ts';
 
-export function accountRoutes(accounts: AccountService) {
+export function accountRoutes(accounts: AccountService, plans: AccountPlans) {
   const router = new Router<AuthState>();
 
   const subject = (principal: AuthState['principal'], requested: string | undefined) => {
@@ -25,6 +27,14 @@ export function accountRoutes(accounts: AccountService) {
 
   router.get('/api/v1/account/:id', async (context) => {
     context.body = await accounts.account(subject(context.state.principal, context.params.id));
+  });
+
+  router.patch('/api/v1/account/:id', async (context) => {
+    if (!context.state.principal.operator)
+      throw new ApiError('permission_denied', 'Only the operator key may change accounts');
+    const parsed = accountUpdateSchema.safeParse(context.request.body ?? {});
+    if (!parsed.success) throw invalidRequest(parsed.error);
+    context.body = await accounts.update(context.params.id!, parsed.data, plans);
   });
 
   router.get('/api/v1/auth/me', async (context) => {

@@ -3,6 +3,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Catalogue } from '../../../common/catalogue.ts';
 import { planAllows, type PlanName, type PlansFile } from '../../../common/plans.ts';
 import type { CreditLedger } from '../../../activities/credits/credit-ledger.ts';
+import type { AccountPlans } from '../../../activities/credits/accounts.ts';
 import { ApiError } from '../../errors.ts';
 import type { CustomLimits } from '../apikeys/service.ts';
 
@@ -103,6 +104,28 @@ export class AccountService {
           }
         : {}),
     };
+  }
+
+  /** Operator changes: a new plan starts a new cycle (with its credits); custom limits replace the old ones. */
+  async update(
+    userId: string,
+    update: { plan?: PlanName; custom_limits?: CustomLimits | null },
+    accounts: AccountPlans,
+  ) {
+    const row = await this.row(userId);
+    if (update.custom_limits !== undefined) {
+      await this.orm.em
+        .fork()
+        .execute(
+          'update users set custom_limits = ? where id = ?',
+          [update.custom_limits === null ? null : JSON.stringify(update.custom_limits), userId],
+          'run',
+        );
+    }
+    if (update.plan !== undefined && update.plan !== row.plan) {
+      await accounts.startCycle(userId, update.plan, new Date(), 'changed by the operator');
+    }
+    return this.account(userId);
   }
 
   private async row(userId: string): Promise<AccountRow> {
