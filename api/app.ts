@@ -7,15 +7,9 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import type { Client } from '@temporalio/client';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import type { StreamHub } from '../activities/streaming/stream-hub.ts';
-import type { StreamJournal } from '../activities/streaming/stream-journal.ts';
-import type { CircuitBreaker } from '../activities/routing/circuit-breaker.ts';
-import type { ProviderCalls } from '../activities/provider-calls.ts';
-import type { AccountPlans } from '../activities/credits/accounts.ts';
-import type { CreditLedger } from '../activities/credits/credit-ledger.ts';
-import type { PlansFile } from '../common/plans.ts';
 import { Router as CompletionRouter } from '../activities/routing/router.ts';
 import type { LoadedCatalogue } from '../config/load-catalogue.ts';
+import type { WorkerDependencies } from '../worker/create-worker.ts';
 import { requireKey, type AuthState } from './auth.ts';
 import { errorRenderer } from './errors.ts';
 import type { Logger } from './logger.ts';
@@ -32,18 +26,12 @@ import { CompletionService } from './routes/completions/service.ts';
 import { modelRoutes } from './routes/models/routes.ts';
 import { providerRoutes } from './routes/providers/routes.ts';
 
-export interface AppDependencies {
+/** The app shares the in-process worker's dependencies (hub, journal, breaker, calls, ledger, plans). */
+export interface AppDependencies extends WorkerDependencies {
   orm: MikroORM;
   catalogue: LoadedCatalogue;
   client: Client;
   taskQueue: string;
-  hub: StreamHub;
-  journal: StreamJournal;
-  breaker: CircuitBreaker;
-  calls: ProviderCalls;
-  ledger: CreditLedger;
-  accounts: AccountPlans;
-  plans: PlansFile;
   masterKey: string | undefined;
   version: string;
   logger: Logger;
