@@ -1,11 +1,22 @@
-/** `npm test`: type check, lint and format check, then jest (native ESM) against real Temporal and PostgreSQL. */
+/**
+ * `npm test`: type check, lint and format check, then jest (native ESM) against real Temporal and PostgreSQL.
+ * Ends with the plain summary line `Tests: N passed, N failed` (CI reads it), from jest's JSON results.
+ */
 import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+
+const resultsFile = '.data/jest-results.json';
+mkdirSync('.data', { recursive: true });
 
 const steps: Array<[string, string[], Record<string, string>?]> = [
   ['tsc', ['--noEmit', '-p', 'tsconfig.json']],
   ['eslint', ['.']],
   ['prettier', ['--check', '.', '--log-level', 'warn']],
-  ['jest', process.argv.slice(2), { NODE_OPTIONS: '--experimental-vm-modules --no-warnings=ExperimentalWarning' }],
+  [
+    'jest',
+    ['--json', `--outputFile=${resultsFile}`, ...process.argv.slice(2)],
+    { NODE_OPTIONS: '--experimental-vm-modules --no-warnings=ExperimentalWarning' },
+  ],
 ];
 
 for (const [tool, args, environment] of steps) {
@@ -14,8 +25,18 @@ for (const [tool, args, environment] of steps) {
     stdio: 'inherit',
     env: { ...process.env, ...environment },
   });
+  if (tool === 'jest') printSummary();
   if (result.status !== 0) {
     process.stderr.write(`\n${tool} failed\n`);
     process.exit(result.status ?? 1);
+  }
+}
+
+function printSummary(): void {
+  try {
+    const results = JSON.parse(readFileSync(resultsFile, 'utf8')) as { numPassedTests: number; numFailedTests: number };
+    process.stdout.write(`\nTests: ${results.numPassedTests} passed, ${results.numFailedTests} failed\n`);
+  } catch {
+    process.stdout.write('\njest wrote no results\n');
   }
 }
