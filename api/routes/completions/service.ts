@@ -98,7 +98,10 @@ export class CompletionService {
     const { candidates } = plan;
     const userId = principal.userId;
     const metered = !principal.operator;
-    const bodyHash = createHash('sha256').update(JSON.stringify(request)).digest('base64url');
+    // Only an idempotent repeat compares bodies: hashing every prompt otherwise would be work for nothing.
+    const bodyHash = idempotencyKey
+      ? createHash('sha256').update(JSON.stringify(request)).digest('base64url')
+      : undefined;
     const requestId = idempotencyKey
       ? `chatcmpl-${createHash('sha256').update(`${userId}\n${idempotencyKey}`).digest('base64url').slice(0, 24)}`
       : `chatcmpl-${randomBytes(18).toString('base64url')}`;
@@ -151,7 +154,7 @@ export class CompletionService {
           { key: userKey, value: userId },
           { key: modelKey, value: request.model },
         ],
-        memo: { bodyHash, created, model: request.model, stream: !!request.stream },
+        memo: { ...(bodyHash ? { bodyHash } : {}), created, model: request.model, stream: !!request.stream },
         staticSummary: `Chat completion: ${request.model}${request.stream ? ', streamed' : ''}, for ${userId}`,
       });
       const local = handle.eagerlyStarted;
