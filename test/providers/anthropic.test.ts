@@ -1,8 +1,14 @@
 /** Request mapping and stream edge cases of the Anthropic adapter. */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { createProviderAdapter } from '../../activities/providers/index.ts';
 import type { ProviderRequest } from '../../activities/providers/types.ts';
-import { collect, startProviderHarness, timeTool, weatherTool, type ProviderHarness } from './provider-harness.ts';
+import {
+  adapterReplaying,
+  collect,
+  startProviderHarness,
+  timeTool,
+  weatherTool,
+  type ProviderHarness,
+} from './provider-harness.ts';
 
 let harness: ProviderHarness;
 beforeAll(async () => {
@@ -130,15 +136,10 @@ describe('Anthropic request mapping', () => {
 /** An adapter whose upstream answers every call with the given Anthropic events. */
 function adapterStreaming(events: Array<{ type: string } & Record<string, unknown>>) {
   const text = events.map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`).join('');
-  const fetchStub: typeof fetch = async () =>
-    new Response(text, { status: 200, headers: { 'content-type': 'text/event-stream' } });
-  return createProviderAdapter({
-    provider: 'anthropic',
-    protocol: 'anthropic',
-    baseUrl: 'http://upstream.invalid',
-    apiKey: 'k',
-    fetch: fetchStub,
-  });
+  return adapterReplaying(
+    { provider: 'anthropic', protocol: 'anthropic', baseUrl: 'http://upstream.invalid', apiKey: 'k' },
+    text,
+  );
 }
 
 const request: ProviderRequest = { model: 'claude-test', messages: [{ role: 'user', content: 'hi' }] };

@@ -1,8 +1,14 @@
 /** Request mapping and stream edge cases of the Gemini adapter. */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { createProviderAdapter } from '../../activities/providers/index.ts';
 import type { ProviderRequest } from '../../activities/providers/types.ts';
-import { collect, startProviderHarness, timeTool, weatherTool, type ProviderHarness } from './provider-harness.ts';
+import {
+  adapterReplaying,
+  collect,
+  startProviderHarness,
+  timeTool,
+  weatherTool,
+  type ProviderHarness,
+} from './provider-harness.ts';
 
 let harness: ProviderHarness;
 beforeAll(async () => {
@@ -160,15 +166,10 @@ describe('Gemini request mapping', () => {
 /** An adapter whose upstream answers every call with the given Gemini chunks. */
 function adapterStreaming(chunks: unknown[]) {
   const text = chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\r\n\r\n`).join('');
-  const fetchStub: typeof fetch = async () =>
-    new Response(text, { status: 200, headers: { 'content-type': 'text/event-stream' } });
-  return createProviderAdapter({
-    provider: 'gemini',
-    protocol: 'gemini',
-    baseUrl: 'http://upstream.invalid',
-    apiKey: 'k',
-    fetch: fetchStub,
-  });
+  return adapterReplaying(
+    { provider: 'gemini', protocol: 'gemini', baseUrl: 'http://upstream.invalid', apiKey: 'k' },
+    text,
+  );
 }
 
 const request: ProviderRequest = { model: 'gemini-test', messages: [{ role: 'user', content: 'hi' }] };

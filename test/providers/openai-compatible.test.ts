@@ -1,8 +1,13 @@
 /** Request mapping and stream edge cases of the OpenAI-compatible adapter. */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { createProviderAdapter } from '../../activities/providers/index.ts';
 import type { ProviderRequest } from '../../activities/providers/types.ts';
-import { collect, startProviderHarness, weatherTool, type ProviderHarness } from './provider-harness.ts';
+import {
+  adapterReplaying,
+  collect,
+  startProviderHarness,
+  weatherTool,
+  type ProviderHarness,
+} from './provider-harness.ts';
 
 let harness: ProviderHarness;
 beforeAll(async () => {
@@ -92,17 +97,12 @@ describe('OpenAI-compatible request mapping', () => {
   });
 });
 
-/** An adapter whose upstream answers every call with the given SSE text. */
+/** An adapter whose upstream (a keyless self-hosted server) answers every call with the given SSE text. */
 function adapterStreaming(events: string) {
-  const fetchStub: typeof fetch = async () =>
-    new Response(events, { status: 200, headers: { 'content-type': 'text/event-stream' } });
-  return createProviderAdapter({
-    provider: 'vllm',
-    protocol: 'openai',
-    baseUrl: 'http://upstream.invalid/v1',
-    apiKey: '',
-    fetch: fetchStub,
-  });
+  return adapterReplaying(
+    { provider: 'vllm', protocol: 'openai', baseUrl: 'http://upstream.invalid/v1', apiKey: '' },
+    events,
+  );
 }
 
 const request: ProviderRequest = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };

@@ -116,3 +116,16 @@ export function toolCallParts(parts: StreamPart[]): Array<Extract<StreamPart, { 
 export function promptTokensFor(...texts: string[]): number {
   return Math.ceil(texts.join('').length / 4);
 }
+
+/**
+ * An adapter whose upstream answers every call with the given SSE text, for stream edge cases the simulator
+ * does not produce. No network: the fetch is a stub.
+ */
+export function adapterReplaying(
+  config: Pick<ProviderConfig, 'provider' | 'protocol' | 'baseUrl' | 'apiKey'>,
+  sseText: string,
+): ProviderAdapter {
+  const fetchStub: typeof fetch = async () =>
+    new Response(sseText, { status: 200, headers: { 'content-type': 'text/event-stream' } });
+  return createProviderAdapter({ ...config, fetch: fetchStub });
+}
