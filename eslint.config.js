@@ -39,5 +39,19 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // The worker process and the plumbing both processes share depend only downward, never on the API.
+    files: ['worker/**/*.ts', 'process/**/*.ts', 'activities/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['../api/*', '../../api/*', '../../../api/*'], message: 'Only the API depends on api/.' },
+          ],
+        },
+      ],
+    },
+  },
   { files: ['**/*.js'], languageOptions: { globals: { process: 'readonly' } } },
 );

@@ -1,4 +1,5 @@
 /** createActivities(deps): every activity the worker registers, built from injected dependencies. */
+import { createChatActivities, type ChatActivityDependencies } from './chat-activities.ts';
 import { createCompletionActivities } from './completion-activities.ts';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { AccountPlans } from './credits/accounts.ts';
@@ -6,7 +7,7 @@ import type { CreditLedger } from './credits/credit-ledger.ts';
 import { releaseStaleHolds, renewDueCycles } from './credits/renewals.ts';
 import type { ProviderCalls } from './provider-calls.ts';
 
-export interface ActivityDependencies {
+export interface ActivityDependencies extends ChatActivityDependencies {
   orm: MikroORM;
   calls: ProviderCalls;
   ledger: CreditLedger;
@@ -16,6 +17,7 @@ export interface ActivityDependencies {
 export function createActivities(dependencies: ActivityDependencies) {
   return {
     ...createCompletionActivities(dependencies),
+    ...createChatActivities(dependencies),
     /** Grants the monthly credits of every account whose cycle ended (see credits/renewals.ts). */
     renewDueCycles: () => renewDueCycles(dependencies.orm, dependencies.accounts),
     /** Releases reservations that will never be settled (see credits/renewals.ts). */

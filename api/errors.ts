@@ -5,7 +5,7 @@
 import type { Context, Middleware } from 'koa';
 import type { ZodError } from 'zod';
 import { errorStatus, type ErrorBody, type ErrorType } from '../common/errors.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '../process/logger.ts';
 
 export class ApiError extends Error {
   readonly type: ErrorType;

@@ -4,7 +4,8 @@
  */
 import type { Middleware } from 'koa';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Logger } from './logger.ts';
+import type { Logger } from '../process/logger.ts';
+import { ServerTiming } from './server-timing.ts';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -19,6 +20,11 @@ export class Metrics {
     name: 'tessera_completions_total',
     help: 'Completions by served model and outcome',
     labelNames: ['model', 'outcome', 'stream'] as const,
+    registers: [this.registry],
+  });
+  readonly eagerStartsDeclined = new Counter({
+    name: 'tessera_eager_starts_declined_total',
+    help: 'Completions whose workflow could not start in this process (no free workflow task slot): the slow path',
     registers: [this.registry],
   });
   readonly attempts = new Counter({
@@ -45,6 +51,7 @@ export class Metrics {
 export function requestObserver(logger: Logger, metrics: Metrics): Middleware {
   return async (context, next) => {
     const startedAt = performance.now();
+    (context.state as { timing?: ServerTiming }).timing = new ServerTiming();
     try {
       await next();
     } finally {

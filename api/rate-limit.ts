@@ -1,7 +1,6 @@
 /**
- * Request rate limits (spec section 8): an hourly and a daily window per subject, counted in PostgreSQL by
- * rate-limiter-flexible (`RateLimiterPostgres`, table `rate_limits` from the migrations), so every API replica
- * shares one count with no extra service to run.
+ * Request rate limits (spec section 8): an hourly and a daily window per subject, counted in PostgreSQL (table
+ * `rate_limits`: key, points, expire in epoch ms), so every API replica shares one count with no extra service.
  *
  * Subjects: `user:<id>` for keyed callers (the plan's limits, each window overridden by the user's
  * `custom_limits.per_hour` / `per_day` when that key is present: a number, or null for unlimited);
@@ -18,24 +17,27 @@
  * (a window's headers are left out when it is unlimited). A 429 adds `Retry-After` and `error.retry_after`: the
  * seconds until every exhausted window has reset.
  *
- * One request consumes one point in both windows at once (two concurrent upserts, one round trip of latency).
- * When one window rejects, the point taken from the other is given back (`reward`), so a refused request
- * never spends the allowance of a window that still had room. (The exhausted window's own counter still
- * grows past its maximum: that is the library's upsert and harmless, since a window's reset time is fixed.)
- * Between the two statements another replica may see one point fewer: briefly stricter, never looser.
+ * One request consumes one point in every limited window with one upsert (`countingCte`); a completion's windows
+ * are counted in the same statement as its credit reservation (api/admission.ts). When one window refuses, the
+ * point taken from the other is given back, so a refused request never spends the allowance of a window that still
+ * had room. (The exhausted window's own counter still grows past its maximum: harmless, since a window's reset time
+ * is fixed.) Between the two statements another replica may see one point fewer: briefly stricter, never looser.
+ *
+ * The counting was rate-limiter-flexible's `RateLimiterPostgres` until profiles of the shipped platform showed its
+ * cost: one statement (and round trip, and PostgreSQL backend wake-up) per window per request, which nothing could
+ * join with the reservation every completion makes anyway. The table and its semantics are the library's own.
  *
  * If the store fails (pool exhausted, statement timeout, database down), the request is let through and the
- * failure logged once until the store answers again: availability over strictness. Authentication reads the
- * same database, so a full outage already fails requests before they get here; what remains are partial
- * faults of the counter store, which should not turn into refused traffic. A brief overshoot is the cost.
+ * failure logged once until the store answers again: availability over strictness. A completion's counting shares
+ * its statement with the credit reservation it cannot do without, so it fails with it; for other requests, partial
+ * faults of the counter store should not turn into refused traffic. A brief overshoot is the cost.
  */
 import type { Context, Middleware } from 'koa';
-import pg from 'pg';
-import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import { run, type Pool } from '../db/pool.ts';
 import type { PlanName, PlansFile } from '../common/plans.ts';
 import type { AuthState } from './auth.ts';
 import { ApiError } from './errors.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '../process/logger.ts';
 import type { Principal } from './routes/apikeys/service.ts';
 
 const windows = [
@@ -44,8 +46,7 @@ const windows = [
 ] as const;
 type Window = (typeof windows)[number];
 
-const tableName = 'rate_limits';
-/** Rows whose window ended over an hour ago are deleted this often (what the library's per-limiter sweep does). */
+/** Rows whose window ended over an hour ago are deleted this often. */
 const sweepIntervalMs = 5 * 60_000;
 
 /** Maximum requests per window; null = unlimited. */
@@ -79,40 +80,68 @@ export interface RateLimitOutcome {
   exhausted?: WindowState;
 }
 
-type Settled = { ok: true; res: RateLimiterRes } | { ok: false; res: RateLimiterRes } | { ok: false; error: unknown };
+/** One limited window of a subject, as counted: its row key and its maximum. */
+interface Counter {
+  window: Window;
+  key: string;
+  limit: number;
+}
+
+/** A counter's row after the upsert. */
+export interface CountedRow {
+  key: string;
+  points: number;
+  expire: string | number;
+}
+
+/**
+ * The counting upsert as two CTEs, `counted` (each counter's row after taking a point) and `allowed` (whether every
+ * counter is within its maximum), over parameters `$first`…`$first+3` in the order of `RateLimits.countingValues`.
+ */
+export function countingCte(first: number): string {
+  const [keys, expires, now, maxima] = [0, 1, 2, 3].map((offset) => `$${first + offset}`);
+  return `counted as (
+      insert into rate_limits (key, points, expire)
+      select key, 1, expire from unnest(${keys}::text[], ${expires}::bigint[]) as counter(key, expire)
+      on conflict (key) do update set
+        points = case when rate_limits.expire is null or rate_limits.expire <= ${now}::bigint
+                      then 1 else rate_limits.points + 1 end,
+        expire = case when rate_limits.expire is null or rate_limits.expire <= ${now}::bigint
+                      then excluded.expire else rate_limits.expire end
+      returning key, points, expire
+    ), allowed as (
+      select coalesce(bool_and(counted.points <= maximum.points), true) as ok
+      from counted join unnest(${keys}::text[], ${maxima}::int[]) as maximum(key, points) using (key)
+    )`;
+}
+
+const countStatement = {
+  name: 'rate-limit-count',
+  text: `with ${countingCte(1)} select key, points, expire from counted`,
+};
+const refundStatement = {
+  name: 'rate-limit-refund',
+  text: 'update rate_limits set points = points - 1 where key = any($1::text[]) and points > 0',
+};
+const sweepStatement = { name: 'rate-limit-sweep', text: 'delete from rate_limits where expire < $1::bigint' };
 
 export class RateLimits {
-  private readonly store: pg.Pool;
+  private readonly store: Pool;
   private readonly plans: PlansFile;
   private readonly logger: Logger | undefined;
-  /** Limiters by window and maximum; every limiter of a window shares its key prefix, so rows outlive a plan change. */
-  private readonly limiters = new Map<string, RateLimiterPostgres>();
   private readonly sweeper: NodeJS.Timeout;
   private readonly ownsPool: boolean;
   private storeFailing = false;
 
-  constructor(pool: pg.Pool, plans: PlansFile, options: { logger?: Logger; ownsPool?: boolean } = {}) {
+  constructor(pool: Pool, plans: PlansFile, options: { logger?: Logger; ownsPool?: boolean } = {}) {
     this.store = pool;
     this.plans = plans;
     this.logger = options.logger;
     this.ownsPool = options.ownsPool ?? false;
-    // Each limiter would otherwise start its own sweep timer; one table-wide sweep is enough.
     this.sweeper = setInterval(() => {
-      this.store.query(`delete from ${tableName} where expire < $1`, [Date.now() - 3_600_000]).catch(() => undefined);
+      run(this.store, sweepStatement, [Date.now() - 3_600_000]).catch(() => undefined);
     }, sweepIntervalMs);
     this.sweeper.unref();
-  }
-
-  /** A store with its own small pool on the gateway's database (closed by `close()`). */
-  static open(databaseUrl: string, plans: PlansFile, logger?: Logger): RateLimits {
-    const pool = new pg.Pool({
-      connectionString: databaseUrl,
-      max: 5,
-      connectionTimeoutMillis: 2000,
-      query_timeout: 2000,
-    });
-    pool.on('error', (error) => logger?.warn({ err: error }, 'rate-limit store connection error'));
-    return new RateLimits(pool, plans, { logger, ownsPool: true });
   }
 
   async close(): Promise<void> {
@@ -137,79 +166,71 @@ export class RateLimits {
     return { key: `ip:${ip}`, limits: this.plans.guest_rate_limits, scope: 'unauthenticated requests per IP' };
   }
 
-  /** Takes one request from every limited window of the subject. */
-  async consume(subject: Subject): Promise<RateLimitOutcome> {
-    const limited = windows.flatMap((window) => {
-      const limit = subject.limits[window.limitKey];
-      return limit === null ? [] : [{ window, limit }];
+  /** The values of `countingCte` for a subject (no subject: nothing is counted). */
+  countingValues(subject: Subject | null, now = Date.now()): unknown[] {
+    const counters = this.counters(subject);
+    return [
+      counters.map((counter) => counter.key),
+      counters.map((counter) => now + counter.window.seconds * 1000),
+      now,
+      counters.map((counter) => counter.limit),
+    ];
+  }
+
+  /**
+   * What the counted rows mean for the subject; when one window refused, the points the others took are given
+   * back (a second statement, on the refusing path only).
+   */
+  async outcome(subject: Subject | null, rows: CountedRow[], now = Date.now()): Promise<RateLimitOutcome> {
+    const counters = this.counters(subject);
+    if (counters.length === 0) return { allowed: true, windows: [] };
+    const counted = counters.map((counter) => {
+      const row = rows.find((candidate) => candidate.key === counter.key);
+      const points = row?.points ?? 0;
+      const resetSeconds = Math.ceil(Math.max(Number(row?.expire ?? now) - now, 0) / 1000);
+      return { counter, points, ok: points <= counter.limit, resetSeconds };
     });
-    if (limited.length === 0) return { allowed: true, windows: [] };
-
-    const settled = await Promise.all(
-      limited.map(({ window, limit }) =>
-        this.limiter(window, limit)
-          .consume(subject.key)
-          .then(
-            (res): Settled => ({ ok: true, res }),
-            (error: unknown): Settled =>
-              error instanceof RateLimiterRes ? { ok: false, res: error } : { ok: false, error },
-          ),
-      ),
-    );
-
-    const failure = settled.find((result) => 'error' in result);
-    if (failure && 'error' in failure) {
-      if (!this.storeFailing) {
-        this.storeFailing = true;
-        this.logger?.error(
-          { err: failure.error },
-          'rate-limit store failed: letting requests through until it recovers',
-        );
-      }
-      return { allowed: true, windows: [] };
-    }
-    if (this.storeFailing) {
-      this.storeFailing = false;
-      this.logger?.info('rate-limit store recovered');
-    }
-
-    const allowed = settled.every((result) => result.ok);
-    const states: WindowState[] = [];
-    const refunds: Array<Promise<unknown>> = [];
-    settled.forEach((result, index) => {
-      const { window, limit } = limited[index]!;
-      const res = (result as { res: RateLimiterRes }).res;
-      let remaining = result.ok ? res.remainingPoints : 0;
-      if (!allowed && result.ok) {
-        // Refused by the other window: give this window's point back.
-        refunds.push(
-          this.limiter(window, limit)
-            .reward(subject.key)
-            .catch(() => undefined),
-        );
-        remaining = Math.min(limit, remaining + 1);
-      }
-      states.push({
-        window: window.name,
-        limit,
-        remaining,
-        resetSeconds: Math.ceil(Math.max(res.msBeforeNext, 0) / 1000),
-      });
-    });
-    await Promise.all(refunds);
-
+    const allowed = counted.every((entry) => entry.ok);
+    const refunds = allowed ? [] : counted.filter((entry) => entry.ok).map((entry) => entry.counter.key);
+    if (refunds.length > 0) await run(this.store, refundStatement, [refunds]).catch(() => undefined);
+    const states: WindowState[] = counted.map(({ counter, points, ok, resetSeconds }) => ({
+      window: counter.window.name,
+      limit: counter.limit,
+      // A refunded window keeps the point the refused request took back.
+      remaining: ok ? Math.min(counter.limit, Math.max(0, counter.limit - points + (allowed ? 0 : 1))) : 0,
+      resetSeconds,
+    }));
     if (allowed) return { allowed, windows: states };
     const exhausted = states
-      .filter((_, index) => !settled[index]!.ok)
+      .filter((_, index) => !counted[index]!.ok)
       .reduce((latest, state) => (state.resetSeconds > latest.resetSeconds ? state : latest));
     return { allowed, windows: states, exhausted, retryAfterSeconds: Math.max(1, exhausted.resetSeconds) };
   }
 
-  /** Consumes for the subject, sets the X-RateLimit-* headers, and throws 429 when refused. */
+  /** Takes one request from every limited window of the subject (one statement). */
+  async consume(subject: Subject): Promise<RateLimitOutcome> {
+    if (this.counters(subject).length === 0) return { allowed: true, windows: [] };
+    const now = Date.now();
+    let rows: CountedRow[];
+    try {
+      rows = await run<CountedRow>(this.store, countStatement, this.countingValues(subject, now));
+    } catch (error) {
+      this.storeFailed(error);
+      return { allowed: true, windows: [] };
+    }
+    this.storeAnswered();
+    return this.outcome(subject, rows, now);
+  }
+
+  /** Consumes for the subject, then answers as `apply` does. */
   async enforce(context: Context, subject: Subject): Promise<void> {
-    const outcome = await this.consume(subject);
+    this.apply(context, subject, await this.consume(subject));
+  }
+
+  /** Sets the X-RateLimit-* headers of an outcome and throws 429 when it refused. */
+  apply(context: Context, subject: Subject | null, outcome: RateLimitOutcome): void {
     setHeaders(context, outcome.windows);
-    if (outcome.allowed) return;
+    if (outcome.allowed || !subject) return;
     const { limit, window } = outcome.exhausted!;
     throw new ApiError(
       'rate_limit_exceeded',
@@ -218,23 +239,28 @@ export class RateLimits {
     );
   }
 
-  private limiter(window: Window, points: number): RateLimiterPostgres {
-    const id = `${window.name}:${points}`;
-    let limiter = this.limiters.get(id);
-    if (!limiter) {
-      limiter = new RateLimiterPostgres({
-        storeClient: this.store,
-        storeType: 'pool',
-        tableName,
-        tableCreated: true,
-        clearExpiredByTimeout: false,
-        keyPrefix: `rl:${window.name}`,
-        points,
-        duration: window.seconds,
-      });
-      this.limiters.set(id, limiter);
-    }
-    return limiter;
+  private counters(subject: Subject | null): Counter[] {
+    if (!subject) return [];
+    return windows.flatMap((window) => {
+      const limit = subject.limits[window.limitKey];
+      return limit === null ? [] : [{ window, key: `rl:${window.name}:${subject.key}`, limit }];
+    });
+  }
+
+  /**
+   * If the store fails (pool exhausted, statement timeout, database down), the request is let through and the
+   * failure logged once until the store answers again: availability over strictness (see the file comment).
+   */
+  private storeFailed(error: unknown): void {
+    if (this.storeFailing) return;
+    this.storeFailing = true;
+    this.logger?.error({ err: error }, 'rate-limit store failed: letting requests through until it recovers');
+  }
+
+  private storeAnswered(): void {
+    if (!this.storeFailing) return;
+    this.storeFailing = false;
+    this.logger?.info('rate-limit store recovered');
   }
 }
 
@@ -261,7 +287,10 @@ function setHeaders(context: Context, states: WindowState[]): void {
   context.set('X-RateLimit-Reset', String(binding.resetSeconds));
 }
 
-/** Limits keyed requests by user; mount after `requireKey`. */
+/**
+ * Limits keyed requests by user; mount after `requireKey`. (A completion is limited by its admission instead, in
+ * the statement that reserves its credits: see api/admission.ts.)
+ */
 export function limitKeyed(limits: RateLimits): Middleware<AuthState> {
   return async (context, next) => {
     const subject = limits.subjectFor(context.state.principal);

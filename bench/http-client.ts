@@ -15,6 +15,8 @@ export interface Sample {
   totalMs: number;
   /** Streaming only: request start to the first content-bearing `data:` event. */
   firstTokenMs?: number;
+  /** The response's `Server-Timing` header, when it sent one. */
+  serverTiming?: string;
 }
 
 export interface Target {
@@ -46,6 +48,7 @@ export function post(target: Target, body: string, stream: boolean): Promise<Sam
       },
       (res) => {
         const status = res.statusCode ?? 0;
+        const serverTiming = [res.headers['server-timing']].flat().join(', ') || undefined;
         res.setEncoding('utf8');
         let firstTokenMs: number | undefined;
         let buffer = '';
@@ -67,7 +70,12 @@ export function post(target: Target, body: string, stream: boolean): Promise<Sam
         });
         res.on('end', () => {
           const ok = status === 200 && (!stream || (firstTokenMs !== undefined && sawDone));
-          finish({ ok, status, ...(firstTokenMs === undefined ? {} : { firstTokenMs }) });
+          finish({
+            ok,
+            status,
+            ...(firstTokenMs === undefined ? {} : { firstTokenMs }),
+            ...(serverTiming === undefined ? {} : { serverTiming }),
+          });
         });
         res.on('error', () => finish({ ok: false, status }));
       },

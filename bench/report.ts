@@ -1,100 +1,118 @@
 /** Markdown rendering of the bench's figures. */
 import type { Summary } from './load.ts';
-import type { CpuBreakdown, MemoryPoint } from './resources.ts';
-import type { StageSummary } from './spans.ts';
+import { roles, total, type Role, type Usage } from './resources.ts';
 
-export const targets = { addedP50Ms: 5, addedP99Ms: 20, completionsPerSecond: 200 } as const;
-
-export const ms = (value: number): string => (Number.isFinite(value) ? value.toFixed(2) : 'n/a');
-const ratio = (value: number): string => (Number.isFinite(value) ? `${value.toFixed(1)}×` : 'n/a');
+export const ms = (value: number): string => (Number.isFinite(value) ? value.toFixed(1) : 'n/a');
+const perSecond = (value: number): string => (Number.isFinite(value) ? value.toFixed(0) : 'n/a');
+const percent = (value: number): string => (Number.isFinite(value) ? `${(value * 100).toFixed(0)} %` : 'n/a');
 const check = (ok: boolean): string => (ok ? '✅' : '❌');
 
-export interface LatencyRow {
+export interface CellSpec {
+  id: string;
+  title: string;
   clients: number;
-  gateway: Summary;
-  direct: Summary;
-  /** Whether the one-client targets apply to this row. */
-  targeted: boolean;
+  upstreamMs: number;
+  stream: boolean;
+  /** Count-limited cells (latency at one client)… */
+  requests?: number;
+  /** …or duration-limited ones (throughput under load). */
+  seconds?: number;
+  /** The issue's targets for Tessera in this cell. */
+  targets?: { minPerSecond?: number; addedP50Ms?: number; addedP99Ms?: number };
 }
 
-export function latencyTable(rows: LatencyRow[]): string {
-  const lines = [
-    '| clients | n gateway / direct | gateway p50 | gateway p99 | direct p50 | direct p99 | **added p50** | **added p99** | ratio p50 | ratio p99 | errors gw / direct | target |',
-    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
-  ];
-  for (const { clients, gateway, direct, targeted } of rows) {
-    const addedP50 = gateway.p50 - direct.p50;
-    const addedP99 = gateway.p99 - direct.p99;
-    const target = targeted
-      ? `added p50 < ${targets.addedP50Ms} ms ${check(addedP50 < targets.addedP50Ms)} · added p99 < ${targets.addedP99Ms} ms ${check(addedP99 < targets.addedP99Ms)}`
-      : '—';
-    lines.push(
-      `| ${clients} | ${gateway.n} / ${direct.n} | ${ms(gateway.p50)} | ${ms(gateway.p99)} | ${ms(direct.p50)} | ${ms(direct.p99)} | **${ms(addedP50)}** | **${ms(addedP99)}** | ${ratio(gateway.p50 / direct.p50)} | ${ratio(gateway.p99 / direct.p99)} | ${gateway.errors} / ${direct.errors} | ${target} |`,
-    );
-  }
-  return lines.join('\n');
-}
-
-export interface ThroughputRow {
-  side: 'gateway' | 'direct';
+export interface ArmResult {
+  arm: string;
   summary: Summary;
-  cpu: CpuBreakdown;
-  seconds: number;
+  /** The platform's spending during the arm (Tessera arms only). */
+  usage?: Usage;
 }
 
-export function throughputTable(rows: ThroughputRow[]): string {
+export interface CellResult {
+  cell: CellSpec;
+  arms: ArmResult[];
+}
+
+/** One table per cell: every arm with its latency (or time to first token), added latency and throughput. */
+export function cellTable({ cell, arms }: CellResult): string {
+  const direct = arms.find((arm) => arm.arm === 'direct')?.summary;
+  const measure = cell.stream ? 'time to first token' : 'latency';
   const lines = [
-    '| side | completions/s | completions | latency p50 | latency p99 | errors | CPU s: bench process / Temporal / PostgreSQL / other | CPU ms per completion | target |',
-    '|---|---:|---:|---:|---:|---:|---|---:|---|',
+    `| arm | n | errors | ${measure} p50 | p99 | **added p50** | **added p99** | req/s | % of direct req/s | target |`,
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
-  const direct = rows.find((row) => row.side === 'direct');
-  for (const { side, summary, cpu, seconds } of rows) {
-    const completions = summary.n;
-    const cpuTotal = cpu.bench + cpu.temporal + cpu.postgres;
-    const perCompletion = completions > 0 ? (cpuTotal * 1000) / completions : Number.NaN;
-    const target =
-      side === 'gateway'
-        ? `≥ ${targets.completionsPerSecond}/s ${check(summary.perSecond >= targets.completionsPerSecond)}` +
-          (direct ? ` (${((summary.perSecond / direct.summary.perSecond) * 100).toFixed(1)}% of direct)` : '')
-        : 'base';
+  for (const { arm, summary } of arms) {
+    const addedP50 = direct ? summary.p50 - direct.p50 : Number.NaN;
+    const addedP99 = direct ? summary.p99 - direct.p99 : Number.NaN;
+    const share = direct ? summary.perSecond / direct.perSecond : Number.NaN;
+    const targets: string[] = [];
+    if (arm.startsWith('tessera') && cell.targets) {
+      const { minPerSecond, addedP50Ms, addedP99Ms } = cell.targets;
+      if (minPerSecond !== undefined) targets.push(`≥ ${minPerSecond}/s ${check(summary.perSecond >= minPerSecond)}`);
+      if (addedP50Ms !== undefined) targets.push(`p50 +≤${addedP50Ms} ${check(addedP50 <= addedP50Ms)}`);
+      if (addedP99Ms !== undefined) targets.push(`p99 +≤${addedP99Ms} ${check(addedP99 <= addedP99Ms)}`);
+      if (cell.targets.minPerSecond !== undefined) targets.push(`no error ${check(summary.errors === 0)}`);
+    }
+    const isDirect = arm === 'direct';
     lines.push(
-      `| ${side} | **${summary.perSecond.toFixed(1)}** | ${completions} in ${seconds.toFixed(1)} s | ${ms(summary.p50)} | ${ms(summary.p99)} | ${summary.errors} | ${cpu.bench.toFixed(1)} / ${cpu.temporal.toFixed(1)} / ${cpu.postgres.toFixed(1)} / ${cpu.other.toFixed(1)} | ${ms(perCompletion)} | ${target} |`,
+      `| ${arm} | ${summary.n} | ${summary.errors} | ${ms(summary.p50)} | ${ms(summary.p99)} | ` +
+        `${isDirect ? '—' : `**+${ms(addedP50)}**`} | ${isDirect ? '—' : `**+${ms(addedP99)}**`} | ` +
+        `${perSecond(summary.perSecond)} | ${isDirect ? '100 %' : percent(share)} | ${targets.join(' · ') || '—'} |`,
     );
   }
   return lines.join('\n');
 }
 
-export function memoryTable(points: Array<{ label: string; memory: MemoryPoint; temporalRssMiB?: number }>): string {
+/** CPU milliseconds and kilobytes written per completion, by process role, for each Tessera arm of each cell. */
+export function costTable(results: CellResult[]): string {
+  const shown: Role[] = roles.filter((role) => role !== 'other');
+  const written: Role[] = ['API', 'Temporal', 'PostgreSQL'];
   const lines = [
-    '| when | bench RSS MiB | bench heap used MiB | Temporal dev server RSS MiB |',
-    '|---|---:|---:|---:|',
+    `| cell | arm | completions/s | CPU ms per completion: ${shown.join(' / ')} | **CPU ms total** | CPU busy (of 2 cores) | KB written per completion by the processes: ${written.join(' / ')} | **machine disk KB per completion** |`,
+    '|---|---|---:|---|---:|---:|---|---:|',
   ];
-  for (const { label, memory, temporalRssMiB } of points) {
-    lines.push(
-      `| ${label} | ${memory.rssMiB.toFixed(1)} | ${memory.heapUsedMiB.toFixed(1)} | ${temporalRssMiB === undefined ? '—' : temporalRssMiB.toFixed(1)} |`,
-    );
+  for (const { cell, arms } of results) {
+    for (const { arm, summary, usage } of arms) {
+      if (!usage) continue;
+      const completions = Math.max(1, summary.n);
+      const cpuMs = (role: Role) => ((usage.cpu.get(role) ?? 0) * 1000) / completions;
+      const cpuTotal = (total(usage.cpu) * 1000) / completions;
+      const writtenKb = (role: Role) => (usage.written.get(role) ?? 0) / 1024 / completions;
+      const machineKb = usage.machineWritten / 1024 / completions;
+      const busy = total(usage.cpu) / usage.seconds / 2;
+      lines.push(
+        `| ${cell.title} | ${arm} | ${perSecond(summary.perSecond)} | ${shown.map((role) => ms(cpuMs(role))).join(' / ')} | ` +
+          `**${ms(cpuTotal)}** | ${percent(busy)} | ${written.map((role) => ms(writtenKb(role))).join(' / ')} | ` +
+          `**${ms(machineKb)}** |`,
+      );
+    }
   }
   return lines.join('\n');
 }
 
-export function stageTable(rows: StageSummary[]): string {
-  const lines = ['| stage | p50 ms | p99 ms | mean ms |', '|---|---:|---:|---:|'];
-  for (const row of rows) lines.push(`| ${row.name} | ${ms(row.p50)} | ${ms(row.p99)} | ${ms(row.mean)} |`);
+/** The Node processes' CPU per completion by thread, for one Tessera arm. */
+export function threadTable(result: ArmResult): string {
+  const usage = result.usage;
+  if (!usage) return '';
+  const completions = Math.max(1, result.summary.n);
+  const lines = ['| thread (API and worker processes) | CPU ms per completion |', '|---|---:|'];
+  const rows = [...usage.threads.entries()].sort((a, b) => b[1] - a[1]);
+  for (const [name, seconds] of rows) lines.push(`| ${name} | ${ms((seconds * 1000) / completions)} |`);
   return lines.join('\n');
 }
 
-/** The gateway run's CPU by thread of this process, per completion. */
-export function threadTable(cpu: CpuBreakdown, completions: number): string {
-  const lines = ['| thread (bench process) | CPU s | CPU ms per completion |', '|---|---:|---:|'];
-  const rows = [...cpu.threads.entries()].filter(([, seconds]) => seconds >= 0.01).sort((a, b) => b[1] - a[1]);
-  for (const [name, seconds] of rows) {
-    lines.push(`| \`${name}\` | ${seconds.toFixed(2)} | ${ms((seconds * 1000) / completions)} |`);
+export function memoryTable(rows: Array<{ label: string; memory: Map<Role, number> }>): string {
+  const shown: Role[] = ['API', 'worker', 'Temporal'];
+  const lines = [`| when | RSS MiB: ${shown.join(' / ')} |`, '|---|---|'];
+  for (const { label, memory } of rows) {
+    lines.push(`| ${label} | ${shown.map((role) => (memory.get(role) ?? 0).toFixed(0)).join(' / ')} |`);
   }
-  lines.push(
-    `| Temporal dev server (other process) | ${cpu.temporal.toFixed(2)} | ${ms((cpu.temporal * 1000) / completions)} |`,
-  );
-  lines.push(
-    `| PostgreSQL backends (other processes) | ${cpu.postgres.toFixed(2)} | ${ms((cpu.postgres * 1000) / completions)} |`,
-  );
+  return lines.join('\n');
+}
+
+/** The API's own Server-Timing stages (median over the cell's requests). */
+export function stageTable(stages: Array<{ name: string; p50: number; p99: number }>): string {
+  const lines = ['| stage (Server-Timing) | p50 ms | p99 ms |', '|---|---:|---:|'];
+  for (const stage of stages) lines.push(`| ${stage.name} | ${ms(stage.p50)} | ${ms(stage.p99)} |`);
   return lines.join('\n');
 }

@@ -1,11 +1,28 @@
 /**
- * Where the CPU goes during a phase (this process, the Temporal dev server, the PostgreSQL backends of the
- * bench's database) and how much memory this process holds. Linux /proc only; elsewhere the extras read 0.
+ * What the platform's processes spend during a phase: CPU seconds (user + system) and bytes written to storage
+ * (`/proc/<pid>/io` write_bytes), by role (API, worker, Temporal server, PostgreSQL), with the CPU of the Node
+ * processes split by thread (main JavaScript thread, workflow thread, Temporal's Rust core, GC). Linux /proc only.
  */
 import { readdir, readFile } from 'node:fs/promises';
-import pg from 'pg';
+import type { ProcessInfo } from '../scripts/lib/processes.ts';
 
 const clockTicksPerSecond = 100;
+
+export type Role = 'API' | 'worker' | 'Temporal' | 'PostgreSQL' | 'npm' | 'other';
+export const roles: Role[] = ['API', 'worker', 'Temporal', 'PostgreSQL', 'npm', 'other'];
+
+/** The role of a platform process, from its command line. */
+export function roleOf(info: ProcessInfo): Role {
+  const { comm, cmdline } = info;
+  if (comm === 'postgres' || cmdline.includes('/postgres ') || cmdline.startsWith('postgres:')) return 'PostgreSQL';
+  if (/\btemporal\b.*\bstart-dev\b/.test(cmdline) || /temporal-server|\/server --root/.test(cmdline)) {
+    return 'Temporal';
+  }
+  if (cmdline.includes('worker/main.ts')) return 'worker';
+  if (cmdline.includes('scripts/start.ts') || cmdline.includes('api/server.ts')) return 'API';
+  if (comm === 'npm' || /\bnpm\b/.test(cmdline) || comm === 'sh') return 'npm';
+  return 'other';
+}
 
 async function readProc(path: string): Promise<string | undefined> {
   try {
@@ -15,159 +32,138 @@ async function readProc(path: string): Promise<string | undefined> {
   }
 }
 
-/** User + system CPU seconds of one process, or undefined when it is gone or unreadable. */
-async function cpuSecondsOf(pid: number | string): Promise<number | undefined> {
-  const stat = await readProc(`/proc/${pid}/stat`);
+async function cpuSecondsOf(path: string): Promise<number | undefined> {
+  const stat = await readProc(`${path}/stat`);
   if (stat === undefined) return undefined;
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / clockTicksPerSecond;
 }
 
-/** Resident set size of one process in MiB. */
-export async function rssMiBOf(pid: number): Promise<number | undefined> {
-  const status = await readProc(`/proc/${pid}/status`);
-  const match = status && /^VmRSS:\s+(\d+) kB/m.exec(status);
-  return match ? Number(match[1]) / 1024 : undefined;
+async function writeBytesOf(pid: number): Promise<number> {
+  const io = await readProc(`/proc/${pid}/io`);
+  const match = io && /^write_bytes:\s+(\d+)/m.exec(io);
+  return match ? Number(match[1]) : 0;
 }
 
-/** Pids of `temporal server start-dev` processes on this machine. */
-export async function temporalServerPids(): Promise<number[]> {
-  let entries: string[];
-  try {
-    entries = await readdir('/proc');
-  } catch {
-    return [];
-  }
-  const pids: number[] = [];
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    const cmdline = await readProc(`/proc/${entry}/cmdline`);
-    if (cmdline?.includes('start-dev') && cmdline.includes('server')) pids.push(Number(entry));
-  }
-  return pids;
-}
-
-async function postgresBackendPids(adminUrl: string, database: string): Promise<number[]> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    const result = await client.query<{ pid: number }>('select pid from pg_stat_activity where datname = $1', [
-      database,
-    ]);
-    return result.rows.map((row) => row.pid);
-  } finally {
-    await client.end();
-  }
-}
-
-/** CPU seconds of this process's threads, summed by thread name (main JS thread, workflow thread, Rust core…). */
-async function threadCpu(): Promise<Map<string, number>> {
-  const byThread = new Map<string, number>();
-  let tids: string[];
-  try {
-    tids = await readdir('/proc/self/task');
-  } catch {
-    return byThread;
-  }
+async function threadsOf(pid: number): Promise<Map<string, number>> {
+  const threads = new Map<string, number>();
+  const tids = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
   for (const tid of tids) {
     const [comm, seconds] = await Promise.all([
-      readProc(`/proc/self/task/${tid}/comm`),
-      cpuSecondsOf(`self/task/${tid}`),
+      readProc(`/proc/${pid}/task/${tid}/comm`),
+      cpuSecondsOf(`/proc/${pid}/task/${tid}`),
     ]);
     if (comm === undefined || seconds === undefined) continue;
-    byThread.set(`${tid}:${comm.trim()}`, seconds);
+    const name = threadName(comm.trim());
+    threads.set(name, (threads.get(name) ?? 0) + seconds);
   }
-  return byThread;
+  return threads;
 }
 
-/** Busy CPU seconds of the whole machine so far (all cores, everything but idle and iowait). */
-async function machineBusySeconds(): Promise<number> {
-  const stat = await readProc('/proc/stat');
-  const fields = stat?.split('\n')[0]?.trim().split(/\s+/).slice(1).map(Number);
-  if (!fields || fields.length < 5) return 0;
-  const total = fields.reduce((sum, value) => sum + value, 0);
-  return (total - fields[3]! - fields[4]!) / clockTicksPerSecond;
+/** Thread names as they read in the report. */
+function threadName(comm: string): string {
+  if (comm === 'node' || comm === 'MainThread') return 'main JS thread';
+  if (comm === 'WorkerThread') return 'workflow thread';
+  if (comm.startsWith('tokio-runtime')) return 'Temporal core (Rust)';
+  if (comm === 'V8Worker') return 'V8 GC and compiler';
+  if (comm.startsWith('libuv-worker')) return 'libuv pool';
+  return 'other threads';
 }
 
-export interface CpuBreakdown {
-  /** Seconds of CPU: this process (gateway, worker, simulator and the load clients). */
-  bench: number;
-  /** The bench process's CPU seconds by thread name. */
+interface ProcessSample {
+  role: Role;
+  cpu: number;
+  written: number;
+  threads: Map<string, number> | null;
+}
+
+export interface Snapshot {
+  at: number;
+  processes: Map<number, ProcessSample>;
+  /** Sectors written by the machine's block devices (the whole machine, for a cross-check). */
+  machineWritten: number;
+}
+
+/** Bytes written by the machine's disks so far (whole devices from /proc/diskstats, 512-byte sectors). */
+async function machineWrittenBytes(): Promise<number> {
+  const stats = await readProc('/proc/diskstats');
+  let sectors = 0;
+  for (const line of stats?.split('\n') ?? []) {
+    const fields = line.trim().split(/\s+/);
+    const name = fields[2] ?? '';
+    // Whole disks only (vda, sda, nvme0n1), not partitions, loops or RAM disks.
+    if (!/^(?:[shv]d[a-z]+|xvd[a-z]+|nvme\d+n\d+)$/.test(name)) continue;
+    sectors += Number(fields[9] ?? 0);
+  }
+  return sectors * 512;
+}
+
+export async function snapshot(processes: ProcessInfo[]): Promise<Snapshot> {
+  const samples = new Map<number, ProcessSample>();
+  await Promise.all(
+    processes.map(async (info) => {
+      const role = roleOf(info);
+      const cpu = await cpuSecondsOf(`/proc/${info.pid}`);
+      if (cpu === undefined) return;
+      const node = role === 'API' || role === 'worker';
+      samples.set(info.pid, {
+        role,
+        cpu,
+        written: await writeBytesOf(info.pid),
+        threads: node ? await threadsOf(info.pid) : null,
+      });
+    }),
+  );
+  return { at: performance.now(), processes: samples, machineWritten: await machineWrittenBytes() };
+}
+
+export interface Usage {
+  seconds: number;
+  /** CPU seconds and bytes written by role. */
+  cpu: Map<Role, number>;
+  written: Map<Role, number>;
+  /** CPU seconds of the Node processes (API and worker together) by thread. */
   threads: Map<string, number>;
-  temporal: number;
-  postgres: number;
-  /** Everything else busy on the machine meanwhile (other processes: noise). */
-  other: number;
-  wallSeconds: number;
+  machineWritten: number;
 }
 
-export interface CpuMeter {
-  stop(): Promise<CpuBreakdown>;
-}
-
-/** Starts measuring CPU over a phase. `databaseUrl` is the bench's own database (its backends are counted). */
-export async function startCpuMeter(databaseUrl: string, adminUrl: string): Promise<CpuMeter> {
-  const database = new URL(databaseUrl).pathname.slice(1);
-  const snapshot = async () => {
-    const pids: Array<readonly ['temporal' | 'postgres', number]> = (await temporalServerPids()).map(
-      (pid) => ['temporal', pid] as const,
-    );
-    for (const pid of await postgresBackendPids(adminUrl, database).catch(() => [])) pids.push(['postgres', pid]);
-    const cpu = new Map<number, { kind: 'temporal' | 'postgres'; seconds: number }>();
-    for (const [kind, pid] of pids) {
-      const seconds = await cpuSecondsOf(pid);
-      if (seconds !== undefined) cpu.set(pid, { kind, seconds });
+/** What the processes spent between two snapshots (a process that started in between counts from zero). */
+export function usageBetween(before: Snapshot, after: Snapshot): Usage {
+  const cpu = new Map<Role, number>();
+  const written = new Map<Role, number>();
+  const threads = new Map<string, number>();
+  for (const [pid, sample] of after.processes) {
+    const earlier = before.processes.get(pid);
+    cpu.set(sample.role, (cpu.get(sample.role) ?? 0) + sample.cpu - (earlier?.cpu ?? 0));
+    written.set(sample.role, (written.get(sample.role) ?? 0) + sample.written - (earlier?.written ?? 0));
+    for (const [name, seconds] of sample.threads ?? []) {
+      threads.set(name, (threads.get(name) ?? 0) + seconds - (earlier?.threads?.get(name) ?? 0));
     }
-    return cpu;
-  };
-  const before = await snapshot();
-  const threadsBefore = await threadCpu();
-  const machineBefore = await machineBusySeconds();
-  const processBefore = process.cpuUsage();
-  const startedAt = performance.now();
+  }
   return {
-    async stop() {
-      const wallSeconds = (performance.now() - startedAt) / 1000;
-      const own = process.cpuUsage(processBefore);
-      const after = await snapshot();
-      const totals = { temporal: 0, postgres: 0 };
-      for (const [pid, { kind, seconds }] of after) totals[kind] += seconds - (before.get(pid)?.seconds ?? 0);
-      const threads = new Map<string, number>();
-      for (const [key, seconds] of await threadCpu()) {
-        const name = key.slice(key.indexOf(':') + 1);
-        threads.set(name, (threads.get(name) ?? 0) + seconds - (threadsBefore.get(key) ?? 0));
-      }
-      const bench = (own.user + own.system) / 1e6;
-      const machine = (await machineBusySeconds()) - machineBefore;
-      const other = Math.max(0, machine - bench - totals.temporal - totals.postgres);
-      return { bench, threads, ...totals, other, wallSeconds };
-    },
+    seconds: (after.at - before.at) / 1000,
+    cpu,
+    written,
+    threads,
+    machineWritten: after.machineWritten - before.machineWritten,
   };
 }
 
-export interface MemoryPoint {
-  rssMiB: number;
-  heapUsedMiB: number;
+export function total(map: Map<Role, number>): number {
+  let sum = 0;
+  for (const value of map.values()) sum += value;
+  return sum;
 }
 
-export function memoryNow(): MemoryPoint {
-  const usage = process.memoryUsage();
-  return { rssMiB: usage.rss / 2 ** 20, heapUsedMiB: usage.heapUsed / 2 ** 20 };
-}
-
-/** Samples this process's memory every 200 ms and keeps the peak. */
-export function startMemoryPeak(): { stop(): MemoryPoint } {
-  const peak = memoryNow();
-  const timer = setInterval(() => {
-    const now = memoryNow();
-    peak.rssMiB = Math.max(peak.rssMiB, now.rssMiB);
-    peak.heapUsedMiB = Math.max(peak.heapUsedMiB, now.heapUsedMiB);
-  }, 200);
-  timer.unref();
-  return {
-    stop() {
-      clearInterval(timer);
-      return peak;
-    },
-  };
+/** Resident memory of processes by role, in MiB. */
+export async function memoryByRole(processes: ProcessInfo[]): Promise<Map<Role, number>> {
+  const memory = new Map<Role, number>();
+  for (const info of processes) {
+    const status = await readProc(`/proc/${info.pid}/status`);
+    const match = status && /^VmRSS:\s+(\d+) kB/m.exec(status);
+    if (!match) continue;
+    const role = roleOf(info);
+    memory.set(role, (memory.get(role) ?? 0) + Number(match[1]) / 1024);
+  }
+  return memory;
 }

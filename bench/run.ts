@@ -1,349 +1,433 @@
 /**
- * `npm run bench`: the gateway's added latency, time to first token and sustained durable completions per second
- * against direct calls to the same provider simulator, plus memory. One process hosts everything the test
- * platform starts (gateway API, its in-process Temporal worker, the simulator) and the load clients; Temporal
- * (dev server) and PostgreSQL (DATABASE_URL or embedded) run beside it, as in the tests.
+ * `npm run bench`: Tessera as users run it, against a direct call and against Portkey's gateway, on one upstream.
  *
- * Prints a Markdown report and writes it to bench/results.md. BENCH_QUICK=1 runs a fifth of the load (smoke).
+ * Every arm is its own process tree on loopback, and the load comes from this process:
+ * - upstream: the provider simulator (`scripts/simulator.ts`), an OpenAI-compatible server whose answer delay is
+ *   set per cell (0 ms, or 300 ms before the answer / the first token);
+ * - direct: the load calls the upstream itself (the base of every ratio);
+ * - Portkey: `@portkey-ai/gateway` (pinned), forwarding to the upstream;
+ * - tessera: `npm start` as shipped (persistent dev server, embedded PostgreSQL, API with its worker, background
+ *   worker), with a metered, rate-limited business key;
+ * - tessera-production: `npm run api` + `npm run worker` on the machine's PostgreSQL and a Temporal server that
+ *   persists to PostgreSQL (built with `go install`; BENCH_PRODUCTION=0 skips it).
+ * Within a cell the arms run one after the other, in rotating order, so drift hits each alike. For the Tessera arms
+ * the CPU and bytes written of every platform process (API, worker, Temporal, PostgreSQL) are measured.
+ *
+ * Writes bench/results.md. BENCH_QUICK=1 runs a fraction of each cell (a smoke run, not figures).
  */
-import { writeFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
-import { cpus, platform, arch } from 'node:os';
-import pg from 'pg';
-import type { TestPlatform } from '../test/helpers/platform.ts';
-import type { Sample, Target } from './http-client.ts';
-
-// Before the platform modules load: their loggers read these once.
-process.env.LOG_LEVEL = 'error';
-process.env.TEMPORAL_LOG_LEVEL = 'ERROR';
-
-const { default: globalSetup } = await import('../test/helpers/global-setup.ts');
-const { default: globalTeardown } = await import('../test/helpers/global-teardown.ts');
-const { startTestPlatform } = await import('../test/helpers/platform.ts');
-const { agent, post } = await import('./http-client.ts');
-const { runLoad, summarize } = await import('./load.ts');
-const { memoryNow, rssMiBOf, startCpuMeter, startMemoryPeak, temporalServerPids } = await import('./resources.ts');
-const { latencyTable, memoryTable, ms, stageTable, threadTable, throughputTable, targets } =
-  await import('./report.ts');
-const { profile } = await import('./profile.ts');
-const { baselineRoundTrips, beginTrace, endTrace, installFetchSpy, summarizeStages, withSpans } =
-  await import('./spans.ts');
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { agent, post, type Sample, type Target } from './http-client.ts';
+import { runLoad, summarize, percentile, type Summary } from './load.ts';
+import {
+  type Upstream,
+  createBenchKey,
+  repositoryRoot,
+  startPortkey,
+  startProduction,
+  startShipped,
+  startUpstream,
+  type Platform,
+} from './arms.ts';
+import { listProcesses, processTree, type ProcessInfo } from '../scripts/lib/processes.ts';
+import { memoryByRole, snapshot, usageBetween, type Role, type Usage } from './resources.ts';
+import {
+  cellTable,
+  costTable,
+  memoryTable,
+  stageTable,
+  threadTable,
+  type ArmResult,
+  type CellResult,
+  type CellSpec,
+} from './report.ts';
+import { startTemporalOnPostgres } from '../scripts/lib/temporal-postgres.ts';
+import { createDatabase, dropDatabase } from '../scripts/lib/database.ts';
 
 const quick = process.env.BENCH_QUICK === '1';
-const scale = (n: number) => (quick ? Math.max(10, Math.round(n / 5)) : n);
-const plan = {
-  warmup: scale(50),
-  latencyRequests: { 1: scale(500), 16: scale(2000) } as Record<number, number>,
-  cellMaxMs: 30_000,
-  throughputClients: 32,
-  throughputMs: quick ? 3_000 : 10_000,
-  profileMs: quick ? 2_000 : 5_000,
-  spanRequests: scale(300),
-};
+const withShipped = process.env.BENCH_SHIPPED !== '0';
+const withProduction = process.env.BENCH_PRODUCTION !== '0';
+const productionDatabase = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const benchDir = join(repositoryRoot, '.data', 'bench');
+const logDir = join(benchDir, 'logs');
+const ports = { upstream: 19010, portkey: 18787, shipped: 18080, production: 18081 };
+const shrink = (n: number) => (quick ? Math.max(5, Math.round(n / 8)) : n);
+
+const cells: CellSpec[] = [
+  {
+    id: 'instant-1',
+    title: '1 client, instant upstream',
+    clients: 1,
+    upstreamMs: 0,
+    stream: false,
+    requests: 500,
+    targets: { addedP50Ms: 10, addedP99Ms: 30 },
+  },
+  {
+    id: 'instant-16',
+    title: '16 clients, instant upstream',
+    clients: 16,
+    upstreamMs: 0,
+    stream: false,
+    seconds: 15,
+    targets: { minPerSecond: 150 },
+  },
+  { id: 'slow-1', title: '1 client, upstream 300 ms', clients: 1, upstreamMs: 300, stream: false, requests: 60 },
+  {
+    id: 'slow-64',
+    title: '64 clients, upstream 300 ms',
+    clients: 64,
+    upstreamMs: 300,
+    stream: false,
+    seconds: 20,
+    targets: { minPerSecond: 150, addedP50Ms: 20, addedP99Ms: 150 },
+  },
+  {
+    id: 'stream-1',
+    title: 'streaming, 1 client, first token at 300 ms',
+    clients: 1,
+    upstreamMs: 300,
+    stream: true,
+    requests: 60,
+    targets: { addedP50Ms: 10 },
+  },
+  {
+    id: 'stream-64',
+    title: 'streaming, 64 clients, first token at 300 ms',
+    clients: 64,
+    upstreamMs: 300,
+    stream: true,
+    seconds: 20,
+    targets: { addedP50Ms: 30 },
+  },
+];
 
 const model = 'gpt-4o-mini';
 const upstreamModel = 'gpt-4o-mini-2024-07-18';
 const prompt = 'Say hello to the benchmark in one short sentence.';
-const bodyFor = (modelId: string, stream: boolean) =>
+const body = (modelId: string, stream: boolean) =>
   JSON.stringify({
     model: modelId,
     messages: [{ role: 'user', content: prompt }],
     ...(stream ? { stream: true } : {}),
   });
 
-/** The report as Prettier formats Markdown here (aligned tables); unformatted should Prettier fail. */
-async function formatMarkdown(markdown: string, path: string): Promise<string> {
-  try {
-    const prettier = await import('prettier');
-    const options = (await prettier.resolveConfig(path)) ?? {};
-    return await prettier.format(markdown, { ...options, filepath: path });
-  } catch {
-    return markdown;
-  }
-}
-
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
-async function temporalRss(): Promise<number | undefined> {
-  let total: number | undefined;
-  for (const pid of await temporalServerPids()) {
-    const rss = await rssMiBOf(pid);
-    if (rss !== undefined) total = (total ?? 0) + rss;
-  }
-  return total;
+const costNotes =
+  'At 3 completions/s (the 1-client, 300 ms cells) the figures are mostly what the platform spends anyway: idle ' +
+  "polling, and the previous cell's deferred work (each workflow task's timeout timer fires 10 s later). The " +
+  "processes' bytes are /proc's write_bytes: pages dirtied in the page cache, counted again each time a page is " +
+  "rewritten in place (the dev server's write-ahead log after each checkpoint, PostgreSQL's WAL and data pages); " +
+  'the machine column is what the block devices received (every process on the machine, bench logs included).';
+
+interface Arm {
+  name: string;
+  target: Target;
+  model: string;
+  /** The processes to meter while this arm runs (Tessera only). */
+  processes?: () => Promise<ProcessInfo[]>;
 }
 
-let simulatorUrl: string | undefined;
-// The upstream fetch is captured when the first adapter is built: wrap it before the gateway starts.
-installFetchSpy(() => simulatorUrl);
+function call(arm: Arm, stream: boolean): () => Promise<Sample> {
+  const payload = body(arm.model, stream);
+  return () => post(arm.target, payload, stream);
+}
 
-const startedAt = Date.now();
-let platformHandle: TestPlatform | undefined;
-let setupDone = false;
-let exitCode = 0;
-try {
-  log('starting Temporal and the template database (global setup)');
-  // Start-up chatter (e.g. the migrator's log lines) goes to stderr: stdout is the report.
-  const stdoutWrite = process.stdout.write;
-  process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write;
-  let testPlatform: TestPlatform;
-  try {
-    await globalSetup();
-    setupDone = true;
-    log('starting the gateway platform');
-    testPlatform = await startTestPlatform({ LOG_LEVEL: 'error' });
-  } finally {
-    process.stdout.write = stdoutWrite;
-  }
-  platformHandle = testPlatform;
-  simulatorUrl = testPlatform.simulatorUrl;
-  // A metered, rate-limited account, as customers are: business plan with limits far above the load (the
-  // windows are still counted), and credits to spare. The operator key is the unmetered, unlimited contrast.
-  const { key, user_id: userId } = await testPlatform.createKey(undefined, 'business');
-  const adminUrl = process.env.TESSERA_TEST_DATABASE_URL!;
-  const accountDatabase = new pg.Client({ connectionString: testPlatform.databaseUrl });
-  await accountDatabase.connect();
-  await accountDatabase.query(
-    `update users set custom_limits = '{"per_hour": 100000000, "per_day": 100000000}', credits_balance = credits_balance + 1000000000 where id = $1`,
-    [userId],
+async function runArm(arm: Arm, cell: CellSpec, collectTimings: string[] | null): Promise<ArmResult> {
+  const request = call(arm, cell.stream);
+  // Warm-up at the cell's concurrency: connections open, code paths compiled, pools filled.
+  await runLoad({ concurrency: cell.clients, requests: Math.max(cell.clients * 2, 20), maxMs: 10_000 }, request);
+  const processes = arm.processes ? await arm.processes() : [];
+  const before = arm.processes ? await snapshot(processes) : undefined;
+  const result = await runLoad(
+    {
+      concurrency: cell.clients,
+      requests: cell.requests ? shrink(cell.requests) : Number.POSITIVE_INFINITY,
+      maxMs: cell.seconds ? (quick ? 3_000 : cell.seconds * 1000) : 120_000,
+    },
+    request,
   );
-  await accountDatabase.query(
-    `insert into credit_ledger (key, user_id, kind, amount, note, created_at) values ($1, $2, 'adjust', 1000000000, 'bench', now())`,
-    [`adjust:${userId}:bench`, userId],
+  let usage: Usage | undefined;
+  if (before && arm.processes) {
+    // Processes started meanwhile (a new PostgreSQL backend) are counted from zero.
+    usage = usageBetween(before, await snapshot(await arm.processes()));
+  }
+  if (collectTimings)
+    for (const sample of result.samples) if (sample.serverTiming) collectTimings.push(sample.serverTiming);
+  const summary: Summary = summarize(result, (sample) => (cell.stream ? sample.firstTokenMs : sample.totalMs));
+  log(
+    `  ${arm.name.padEnd(20)} n=${summary.n} errors=${summary.errors} p50=${summary.p50.toFixed(1)} ` +
+      `p99=${summary.p99.toFixed(1)} ${summary.perSecond.toFixed(0)}/s`,
   );
-  await accountDatabase.end();
+  return { arm: arm.name, summary, usage };
+}
 
-  const sides: Record<'gateway' | 'direct' | 'unmetered', Target & { model: string }> = {
-    gateway: {
-      url: `${testPlatform.gateway.url}/v1/chat/completions`,
-      headers: { authorization: `Bearer ${key}` },
-      model,
-    },
-    unmetered: {
-      url: `${testPlatform.gateway.url}/v1/chat/completions`,
-      headers: { authorization: `Bearer ${testPlatform.masterKey}` },
-      model,
-    },
-    direct: {
-      url: `${testPlatform.simulatorUrl}/v1/chat/completions`,
-      headers: { authorization: 'Bearer bench' },
-      model: upstreamModel,
-    },
+/** Median and p99 of each Server-Timing stage. */
+function summarizeTimings(headers: string[]): Array<{ name: string; p50: number; p99: number }> {
+  const byStage = new Map<string, number[]>();
+  for (const header of headers) {
+    for (const part of header.split(',')) {
+      const [name, ...params] = part.trim().split(';');
+      const duration = params.map((param) => /^dur=([\d.]+)$/.exec(param.trim())?.[1]).find(Boolean);
+      if (!name || duration === undefined) continue;
+      byStage.set(name, [...(byStage.get(name) ?? []), Number(duration)]);
+    }
+  }
+  return [...byStage].map(([name, values]) => ({ name, p50: percentile(values, 50), p99: percentile(values, 99) }));
+}
+
+async function runPhase(
+  label: string,
+  upstream: Awaited<ReturnType<typeof startUpstream>>,
+  arms: Arm[],
+): Promise<{ results: CellResult[]; timings: Map<string, Array<{ name: string; p50: number; p99: number }>> }> {
+  const results: CellResult[] = [];
+  const timings = new Map<string, Array<{ name: string; p50: number; p99: number }>>();
+  for (const [index, cell] of cells.entries()) {
+    log(`${label}: ${cell.title}`);
+    await upstream.setLatency(cell.upstreamMs);
+    // Rotate the order of arms from cell to cell; the direct call always runs first, as the cell's base.
+    const others = arms.filter((arm) => arm.name !== 'direct');
+    const rotated = [...others.slice(index % others.length), ...others.slice(0, index % others.length)];
+    const ordered = [arms.find((arm) => arm.name === 'direct')!, ...rotated];
+    const armResults: ArmResult[] = [];
+    for (const arm of ordered) {
+      const collected = arm.name.startsWith('tessera') ? ([] as string[]) : null;
+      armResults.push(await runArm(arm, cell, collected));
+      if (collected?.length) timings.set(cell.id, summarizeTimings(collected));
+    }
+    results.push({ cell, arms: arms.map((arm) => armResults.find((result) => result.arm === arm.name)!) });
+  }
+  return { results, timings };
+}
+
+function tesseraArm(name: string, platform: Platform, key: string, processes: () => Promise<ProcessInfo[]>): Arm {
+  return {
+    name,
+    target: { url: `${platform.url}/v1/chat/completions`, headers: { authorization: `Bearer ${key}` } },
+    model,
+    processes,
   };
-  const call = (side: 'gateway' | 'direct' | 'unmetered', stream: boolean) => {
-    const target = sides[side];
-    const body = bodyFor(target.model, stream);
-    return () => post(target, body, stream);
-  };
+}
 
-  // Sanity: both sides answer, and the gateway really ran a workflow for it.
-  for (const side of ['gateway', 'direct'] as const) {
-    for (const stream of [false, true]) {
-      const sample = await call(side, stream)();
-      if (!sample.ok)
-        throw new Error(`${side} ${stream ? 'streaming' : 'non-streaming'} call failed: ${sample.status}`);
-    }
-  }
+async function shippedProcesses(platform: Platform): Promise<ProcessInfo[]> {
+  return processTree(platform.children[0]!.process.pid!);
+}
 
-  const memoryAfterStart = memoryNow();
-  const temporalRssAfterStart = await temporalRss();
-
-  log('warming up both sides');
-  for (const side of ['direct', 'gateway'] as const) {
-    for (const stream of [false, true]) {
-      await runLoad({ concurrency: 1, requests: plan.warmup, maxMs: plan.cellMaxMs }, call(side, stream));
-      await runLoad({ concurrency: 16, requests: plan.warmup * 2, maxMs: plan.cellMaxMs }, call(side, stream));
-    }
-    await runLoad(
-      { concurrency: plan.throughputClients, requests: plan.warmup * 2, maxMs: plan.cellMaxMs },
-      call(side, false),
-    );
-  }
-
-  const memoryBeforeLoad = memoryNow();
-  const temporalRssBeforeLoad = await temporalRss();
-  const peak = startMemoryPeak();
-
-  const latencyRows: Record<'plain' | 'stream', Parameters<typeof latencyTable>[0]> = { plain: [], stream: [] };
-  for (const stream of [false, true]) {
-    for (const clients of [1, 16]) {
-      const requests = plan.latencyRequests[clients]!;
-      const options = { concurrency: clients, requests, maxMs: plan.cellMaxMs };
-      log(`${stream ? 'streaming' : 'non-streaming'}, ${clients} client(s), ${requests} requests per side`);
-      const pick = (sample: Sample) => (stream ? sample.firstTokenMs : sample.totalMs);
-      const direct = summarize(await runLoad(options, call('direct', stream)), pick);
-      const gateway = summarize(await runLoad(options, call('gateway', stream)), pick);
-      latencyRows[stream ? 'stream' : 'plain'].push({ clients, gateway, direct, targeted: !stream && clients === 1 });
-    }
-  }
-
-  // Metering (credit reservation before the call) and rate limiting (two shared windows), against the same
-  // gateway path without them (the operator key), alternating cells so drift hits both alike.
-  log(`metering and limiting: 1 client, ${plan.latencyRequests[1]} requests per side`);
-  const meteringOptions = { concurrency: 1, requests: plan.latencyRequests[1]!, maxMs: plan.cellMaxMs };
-  const unmetered = summarize(await runLoad(meteringOptions, call('unmetered', false)), (sample) => sample.totalMs);
-  const metered = summarize(await runLoad(meteringOptions, call('gateway', false)), (sample) => sample.totalMs);
-
-  const throughputRows: Parameters<typeof throughputTable>[0] = [];
-  for (const side of ['direct', 'gateway'] as const) {
-    log(`sustained load: ${side}, ${plan.throughputClients} clients, ${plan.throughputMs / 1000} s`);
-    const meter = await startCpuMeter(testPlatform.databaseUrl, adminUrl);
-    const result = await runLoad(
-      { concurrency: plan.throughputClients, requests: Number.POSITIVE_INFINITY, maxMs: plan.throughputMs },
-      call(side, false),
-    );
-    const cpu = await meter.stop();
-    throughputRows.push({
-      side,
-      summary: summarize(result, (sample) => sample.totalMs),
-      cpu,
-      seconds: result.elapsedMs / 1000,
-    });
-  }
-  throughputRows.reverse();
-
-  const memoryPeak = peak.stop();
-  const memoryAfterLoad = memoryNow();
-  const temporalRssAfterLoad = await temporalRss();
-
-  log(`spans: ${plan.spanRequests} sequential gateway requests`);
-  const traces = await withSpans(async () => {
-    const collected: Array<Record<string, number>> = [];
-    const gateway = call('gateway', false);
-    for (let i = 0; i < plan.spanRequests; i++) {
-      const marks = beginTrace();
-      marks['client.start'] = performance.now();
-      const sample = await gateway();
-      marks['client.end'] = performance.now();
-      endTrace();
-      if (sample.ok) collected.push(marks);
-    }
-    return collected;
+async function shippedPhase(upstream: Upstream, direct: Arm, portkeyArm: Arm, masterKey: string): Promise<void> {
+  log('starting `npm start` (first run of its data directory: dev server store, embedded PostgreSQL, migrations)');
+  const shipped = await startShipped({
+    port: ports.shipped,
+    temporalPort: 17233,
+    postgresPort: 15432,
+    dataDir: join(benchDir, 'npm-start-data'),
+    upstreamUrl: upstream.url,
+    masterKey,
+    logDir,
   });
-  log(`profiling the main thread: gateway, ${plan.throughputClients} clients, ${plan.profileMs / 1000} s`);
-  const profiled = await profile(process.env.BENCH_PROFILE || undefined, () =>
-    runLoad(
-      { concurrency: plan.throughputClients, requests: Number.POSITIVE_INFINITY, maxMs: plan.profileMs },
-      call('gateway', false),
-    ),
+  let shippedResults: CellResult[];
+  let shippedTimings: Map<string, Array<{ name: string; p50: number; p99: number }>>;
+  const shippedMemory: Array<{ label: string; memory: Map<Role, number> }> = [];
+  try {
+    const key = await createBenchKey(shipped);
+    const arm = tesseraArm('tessera', shipped, key, () => shippedProcesses(shipped));
+    shippedMemory.push({ label: 'after start-up', memory: await memoryByRole(await shippedProcesses(shipped)) });
+    ({ results: shippedResults, timings: shippedTimings } = await runPhase('npm start', upstream, [
+      direct,
+      portkeyArm,
+      arm,
+    ]));
+    shippedMemory.push({ label: 'after the cells', memory: await memoryByRole(await shippedProcesses(shipped)) });
+  } finally {
+    log('stopping `npm start`');
+    await shipped.stop();
+  }
+
+  sections.push(
+    '## `npm start` as shipped',
+    '',
+    'Persistent Temporal dev server (SQLite file in WAL mode), embedded PostgreSQL, the API with its in-process ' +
+      'worker and the background worker, each in its own process under `npm start`.',
+    '',
   );
-  const profiledCompletions = profiled.value.samples.length;
-  const perCompletion = (rows: Array<{ name: string; ms: number }>) =>
-    rows
-      .slice(0, 15)
-      .map(
-        (row) =>
-          `| ${row.name.replaceAll('|', '\\|')} | ${row.ms.toFixed(0)} | ${((row.ms / profiledCompletions) * 1000).toFixed(0)} |`,
-      );
-  const profileSection = [
-    `Main JS thread only, ${profiledCompletions} completions in ${(profiled.summary.totalMs / 1000).toFixed(1)} s ` +
-      `(sampling profiler on, so slower than the run above).`,
+  for (const result of shippedResults) sections.push(`### ${result.cell.title}`, '', cellTable(result), '');
+  sections.push(
+    '### Cost per completion, all platform processes',
     '',
-    '| package (self time) | ms | µs per completion |',
-    '|---|---:|---:|',
-    ...perCompletion(profiled.summary.byPackage),
+    costTable(shippedResults),
     '',
-    '| function (self time) | ms | µs per completion |',
-    '|---|---:|---:|',
-    ...perCompletion(profiled.summary.byFunction),
-  ].join('\n');
+    costNotes,
+    '',
+    '### Where the Node processes spend it (64 clients, upstream 300 ms)',
+    '',
+    threadTable(shippedResults.find((result) => result.cell.id === 'slow-64')!.arms.find((arm) => arm.usage)!),
+    '',
+    '### Where a request spends its time in the API (Server-Timing, 1 client and 64 clients, upstream 300 ms)',
+    '',
+    stageTable(shippedTimings.get('slow-1') ?? []),
+    '',
+    stageTable(shippedTimings.get('slow-64') ?? []),
+    '',
+    '### Memory',
+    '',
+    memoryTable(shippedMemory),
+    '',
+  );
+}
 
-  const baselines = await baselineRoundTrips(process.env.TEMPORAL_ADDRESS!, testPlatform.databaseUrl, 200);
+async function productionPhase(upstream: Upstream, direct: Arm, portkeyArm: Arm, masterKey: string): Promise<void> {
+  log('production shape: Temporal on PostgreSQL, npm run api + npm run worker');
+  const names = {
+    app: 'tessera_bench',
+    persistence: 'tessera_bench_temporal',
+    visibility: 'tessera_bench_visibility',
+  };
+  for (const name of Object.values(names)) await dropDatabase(productionDatabase, name);
+  await createDatabase(productionDatabase, names.app);
+  const temporal = await startTemporalOnPostgres({
+    databaseUrl: productionDatabase,
+    port: 17300,
+    dataDir: join(benchDir, 'temporal-postgres'),
+    databases: { persistence: names.persistence, visibility: names.visibility },
+    log,
+  });
+  const appUrl = new URL(productionDatabase);
+  appUrl.pathname = `/${names.app}`;
+  let production: Platform | undefined;
+  try {
+    production = await startProduction({
+      port: ports.production,
+      temporalAddress: temporal.address,
+      databaseUrl: appUrl.toString(),
+      upstreamUrl: upstream.url,
+      masterKey,
+      logDir,
+    });
+    const platform = production;
+    const processes = async () => {
+      const all = await listProcesses();
+      const trees = await Promise.all(platform.children.map((child) => processTree(child.process.pid!)));
+      const postgres = all.filter((info) => info.comm === 'postgres');
+      const server = all.filter((info) => info.pid === temporal.process.pid);
+      return [...trees.flat(), ...postgres, ...server];
+    };
+    const key = await createBenchKey(production);
+    const arm = tesseraArm('tessera-production', production, key, processes);
+    const { results, timings } = await runPhase('production shape', upstream, [direct, portkeyArm, arm]);
+    sections.push(
+      '## Production shape: `npm run api` + `npm run worker`, Temporal on PostgreSQL',
+      '',
+      "The machine's PostgreSQL holds the app database and Temporal's two (default durability: a sync per " +
+        'commit); the Temporal server (the same version the CLI embeds) is built with `go install`.',
+      '',
+    );
+    for (const result of results) sections.push(`### ${result.cell.title}`, '', cellTable(result), '');
+    sections.push(
+      '### Cost per completion, all platform processes',
+      '',
+      costTable(results),
+      '',
+      costNotes,
+      '',
+      '### Where a request spends its time in the API (Server-Timing, 64 clients, upstream 300 ms)',
+      '',
+      stageTable(timings.get('slow-64') ?? []),
+      '',
+    );
+  } finally {
+    await production?.stop();
+    await temporal.stop();
+  }
+}
 
-  const plain1 = latencyRows.plain.find((row) => row.clients === 1)!;
-  const gatewayRow = throughputRows.find((row) => row.side === 'gateway')!;
-  const directRow = throughputRows.find((row) => row.side === 'direct')!;
+/** Writes bench/results.md with the sections so far (after each phase, so a later failure keeps the earlier ones). */
+async function writeReport(): Promise<void> {
   const cpu = cpus();
   const report = [
     '# Tessera gateway benchmark',
     '',
-    `Environment: Node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model.trim() ?? 'unknown'}), ` +
-      `${platform()} ${arch()}, ${new Date().toISOString()}` +
-      `${quick ? ' — **QUICK run (BENCH_QUICK=1), a fifth of the load**' : ''}.`,
+    `Node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model.trim() ?? 'unknown'}), ${new Date().toISOString()}` +
+      `${quick ? ' — **QUICK run (BENCH_QUICK=1): a smoke test, not figures**' : ''}. ` +
+      `Model \`${model}\` (upstream \`${upstreamModel}\`); load: closed loop from the bench process over node:http ` +
+      `keep-alive; the upstream, Portkey and each platform run in their own processes on the same cores. ` +
+      '"Added" is the arm minus the direct call in the same cell. Latencies in ms.',
     '',
-    `Setup: one process hosts the gateway API, its in-process Temporal worker, the provider simulator and the load ` +
-      `clients; Temporal dev server (${process.env.TEMPORAL_ADDRESS}, in-memory SQLite) and PostgreSQL run beside ` +
-      `it on the same cores. Model \`${model}\` → upstream \`${upstreamModel}\`; clients: \`node:http\` with one ` +
-      `keep-alive agent for both sides; closed loop (each client sends its next request when its previous one ` +
-      `finished); warm-up ${plan.warmup} + ${plan.warmup * 2} requests per side and mode. Latencies in ms.`,
+    'Portkey 1.15.2 answers every streamed request through its OpenAI provider with a 500 on Node (`TypeError: ' +
+      "immutable` when it adds its headers to the upstream's response; Portkey-AI/gateway#1550): its streaming rows " +
+      'are errors, not figures.',
     '',
-    `**Targets**: added p50 < ${targets.addedP50Ms} ms and added p99 < ${targets.addedP99Ms} ms at one client; ` +
-      `${targets.completionsPerSecond} durable completions/s. ` +
-      `**Measured**: added p50 ${ms(plain1.gateway.p50 - plain1.direct.p50)} ms, added p99 ` +
-      `${ms(plain1.gateway.p99 - plain1.direct.p99)} ms, ${gatewayRow.summary.perSecond.toFixed(1)} completions/s.`,
-    '',
-    '## Added latency, non-streaming (request to end of response)',
-    '',
-    latencyTable(latencyRows.plain),
-    '',
-    '## Added latency of metering and rate limiting (non-streaming, 1 client)',
-    '',
-    '| path | n | p50 | p99 |',
-    '| --- | ---: | ---: | ---: |',
-    `| operator key: no credits, no limits | ${unmetered.n} | ${ms(unmetered.p50)} | ${ms(unmetered.p99)} |`,
-    `| customer key: reserve + settle credits, hour and day windows | ${metered.n} | ${ms(metered.p50)} | ${ms(metered.p99)} |`,
-    `| **added by metering and limiting** | | **${ms(metered.p50 - unmetered.p50)}** | **${ms(metered.p99 - unmetered.p99)}** |`,
-    '',
-    '## Time to first token, streaming (request to first content-bearing `data:` event)',
-    '',
-    latencyTable(latencyRows.stream),
-    '',
-    `## Sustained completions, non-streaming, ${plan.throughputClients} clients, ${plan.throughputMs / 1000} s per side`,
-    '',
-    throughputTable(throughputRows),
-    '',
-    'CPU: seconds used during the run by this process (gateway, worker, simulator, clients), the Temporal dev ' +
-      `server and the PostgreSQL backends of the bench database; ${cpu.length} core(s) give at most ` +
-      `${(cpu.length * plan.throughputMs) / 1000} CPU s per run. The gateway run's CPU by thread:`,
-    '',
-    threadTable(gatewayRow.cpu, gatewayRow.summary.n),
-    '',
-    `For scale: in the direct run this process spent ${ms((directRow.cpu.bench * 1000) / directRow.summary.n)} ms of ` +
-      'CPU per completion (clients + simulator), so nearly all of the CPU above is the gateway, its worker and Temporal.',
-    '',
-    '## Memory (this process: gateway + worker + simulator + clients)',
-    '',
-    memoryTable([
-      { label: 'after start-up', memory: memoryAfterStart, temporalRssMiB: temporalRssAfterStart },
-      { label: 'after warm-up, before load', memory: memoryBeforeLoad, temporalRssMiB: temporalRssBeforeLoad },
-      { label: 'peak during load (200 ms samples)', memory: memoryPeak },
-      { label: 'after load', memory: memoryAfterLoad, temporalRssMiB: temporalRssAfterLoad },
-    ]),
-    '',
-    `## Where a gateway request's time goes (one client, ${traces.length} sequential requests, spans)`,
-    '',
-    stageTable(summarizeStages(traces)),
-    '',
-    'Baselines (sequential, 200 each):',
-    '',
-    stageTable([baselines.temporal, baselines.postgres]),
-    '',
-    '## Main-thread CPU profile under load (gateway, 32 clients)',
-    '',
-    profileSection,
-    '',
+    ...sections,
     `Bench wall time: ${((Date.now() - startedAt) / 1000).toFixed(0)} s.`,
     '',
   ].join('\n');
-
-  // Formatted like the rest of the repository, so `prettier --check .` accepts the committed results.
   const resultsFile = new URL('./results.md', import.meta.url);
-  const formatted = await formatMarkdown(report, fileURLToPath(resultsFile));
-  process.stdout.write(formatted);
+  let formatted = report;
+  try {
+    const prettier = await import('prettier');
+    const options = (await prettier.resolveConfig(resultsFile.pathname)) ?? {};
+    formatted = await prettier.format(report, { ...options, filepath: resultsFile.pathname });
+  } catch {
+    // unformatted then
+  }
   await writeFile(resultsFile, formatted);
   log('wrote bench/results.md');
-} catch (error) {
-  exitCode = 1;
-  process.stderr.write(`[bench] failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-} finally {
-  agent.destroy();
-  await platformHandle?.close().catch((error: unknown) => log(`closing the platform failed: ${String(error)}`));
-  if (setupDone) await globalTeardown().catch((error: unknown) => log(`teardown failed: ${String(error)}`));
 }
 
-// Everything is closed; should a stray handle still hold the loop, do not wait on it.
+const startedAt = Date.now();
+const sections: string[] = [];
+let upstream: Awaited<ReturnType<typeof startUpstream>> | undefined;
+let portkey: Awaited<ReturnType<typeof startPortkey>> | undefined;
+let exitCode = 0;
+try {
+  await rm(benchDir, { recursive: true, force: true });
+  await mkdir(logDir, { recursive: true });
+  log(`logs in ${logDir}`);
+  upstream = await startUpstream(ports.upstream, logDir);
+  portkey = await startPortkey(ports.portkey, logDir);
+  const direct: Arm = {
+    name: 'direct',
+    target: { url: `${upstream.url}/v1/chat/completions`, headers: { authorization: 'Bearer bench' } },
+    model: upstreamModel,
+  };
+  const portkeyArm: Arm = {
+    name: 'portkey',
+    target: {
+      url: `http://127.0.0.1:${ports.portkey}/v1/chat/completions`,
+      headers: {
+        authorization: 'Bearer bench',
+        'x-portkey-provider': 'openai',
+        'x-portkey-custom-host': `${upstream.url}/v1`,
+      },
+    },
+    model: upstreamModel,
+  };
+
+  const masterKey = `te_bench_${randomBytes(16).toString('hex')}`;
+  const phases: Array<[boolean, string, () => Promise<void>]> = [
+    [withShipped, '`npm start` as shipped', () => shippedPhase(upstream!, direct, portkeyArm, masterKey)],
+    [withProduction, 'Production shape', () => productionPhase(upstream!, direct, portkeyArm, masterKey)],
+  ];
+  for (const [enabled, title, phase] of phases) {
+    if (!enabled) continue;
+    try {
+      await phase();
+    } catch (error) {
+      exitCode = 1;
+      log(`${title} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      sections.push(`## ${title}`, '', `Failed: ${error instanceof Error ? error.message : String(error)}`, '');
+    }
+    await writeReport();
+  }
+} catch (error) {
+  exitCode = 1;
+  log(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+} finally {
+  agent.destroy();
+  await portkey?.stop(5_000);
+  await upstream?.child.stop(5_000);
+}
 process.exitCode = exitCode;
-setTimeout(() => {
-  log('a handle kept the process alive after shutdown; exiting');
-  process.exit(exitCode);
-}, 5_000).unref();
+setTimeout(() => process.exit(exitCode), 5_000).unref();

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { ApiKeyService } from '../api/routes/apikeys/service.ts';
 import { createKeySchema } from '../api/routes/apikeys/schema.ts';
 import { migrate, openOrm } from '../db/orm.ts';
+import { openPool } from '../db/pool.ts';
 import { AccountPlans } from '../activities/credits/accounts.ts';
 import { CreditLedger } from '../activities/credits/credit-ledger.ts';
 import { loadPlans } from '../config/load-plans.ts';
@@ -29,16 +30,19 @@ if (!parsed.success) {
 }
 const database = await ensureDatabase({ dataDir: new URL('../.data', import.meta.url).pathname, log: () => undefined });
 const orm = await openOrm(database.url, { poolMax: 1 });
+const pool = openPool(database.url, { max: 1 });
 try {
   await migrate(orm);
-  const ledger = new CreditLedger(orm);
-  const keys = new ApiKeyService(orm, undefined, new AccountPlans(orm, ledger, loadPlans()));
+  const ledger = new CreditLedger(orm, pool);
+  const accounts = new AccountPlans(orm, ledger, loadPlans());
+  const keys = new ApiKeyService({ orm, pool, masterKey: undefined, accounts });
   const user = await keys.ensureUser({ email: parsed.data.email, plan: parsed.data.plan });
   const { key, secret } = await keys.create(user.id, parsed.data.name ?? null);
   console.log(
     JSON.stringify({ user_id: user.id, email: user.email, plan: user.plan, key_id: key.id, key: secret }, null, 2),
   );
 } finally {
+  await pool.end();
   await orm.close();
   await database.stop();
 }

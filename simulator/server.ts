@@ -12,6 +12,7 @@ import { openAIProtocol } from './protocols/openai.ts';
 import type { IncomingCall, ProtocolHandler } from './protocols/protocol.ts';
 import { planReply } from './reply.ts';
 import { RequestLog } from './request-log.ts';
+import { simulatedServices } from './services/index.ts';
 import { pause, sendEvents, sendJson, sendJsonReply } from './transport.ts';
 
 export { simulatorControl, type SimulatorControl } from './control-client.ts';
@@ -81,6 +82,8 @@ function close(server: Server): Promise<void> {
 async function handle(request: IncomingMessage, response: ServerResponse, state: SimulatorState): Promise<void> {
   const url = new URL(request.url ?? '/', 'http://simulator');
   if (url.pathname.startsWith('/_simulator/')) return handleControl(request, response, url.pathname, state);
+  const service = simulatedServices.find((candidate) => url.pathname.startsWith(candidate.prefix));
+  if (service) return service.handle(request, response, url);
 
   const route = routeOf(request.method ?? 'GET', url.pathname);
   if (route === undefined) {

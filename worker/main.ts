@@ -7,8 +7,8 @@ import { loadCatalogue } from '../config/load-catalogue.ts';
 import { loadPlans } from '../config/load-plans.ts';
 import { readSettings } from '../config/settings.ts';
 import { openOrm } from '../db/orm.ts';
-import { createLogger } from '../api/logger.ts';
-import { stopOnSignals } from '../api/server.ts';
+import { createLogger } from '../process/logger.ts';
+import { stopOnSignals } from '../process/signals.ts';
 import { createWorker, createWorkerDependencies, installTemporalRuntime, stopWorker } from './create-worker.ts';
 
 export async function startWorker(environment: Record<string, string | undefined> = process.env) {
@@ -17,18 +17,14 @@ export async function startWorker(environment: Record<string, string | undefined
   const orm = await openOrm(settings.DATABASE_URL);
   installTemporalRuntime();
   const connection = await NativeConnection.connect({ address: settings.TEMPORAL_ADDRESS });
-  const worker = await createWorker({
-    orm,
-    connection,
-    settings,
-    catalogue,
-    dependencies: createWorkerDependencies(orm, settings, catalogue, loadPlans(environment)),
-  });
+  const dependencies = createWorkerDependencies(orm, settings, catalogue, loadPlans(environment));
+  const worker = await createWorker({ orm, connection, settings, catalogue, dependencies });
   const running = worker.run();
   return {
     async close() {
       await stopWorker(worker, running);
       await connection.close();
+      await dependencies.pool.end();
       await orm.close();
     },
   };

@@ -75,10 +75,8 @@ export class ChunkPresenter {
         ];
       case 'finish':
         return [this.chunk({}, event.reason)];
-      case 'usage':
-      case 'error':
-      case 'completion':
-      case 'attempt-ended':
+      // State, in-process signals, and chat turn events (a completion's stream never carries those).
+      default:
         return [];
     }
   }

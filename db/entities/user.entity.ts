@@ -1,4 +1,5 @@
 import { defineEntity, p } from '@mikro-orm/core';
+import { principalTriggers } from './principal-triggers.ts';
 
 /**
  * A customer account: plan, credit balance and the credits held by reservations in flight. The balance and
@@ -21,4 +22,6 @@ export const User = defineEntity({
     stripeSubscriptionId: p.string().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
   },
+  // Each API replica caches who a key belongs to (api/principal-cache.ts) and forgets it on this notification.
+  triggers: principalTriggers('users', 'id', ['plan', 'custom_limits']),
 });

@@ -13,8 +13,10 @@ import { withFileLock } from './file-lock.ts';
 export interface GoBinary {
   /** `module@version` to `go install`. */
   module: string;
-  /** The binary's file name (without `.exe`). */
+  /** The binary's file name in the cache (without `.exe`). */
   binary: string;
+  /** The name `go install` gives it (the package path's last element), when that differs from `binary`. */
+  installedAs?: string;
   /** Human name for messages, e.g. "the Temporal CLI". */
   label: string;
   /** Environment variable naming an existing binary to use instead. */
@@ -72,7 +74,8 @@ export async function ensureGoBinary(tool: GoBinary, log: (line: string) => void
       await mkdir(buildDir, { recursive: true });
       try {
         await goInstall(goPath, tool, buildDir, log);
-        await rename(join(buildDir, fileName), binary);
+        const installed = tool.installedAs ?? tool.binary;
+        await rename(join(buildDir, process.platform === 'win32' ? `${installed}.exe` : installed), binary);
       } finally {
         await rm(buildDir, { recursive: true, force: true });
       }
@@ -84,7 +87,7 @@ export async function ensureGoBinary(tool: GoBinary, log: (line: string) => void
 }
 
 /** `go` from PATH, else the standard tarball location. */
-async function findGo(): Promise<string | undefined> {
+export async function findGo(): Promise<string | undefined> {
   const candidates = [
     ...(process.env.PATH ?? '')
       .split(process.platform === 'win32' ? ';' : ':')

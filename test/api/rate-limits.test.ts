@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
 import pg from 'pg';
-import type { Logger } from '../../api/logger.ts';
+import type { Logger } from '../../process/logger.ts';
 import { RateLimits } from '../../api/rate-limit.ts';
 import { startGateway, type RunningGateway } from '../../api/server.ts';
 import { loadPlans } from '../../config/load-plans.ts';
@@ -66,6 +66,17 @@ describe('rate limits', () => {
     expect(reset).toBeGreaterThan(3500);
     expect(reset).toBeLessThanOrEqual(3600);
     expect(Number(header('x-ratelimit-reset-day'))).toBeGreaterThan(86_000);
+  });
+
+  it('counts a completion only once it is valid and routed: a 400 or a 404 takes no point', async () => {
+    const { key } = await platform.createKey(undefined, 'free');
+    const post = (body: unknown) =>
+      platform.fetch('/v1/chat/completions', { method: 'POST', key, body: JSON.stringify(body) });
+    expect((await post({ model: 'gpt-4o-mini', messages: [] })).status).toBe(400);
+    expect((await post({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] })).status).toBe(404);
+    const served = await post({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+    expect(served.status).toBe(200);
+    expect(served.headers.get('x-ratelimit-remaining-hour')).toBe('119');
   });
 
   it('holds one limit across two API processes', async () => {

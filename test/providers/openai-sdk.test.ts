@@ -47,7 +47,12 @@ describe('openai SDK against the simulator', () => {
   });
 
   it('assembles a streamed tool call with the SDK stream helper', async () => {
-    const stream = client.chat.completions.stream({ model: 'gpt-sim', messages, tools: [weatherTool] });
+    // The simulated model calls a tool the message names ("weather" names get_weather).
+    const stream = client.chat.completions.stream({
+      model: 'gpt-sim',
+      messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+      tools: [weatherTool],
+    });
     const completion = await stream.finalChatCompletion();
     const call = completion.choices[0]?.message.tool_calls?.[0];
     expect(completion.choices[0]?.finish_reason).toBe('tool_calls');

@@ -1,7 +1,8 @@
 /**
  * Captures workflow histories for the replay test: runs completions (plain, streamed, tool call, failover,
  * failure) against a throwaway platform and writes their histories to test/replay/histories/.
- * Sets up Temporal and PostgreSQL like `npm test` does. Usage: node test/replay/capture-histories.ts
+ * Sets up Temporal and PostgreSQL like `npm test` does. Usage: node test/replay/capture-histories.ts [label]
+ * The label prefixes the file names (e.g. `metered`): keep earlier captures while workflows like them may still run.
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -10,6 +11,7 @@ import globalSetup from '../helpers/global-setup.ts';
 import globalTeardown from '../helpers/global-teardown.ts';
 import { startTestPlatform } from '../helpers/platform.ts';
 
+const label = process.argv[2] ? `${process.argv[2]}-` : '';
 await globalSetup();
 
 const platform = await startTestPlatform();
@@ -57,8 +59,8 @@ for (const [name, id] of Object.entries(ids)) {
     '--output',
     'json',
   ]);
-  writeFileSync(new URL(`./histories/completion-${name}.json`, import.meta.url), history);
-  console.log(`captured completion-${name}`);
+  writeFileSync(new URL(`./histories/${label}completion-${name}.json`, import.meta.url), history);
+  console.log(`captured ${label}completion-${name}`);
 }
 await platform.close();
 await globalTeardown();

@@ -55,7 +55,7 @@ it('completes a streamed completion, writing its events to the journal', async (
     candidates: [candidate],
   };
   const result = await client.workflow.execute<(input: CompletionInput) => Promise<CompletionResult>>(
-    'completionWorkflow',
+    'chatCompletion',
     { workflowId: completionWorkflowId(requestId), taskQueue, args: [input] },
   );
   expect(result).toMatchObject({ model: 'gpt-4o-mini', provider: 'openai', finishReason: 'stop', message: null });
@@ -76,10 +76,11 @@ it('falls back when eager start is declined: the speculative call is dropped, th
   // A connection with no worker of its own cannot be granted an eager start.
   const native = await NativeConnection.connect({ address: platform.environment.TEMPORAL_ADDRESS! });
   const orm = await openOrm(platform.databaseUrl, { poolMax: 2 });
+  let dependencies: ReturnType<typeof createWorkerDependencies> | undefined;
   try {
     const environment = { ...platform.environment, TEMPORAL_TASK_QUEUE: taskQueue };
     const catalogue = loadCatalogue(environment);
-    const dependencies = createWorkerDependencies(orm, readSettings(environment), catalogue, loadPlans(environment));
+    dependencies = createWorkerDependencies(orm, readSettings(environment), catalogue, loadPlans(environment));
     const service = new CompletionService({
       client: new Client({ connection: native }),
       taskQueue,
@@ -89,7 +90,7 @@ it('falls back when eager start is declined: the speculative call is dropped, th
     const started = await service.start(
       { userId: 'operator', keyId: null, operator: true, plan: 'business', customLimits: null },
       { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Declined eager start' }] },
-      undefined,
+      { admit: async () => null },
     );
     expect(started.local).toBe(false);
     expect(dependencies.calls.pendingSpeculative).toBe(0);
@@ -97,6 +98,7 @@ it('falls back when eager start is declined: the speculative call is dropped, th
     expect(answer).toMatchObject({ model: 'gpt-4o-mini', finishReason: 'stop' });
     expect(answer.message?.content).toMatch(/Declined eager start/);
   } finally {
+    await dependencies?.pool.end();
     await orm.close();
     await native.close();
   }

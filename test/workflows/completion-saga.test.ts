@@ -62,7 +62,7 @@ async function runWith(callProvider: (input: CallProviderInput) => Promise<CallP
   };
   const client = new Client({ connection });
   const result = await worker.runUntil(
-    client.workflow.execute('completionWorkflow', {
+    client.workflow.execute('chatCompletion', {
       taskQueue,
       workflowId: `completion-${input.requestId}`,
       args: [input],

@@ -10,8 +10,9 @@ import { ApiError, invalidRequest } from '../../errors.ts';
 import { accountUpdateSchema, usageQuerySchema } from './schema.ts';
 import type { AccountPlans } from '../../../activities/credits/accounts.ts';
 import type { AccountService } from './service.ts';
+import type { PrincipalCache } from '../../principal-cache.ts';
 
-export function accountRoutes(accounts: AccountService, plans: AccountPlans) {
+export function accountRoutes(accounts: AccountService, plans: AccountPlans, principals?: PrincipalCache) {
   const router = new Router<AuthState>();
 
   const subject = (principal: AuthState['principal'], requested: string | undefined) => {
@@ -35,6 +36,8 @@ export function accountRoutes(accounts: AccountService, plans: AccountPlans) {
     const parsed = accountUpdateSchema.safeParse(context.request.body ?? {});
     if (!parsed.success) throw invalidRequest(parsed.error);
     context.body = await accounts.update(context.params.id!, parsed.data, plans);
+    // Every replica hears of the change from the database; this one drops the cached keys before answering.
+    principals?.forget(context.params.id!);
   });
 
   router.get('/api/v1/auth/me', async (context) => {

@@ -1,12 +1,15 @@
 /**
- * API keys (spec 4.7): `te_` + 32 random bytes; only the SHA-256 is stored. Revocation sets `revoked_at`,
- * and every request re-reads the key, so a revoked key fails on its next use on every replica.
+ * API keys (spec 4.7): `te_` + 32 random bytes; only the SHA-256 is stored. Revocation sets `revoked_at`. A key's
+ * principal is cached in each replica (api/principal-cache.ts) and dropped there the moment the key is revoked or
+ * its account's plan or limits change, so a revoked key fails on its next use on every replica.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { PlanName } from '../../../common/plans.ts';
 import type { AccountPlans } from '../../../activities/credits/accounts.ts';
 import { ApiKey, User } from '../../../db/entities/index.ts';
+import { run, type Pool } from '../../../db/pool.ts';
+import type { PrincipalCache } from '../../principal-cache.ts';
 
 export const keyPrefix = 'te_';
 /** `last_used_at` is written at most this often per key, so authentication stays a read. */
@@ -44,16 +47,39 @@ export function newId(prefix: string): string {
   return `${prefix}_${randomBytes(12).toString('base64url')}`;
 }
 
+const keyLookup = {
+  name: 'api-key-principal',
+  text: `select k.id, k.user_id, k.last_used_at, u.plan, u.custom_limits
+         from api_keys k join users u on u.id = k.user_id
+         where k.secret_hash = $1 and k.revoked_at is null`,
+};
+const touchKey = { name: 'api-key-touch', text: 'update api_keys set last_used_at = now() where id = $1' };
+
+export interface ApiKeyServiceDependencies {
+  orm: MikroORM;
+  /** The hot-path pool (authentication runs on every request). */
+  pool: Pool;
+  masterKey: string | undefined;
+  accounts: AccountPlans;
+  /** Principals cached per key; absent: every request reads the database. */
+  principals?: PrincipalCache;
+}
+
 export class ApiKeyService {
   private readonly orm: MikroORM;
+  private readonly pool: Pool;
   private readonly masterKeyHash: Buffer | null;
-
   private readonly accounts: AccountPlans;
+  private readonly principals: PrincipalCache | undefined;
+  /** When each key's `last_used_at` was last written by this process. */
+  private readonly touched = new Map<string, number>();
 
-  constructor(orm: MikroORM, masterKey: string | undefined, accounts: AccountPlans) {
-    this.orm = orm;
-    this.accounts = accounts;
-    this.masterKeyHash = masterKey ? createHash('sha256').update(masterKey).digest() : null;
+  constructor(dependencies: ApiKeyServiceDependencies) {
+    this.orm = dependencies.orm;
+    this.pool = dependencies.pool;
+    this.accounts = dependencies.accounts;
+    this.principals = dependencies.principals;
+    this.masterKeyHash = dependencies.masterKey ? createHash('sha256').update(dependencies.masterKey).digest() : null;
   }
 
   /** The principal a bearer secret belongs to, or null. */
@@ -63,27 +89,44 @@ export class ApiKeyService {
     if (this.masterKeyHash && timingSafeEqual(digest, this.masterKeyHash)) {
       return { userId: 'operator', keyId: null, operator: true, plan: 'business', customLimits: null };
     }
-    const em = this.orm.em.fork();
-    const rows = await em.execute<
-      Array<{
-        id: string;
-        user_id: string;
-        last_used_at: string | Date | null;
-        plan: PlanName;
-        custom_limits: CustomLimits | null;
-      }>
-    >(
-      `select k.id, k.user_id, k.last_used_at, u.plan, u.custom_limits
-       from api_keys k join users u on u.id = k.user_id
-       where k.secret_hash = ? and k.revoked_at is null`,
-      [digest.toString('hex')],
-    );
-    const row = rows[0];
-    if (!row) return null;
-    if (!row.last_used_at || Date.now() - new Date(row.last_used_at).getTime() > lastUsedResolutionMs) {
-      await em.execute('update api_keys set last_used_at = now() where id = ?', [row.id], 'run');
+    const hash = digest.toString('hex');
+    const cached = this.principals?.get(hash);
+    if (cached) {
+      this.touch(cached.keyId!, null);
+      return cached;
     }
-    return { userId: row.user_id, keyId: row.id, operator: false, plan: row.plan, customLimits: row.custom_limits };
+    const version = this.principals?.version() ?? 0;
+    const [row] = await run<{
+      id: string;
+      user_id: string;
+      last_used_at: Date | null;
+      plan: PlanName;
+      custom_limits: CustomLimits | null;
+    }>(this.pool, keyLookup, [hash]);
+    if (!row) return null;
+    const principal: Principal = {
+      userId: row.user_id,
+      keyId: row.id,
+      operator: false,
+      plan: row.plan,
+      customLimits: row.custom_limits,
+    };
+    this.principals?.set(hash, principal, version);
+    this.touch(row.id, row.last_used_at);
+    return principal;
+  }
+
+  /**
+   * Records the key's use, at most once a minute per key and off the request's path: `last_used_at` is a
+   * listing detail, not worth a write per request or a wait.
+   */
+  private touch(keyId: string, lastUsedAt: Date | null): void {
+    const now = Date.now();
+    const last = Math.max(this.touched.get(keyId) ?? 0, lastUsedAt ? new Date(lastUsedAt).getTime() : 0);
+    if (now - last < lastUsedResolutionMs) return;
+    this.touched.set(keyId, now);
+    if (this.touched.size > 100_000) this.touched.clear();
+    run(this.pool, touchKey, [keyId]).catch(() => this.touched.delete(keyId));
   }
 
   /**
@@ -140,6 +183,8 @@ export class ApiKeyService {
     if (!key) return false;
     key.revokedAt = new Date();
     await em.flush();
+    // Other replicas hear it from the database (principal-cache.ts); this one must not wait for that.
+    this.principals?.forget(userId);
     return true;
   }
 }

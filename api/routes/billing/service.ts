@@ -40,7 +40,7 @@ import { CreditLedger } from '../../../activities/credits/credit-ledger.ts';
 import type { PlanName, PlansFile } from '../../../common/plans.ts';
 import type { Settings } from '../../../config/settings.ts';
 import { ApiError } from '../../errors.ts';
-import type { Logger } from '../../logger.ts';
+import type { Logger } from '../../../process/logger.ts';
 import type { CouponAnswer, PurchasablePlan } from './schema.ts';
 
 export type BillingSettings = Pick<

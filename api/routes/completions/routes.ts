@@ -10,6 +10,7 @@ import type { CompletionService, StartedCompletion } from './service.ts';
 import type { Usage } from '../../../common/chat.ts';
 import type { SequencedStreamEvent } from '../../../common/completion.ts';
 import type { Context } from 'koa';
+import type { Admission } from '../../admission.ts';
 
 /** Open streams, so a draining server can wait for them to finish. */
 export class OpenStreams {
@@ -29,10 +30,20 @@ export class OpenStreams {
   }
 }
 
-export function completionRoutes(completions: CompletionService, openStreams: OpenStreams, metrics: Metrics) {
+/**
+ * `POST /v1/chat/completions`. Mounted after authentication but not after the generic rate limiter: its Admission
+ * counts the rate limits in the statement that reserves its credits.
+ */
+export function completionRoutes(
+  completions: CompletionService,
+  admission: Admission,
+  openStreams: OpenStreams,
+  metrics: Metrics,
+) {
   const router = new Router<AuthState>();
 
   router.post('/v1/chat/completions', async (context) => {
+    const timing = context.state.timing;
     const parsed = chatCompletionRequestSchema.safeParse(context.request.body);
     if (!parsed.success) throw invalidRequest(parsed.error);
     const request = parsed.data;
@@ -40,13 +51,24 @@ export function completionRoutes(completions: CompletionService, openStreams: Op
     if (idempotencyKey && idempotencyKey.length > 255) {
       throw new ApiError('invalid_request', 'Idempotency-Key must be at most 255 characters');
     }
-    const started = await completions.start(context.state.principal, request, idempotencyKey);
+    const { principal } = context.state;
+    const started = await completions.start(principal, request, {
+      idempotencyKey,
+      admit: (reservation) => admission.admit(context, principal, reservation),
+      timing,
+    });
     context.set('X-Request-Id', started.requestId);
+    if (!started.local && !idempotencyKey) metrics.eagerStartsDeclined.inc();
 
     if (!request.stream) {
       try {
         const answer = await completions.answer(started);
         metrics.recordCompletion(answer.model, 'succeeded', false);
+        if (timing) {
+          timing.mark('answer');
+          if (answer.upstreamMs !== undefined) timing.add('upstream', answer.upstreamMs);
+          context.set('Server-Timing', timing.header());
+        }
         context.body = presentCompletion(started.requestId, started.created, answer);
       } catch (error) {
         metrics.recordCompletion('none', error instanceof ApiError ? error.type : 'internal_error', false);
@@ -61,6 +83,13 @@ export function completionRoutes(completions: CompletionService, openStreams: Op
       onEnd: (model, outcome) => metrics.recordCompletion(model, outcome, true),
     });
   });
+
+  return router;
+}
+
+/** A completion's trace, and the resumption of its stream (`GET /api/v1/requests/{id}[/stream]`). */
+export function requestRoutes(completions: CompletionService, openStreams: OpenStreams) {
+  const router = new Router<AuthState>();
 
   // Resumes (or re-reads) a streamed completion from the stream journal, after `Last-Event-ID` when given.
   router.get('/api/v1/requests/:id/stream', async (context) => {
@@ -110,6 +139,11 @@ async function relayStream(
   // Events up to afterSeq are read too (they set the served model) but not sent again.
   const events = completions.events(started);
   const first = await events.next();
+  const timing = (context.state as AuthState).timing;
+  if (timing) {
+    timing.mark('first-event');
+    context.set('Server-Timing', timing.header());
+  }
   if (first.done) {
     const settled = await started.result();
     if (!settled.ok) {

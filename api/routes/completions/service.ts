@@ -1,5 +1,5 @@
 /**
- * Chat completions as durable workflows. The API validates and plans, then starts `completionWorkflow` with
+ * Chat completions as durable workflows. The API validates and plans, then starts `chatCompletion` with
  * eager start, so the workflow's only task runs in this process's worker; alongside the start it begins
  * attempt 1's provider call, which the workflow's local activity adopts. Answers and stream events reach the
  * waiting response through the in-process hub, and nothing is sent before the workflow exists. A workflow
@@ -23,12 +23,12 @@ import { errorStatus, type ErrorType } from '../../../common/errors.ts';
 import { kindKey, modelKey, userKey } from '../../../common/search-attributes.ts';
 import type { ProviderCalls } from '../../../activities/provider-calls.ts';
 import type { Router } from '../../../activities/routing/router.ts';
-import type { CreditLedger } from '../../../activities/credits/credit-ledger.ts';
+import type { CreditLedger, Reservation, ReservationOutcome } from '../../../activities/credits/credit-ledger.ts';
 import { worstCaseCredits } from '../../../activities/credits/tokens.ts';
 import type { Principal } from '../apikeys/service.ts';
 import type { StreamHub, StreamSubscription } from '../../../activities/streaming/stream-hub.ts';
 import type { StreamJournal } from '../../../activities/streaming/stream-journal.ts';
-import type { completionWorkflow } from '../../../workflows/completion.workflow.ts';
+import type { chatCompletion } from '../../../workflows/completion.workflow.ts';
 import { ApiError } from '../../errors.ts';
 
 export interface CompletionServiceDependencies {
@@ -46,7 +46,7 @@ export interface CompletionServiceDependencies {
 export interface StartedCompletion {
   requestId: string;
   created: number;
-  handle: WorkflowHandle<typeof completionWorkflow>;
+  handle: WorkflowHandle<typeof chatCompletion>;
   /** The workflow's first task runs in this process: its events arrive through `subscription`. */
   local: boolean;
   subscription: StreamSubscription | null;
@@ -57,9 +57,22 @@ export interface StartedCompletion {
 /** What a non-streamed response is made of. */
 export type CompletionAnswer = Pick<CompletionResult, 'model' | 'finishReason' | 'usage'> & {
   message: CompletionResult['message'];
+  /** The provider call's duration, when the answer was handed over in this process. */
+  upstreamMs?: number;
 };
 
 export type Settled = { ok: true; value: CompletionResult } | { ok: false; error: ApiError; attempts: Attempt[] };
+
+export interface StartOptions {
+  idempotencyKey?: string;
+  /**
+   * Counts the request against its rate limits and holds attempt 1's worst case (the route's Admission, in one
+   * statement); throws when a limit refuses, returns the hold's outcome.
+   */
+  admit: (reservation: Reservation | null) => Promise<ReservationOutcome | null>;
+  /** Told when each stage ends (plan, admit, start), for the Server-Timing header. */
+  timing?: { mark(stage: string): void };
+}
 
 export class CompletionService {
   private readonly dependencies: CompletionServiceDependencies;
@@ -68,13 +81,10 @@ export class CompletionService {
     this.dependencies = dependencies;
   }
 
-  /** Checks the model, then starts (or, with an idempotency key, rejoins) the completion's workflow. */
-  async start(
-    principal: Principal,
-    request: ChatCompletionRequest,
-    idempotencyKey: string | undefined,
-  ): Promise<StartedCompletion> {
+  /** Checks the model, admits the request, then starts (or, with an idempotency key, rejoins) its workflow. */
+  async start(principal: Principal, request: ChatCompletionRequest, options: StartOptions): Promise<StartedCompletion> {
     const { client, taskQueue, router, calls, hub, ledger } = this.dependencies;
+    const { idempotencyKey, admit, timing } = options;
     const plan = await router.plan(
       request,
       principal.operator ? null : { plan: principal.plan, customModels: principal.customLimits?.models },
@@ -113,7 +123,8 @@ export class CompletionService {
         if (existing.memo?.bodyHash !== bodyHash) {
           throw new ApiError('conflict', 'This Idempotency-Key was already used with a different request body');
         }
-        const handle = client.workflow.getHandle<typeof completionWorkflow>(workflowId);
+        await admit(null);
+        const handle = client.workflow.getHandle<typeof chatCompletion>(workflowId);
         const created = Number(existing.memo?.created ?? Math.floor(Date.now() / 1000));
         return { requestId, created, handle, local: false, subscription: null, result: lazyResult(handle) };
       }
@@ -124,22 +135,25 @@ export class CompletionService {
     const eager = !idempotencyKey;
     // Attempt 1's worst case is held before anything is started: a refusal changes nothing.
     const first = candidates[0];
-    if (metered && first?.creditRate !== undefined) {
-      const amount = worstCaseCredits(request, first.creditRate);
-      const reservation = await ledger.reserve({ userId, workflowId, attempt: 1, amount, model: first.model });
-      if (!reservation.ok) {
-        throw new ApiError(
-          'insufficient_credits',
-          `This request may cost up to ${amount} credits on ${first.model}; ${reservation.available} are available`,
-        );
-      }
+    const reservation =
+      metered && first?.creditRate !== undefined
+        ? { userId, workflowId, attempt: 1, amount: worstCaseCredits(request, first.creditRate), model: first.model }
+        : null;
+    timing?.mark('plan');
+    const held = await admit(reservation);
+    timing?.mark('admit');
+    if (reservation && held && !held.ok) {
+      throw new ApiError(
+        'insufficient_credits',
+        `This request may cost up to ${reservation.amount} credits on ${reservation.model}; ${held.available} are available`,
+      );
     }
     const subscription = eager ? hub.subscribe(requestId) : null;
     // Attempt 1 starts now rather than after the start round trip; the workflow's activity adopts it.
     if (eager && first)
       void calls.startSpeculative({ requestId, attempt: 1, candidate: first, request, userId, metered });
     try {
-      const handle = await client.workflow.start<typeof completionWorkflow>('completionWorkflow', {
+      const handle = await client.workflow.start<typeof chatCompletion>('chatCompletion', {
         workflowId,
         taskQueue,
         args: [input],
@@ -157,6 +171,7 @@ export class CompletionService {
         memo: { ...(bodyHash ? { bodyHash } : {}), created, model: request.model, stream: !!request.stream },
         staticSummary: `Chat completion: ${request.model}${request.stream ? ', streamed' : ''}, for ${userId}`,
       });
+      timing?.mark('start');
       const local = handle.eagerlyStarted;
       if (!local) {
         // The workflow task went to another worker, which calls the provider itself.
@@ -207,7 +222,7 @@ export class CompletionService {
     }
     if (description.memo?.stream !== true)
       throw new ApiError('invalid_request', `Request ${requestId} was not streamed`);
-    const handle = this.dependencies.client.workflow.getHandle<typeof completionWorkflow>(workflowId);
+    const handle = this.dependencies.client.workflow.getHandle<typeof chatCompletion>(workflowId);
     return {
       requestId,
       created: Number(description.memo.created),
@@ -281,7 +296,7 @@ export class CompletionService {
     const description = await this.describe(workflowId);
     const owner = description?.typedSearchAttributes.get(userKey);
     if (!description || (!operator && owner !== userId)) throw new ApiError('not_found', `No request ${requestId}`);
-    const handle = this.dependencies.client.workflow.getHandle<typeof completionWorkflow>(workflowId);
+    const handle = this.dependencies.client.workflow.getHandle<typeof chatCompletion>(workflowId);
     const base = {
       id: requestId,
       workflow_id: workflowId,
@@ -323,7 +338,7 @@ export class CompletionService {
 
 const isFinal = (item: SequencedStreamEvent) => item.event.type === 'usage' || item.event.type === 'error';
 
-function lazyResult(handle: WorkflowHandle<typeof completionWorkflow>): () => Promise<Settled> {
+function lazyResult(handle: WorkflowHandle<typeof chatCompletion>): () => Promise<Settled> {
   let result: Promise<Settled> | null = null;
   return () => (result ??= settle(handle.result()));
 }

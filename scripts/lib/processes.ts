@@ -1,0 +1,179 @@
+/**
+ * Child process trees, for the tools that run the platform as users do (the bench, the crash test): spawn in a
+ * process group of its own, wait for HTTP, list every descendant from /proc (PostgreSQL's backends start sessions of
+ * their own, so a group signal misses them), and find free ports. Linux /proc for the process listings.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export interface Child {
+  name: string;
+  process: ChildProcess;
+  exited: Promise<number | null>;
+  /** The last lines it printed (stdout and stderr). */
+  output(lines?: number): string;
+  /** SIGKILL to the group, then to whatever else descends from it, all at once. */
+  signalGroup(signal: NodeJS.Signals): void;
+  /** SIGTERM (it drains), then SIGKILL to the group after `graceMs`; resolves once it exited. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Spawns `command` in its own process group; its output goes to `logFile` (appended) and a ring of recent lines. */
+export function startChild(options: {
+  name: string;
+  command: string;
+  args: string[];
+  env: Record<string, string | undefined>;
+  cwd?: string;
+  logFile?: string;
+}): Child {
+  const child = spawn(options.command, options.args, {
+    cwd: options.cwd,
+    env: options.env as NodeJS.ProcessEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  const log = options.logFile ? createWriteStream(options.logFile, { flags: 'a' }) : null;
+  const recent: string[] = [];
+  const collect = (chunk: Buffer) => {
+    log?.write(chunk);
+    for (const line of chunk.toString('utf8').split('\n')) {
+      if (!line.trim()) continue;
+      recent.push(line);
+      if (recent.length > 400) recent.shift();
+    }
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  void exited.then(() => log?.end());
+  const signalGroup = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      // the group is gone
+    }
+  };
+  // Its own group outlives this process: never leave it running when this process exits without stopping it.
+  const onExit = () => signalGroup('SIGKILL');
+  process.once('exit', onExit);
+  void exited.then(() => process.removeListener('exit', onExit));
+  return {
+    name: options.name,
+    process: child,
+    exited,
+    output: (lines = 60) => recent.slice(-lines).join('\n'),
+    signalGroup,
+    async stop(graceMs = 30_000) {
+      if (child.exitCode === null && child.signalCode === null) {
+        // npm forwards SIGTERM to its script; the platform drains and stops its own children.
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => signalGroup('SIGKILL'), graceMs);
+        await exited;
+        clearTimeout(timer);
+      }
+      // Whatever of the group outlived its leader goes too.
+      signalGroup('SIGKILL');
+    },
+  };
+}
+
+/** Polls `url` until it answers 2xx; throws with the child's last output if it exits first or time runs out. */
+export async function waitForHttp(url: string, child: Child, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let exited = false;
+  void child.exited.then(() => (exited = true));
+  while (Date.now() < deadline) {
+    if (exited) throw new Error(`${child.name} exited before answering ${url}:\n${child.output()}`);
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+      await response.body?.cancel();
+      if (response.ok) return;
+    } catch {
+      // not up yet
+    }
+    await sleep(250);
+  }
+  throw new Error(`${child.name} did not answer ${url} within ${timeoutMs / 1000} s:\n${child.output()}`);
+}
+
+export interface ProcessInfo {
+  pid: number;
+  ppid: number;
+  comm: string;
+  cmdline: string;
+  /** Process state letter (R, S, D, Z…). */
+  state: string;
+}
+
+async function readProc(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every process on the machine with its parent, name, command line and state. */
+export async function listProcesses(): Promise<ProcessInfo[]> {
+  const entries = await readdir('/proc').catch(() => [] as string[]);
+  const processes: ProcessInfo[] = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readProc(`/proc/${entry}/stat`);
+    if (!stat) continue;
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const cmdline = ((await readProc(`/proc/${entry}/cmdline`)) ?? '').replaceAll('\0', ' ').trim();
+    processes.push({ pid: Number(entry), ppid: Number(ppid), comm, cmdline, state: state ?? '' });
+  }
+  return processes;
+}
+
+/** The processes under `rootPid` (itself included). */
+export async function processTree(rootPid: number): Promise<ProcessInfo[]> {
+  const all = await listProcesses();
+  const children = new Map<number, ProcessInfo[]>();
+  for (const info of all) children.set(info.ppid, [...(children.get(info.ppid) ?? []), info]);
+  const tree: ProcessInfo[] = [];
+  const queue = all.filter((info) => info.pid === rootPid);
+  while (queue.length) {
+    const next = queue.shift()!;
+    tree.push(next);
+    queue.push(...(children.get(next.pid) ?? []));
+  }
+  return tree;
+}
+
+/** Whether a process exists and is not a zombie. */
+export async function isRunning(pid: number): Promise<boolean> {
+  const stat = await readProc(`/proc/${pid}/stat`);
+  if (stat === undefined) return false;
+  const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+  return state !== 'Z' && state !== 'X';
+}
+
+/** `count` distinct TCP ports free on 127.0.0.1 right now. */
+export async function freePorts(count: number): Promise<number[]> {
+  const servers: Server[] = [];
+  try {
+    for (let index = 0; index < count; index++) {
+      const server = createServer();
+      servers.push(server);
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', () => resolve());
+      });
+    }
+    return servers.map((server) => {
+      const address = server.address();
+      if (typeof address !== 'object' || address === null) throw new Error('no port');
+      return address.port;
+    });
+  } finally {
+    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  }
+}

@@ -1,0 +1,307 @@
+/**
+ * Crash recovery: SIGKILL the whole platform (`npm start`: API, worker, Temporal dev server, PostgreSQL) with 50
+ * completions in flight, restart it, and every accepted one is recorded, settled or released, and charged at most once.
+ */
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import pg from 'pg';
+import { CreditLedger } from '../../activities/credits/credit-ledger.ts';
+import { releaseStaleHolds } from '../../activities/credits/renewals.ts';
+import { openOrm } from '../../db/orm.ts';
+import { openPool } from '../../db/pool.ts';
+import { simulatorControl, startSimulator, type RunningSimulator } from '../../simulator/server.ts';
+import { freePorts, startPlatformProcess, type PlatformProcess } from '../helpers/platform-process.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const completions = 50;
+// 15 of the 50 stream, interleaved with the others.
+const streamed = (index: number) => index % 10 >= 7;
+// Each provider call takes 3 s, so the completions are still in flight when the platform is killed.
+const providerLatencyMs = 3_000;
+
+let simulator: RunningSimulator;
+let platform: PlatformProcess | undefined;
+let connection: Connection | undefined;
+let dataDir: string;
+let environment: Record<string, string | undefined>;
+let apiUrl: string;
+let databaseUrl: string;
+let temporalAddress: string;
+let passed = false;
+
+const log = (line: string) => process.stderr.write(`[crash-recovery] ${line}\n`);
+
+beforeAll(async () => {
+  simulator = await startSimulator();
+  await simulatorControl(simulator.url).addFault({ fault: { latency_ms: providerLatencyMs } });
+  await mkdir(`${root}.data`, { recursive: true });
+  dataDir = await mkdtemp(`${root}.data/crash-recovery-`);
+  // As root, the embedded PostgreSQL runs as an unprivileged user, which must be able to enter the directory.
+  await chmod(dataDir, 0o755);
+  const [port, temporalPort, uiPort, postgresPort] = (await freePorts(4)) as [number, number, number, number];
+  apiUrl = `http://127.0.0.1:${port}`;
+  temporalAddress = `127.0.0.1:${temporalPort}`;
+  databaseUrl = `postgres://postgres:postgres@127.0.0.1:${postgresPort}/tessera`;
+  environment = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    TESSERA_DATA_DIR: dataDir,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    TEMPORAL_ADDRESS: temporalAddress,
+    TEMPORAL_UI_PORT: String(uiPort),
+    EMBEDDED_POSTGRES_PORT: String(postgresPort),
+    MASTER_KEY: `te_${randomBytes(24).toString('base64url')}`,
+    // The only provider with a key, pointed at the simulator.
+    OPENAI_API_KEY: 'x',
+    OPENAI_BASE_URL: `${simulator.url}/v1`,
+  };
+});
+
+afterAll(async () => {
+  await connection?.close().catch(() => undefined);
+  if (!passed && platform) log(`platform output (last lines):\n${platform.output(120)}`);
+  await platform?.stop(20_000);
+  await simulator?.close();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true, maxRetries: 5 });
+}, 60_000);
+
+async function sql<Row>(text: string, values: unknown[] = []): Promise<Row[]> {
+  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    return (await client.query(text, values)).rows as Row[];
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+interface Described {
+  status: string;
+  stream: boolean;
+}
+
+interface LedgerRow {
+  key: string;
+  kind: string;
+  amount: number;
+  workflow_id: string;
+  attempt: number;
+  created_at: Date;
+}
+
+const ledgerOf = (userId: string) =>
+  sql<LedgerRow>(
+    `select key, kind, amount, workflow_id, attempt, created_at from credit_ledger
+     where user_id = $1 and kind in ('reserve', 'settle', 'release') order by id`,
+    [userId],
+  );
+
+const accountOf = async (userId: string) => {
+  const [row] = await sql<{ balance: number; held: number }>(
+    'select credits_balance as balance, credits_held as held from users where id = $1',
+    [userId],
+  );
+  if (!row) throw new Error(`no account ${userId}`);
+  return row;
+};
+
+/** Describes each workflow: its status name (NOT_FOUND when it was never started) and whether it streams. */
+async function describeAll(client: Client, workflowIds: string[]): Promise<Map<string, Described>> {
+  const described = await Promise.all(
+    workflowIds.map(async (workflowId): Promise<[string, Described]> => {
+      try {
+        const description = await client.workflow.getHandle(workflowId).describe();
+        return [workflowId, { status: description.status.name, stream: description.memo?.stream === true }];
+      } catch (error) {
+        if (error instanceof WorkflowNotFoundError) return [workflowId, { status: 'NOT_FOUND', stream: false }];
+        throw error;
+      }
+    }),
+  );
+  return new Map(described);
+}
+
+/** The user's workflows as visibility lists them: id → status name. */
+async function listed(client: Client, userId: string): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  for await (const execution of client.workflow.list({ query: `TesseraUser = '${userId}'` })) {
+    found.set(execution.workflowId, execution.status.name);
+  }
+  return found;
+}
+
+/** One completion; resolves with its status once its body was read, rejects when the connection dies. */
+function fire(key: string, index: number, stream: boolean): Promise<number> {
+  return fetch(`${apiUrl}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: `Crash test ${index}: say something` }],
+      ...(stream ? { stream: true } : {}),
+    }),
+    signal: AbortSignal.timeout(60_000),
+  }).then(async (response) => {
+    await response.text();
+    return response.status;
+  });
+}
+
+it('SIGKILLs the platform with 50 completions in flight; after a restart every accepted one is settled or released once', async () => {
+  const began = Date.now();
+  platform = startPlatformProcess(environment);
+  await platform.waitForHttp(`${apiUrl}/health`, 180_000);
+  log(`platform up in ${((Date.now() - began) / 1000).toFixed(1)} s`);
+
+  const created = await fetch(`${apiUrl}/api/v1/apikeys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${environment.MASTER_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ email: `crash-${randomBytes(4).toString('hex')}@example.com`, plan: 'business' }),
+  });
+  expect(created.status).toBe(201);
+  const { key, user_id: userId } = (await created.json()) as { key: string; user_id: string };
+  const before = await accountOf(userId);
+  expect(before.held).toBe(0);
+  expect(before.balance).toBeGreaterThan(0);
+
+  // 50 completions at once; kill once half of them reached the provider (or 2 s after the first did, on a loaded
+  // machine), before it answers any: the others are then between admission, reservation and workflow start.
+  const control = simulatorControl(simulator.url);
+  await control.resetRequests();
+  const responses = Promise.allSettled(
+    Array.from({ length: completions }, (_, index) => fire(key, index, streamed(index))),
+  );
+  const fired = Date.now();
+  let firstArrival: number | undefined;
+  let atKill = 0;
+  while (Date.now() - fired < 15_000) {
+    atKill = (await control.requests()).total;
+    if (atKill > 0) firstArrival ??= Date.now();
+    if (atKill >= completions / 2) break;
+    if (firstArrival !== undefined && Date.now() - firstArrival >= 2_000) break;
+    await sleep(20);
+  }
+  const killed = await platform.kill();
+  // Nothing of the platform is left to write anything from here until the restart.
+  const killedAt = new Date();
+  const answered = (await responses).flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
+  log(
+    `killed ${killed.length} processes ${Date.now() - fired} ms after firing, with ${atKill} provider calls in flight; ` +
+      `answered before the kill: ${answered.join(', ') || 'none'}`,
+  );
+  expect(atKill).toBeGreaterThan(0);
+
+  // Restart the same command on the same data directory and ports.
+  const restarted = Date.now();
+  platform = startPlatformProcess(environment);
+  await platform.waitForHttp(`${apiUrl}/health`, 180_000);
+  log(`restarted in ${((Date.now() - restarted) / 1000).toFixed(1)} s`);
+
+  connection = await Connection.connect({ address: temporalAddress });
+  const client = new Client({ connection });
+
+  // Recovery: the workers retry the tasks that were in flight. Done when every workflow named in the ledger or listed
+  // by Temporal is closed or was never started, and visibility lists every started one, closed.
+  const recoveryDeadline = Date.now() + 90_000;
+  let ledger: LedgerRow[] = [];
+  let workflows = new Map<string, Described>();
+  let visible = new Map<string, string>();
+  for (;;) {
+    try {
+      ledger = await ledgerOf(userId);
+      visible = await listed(client, userId);
+      workflows = await describeAll(client, [...new Set([...ledger.map((row) => row.workflow_id), ...visible.keys()])]);
+      const started = [...workflows].filter(([, { status }]) => status !== 'NOT_FOUND');
+      if (
+        started.every(([id, { status }]) => status !== 'RUNNING' && visible.has(id)) &&
+        [...visible.values()].every((status) => status !== 'RUNNING')
+      ) {
+        break;
+      }
+    } catch {
+      // the restarted servers may still be settling in
+    }
+    if (Date.now() > recoveryDeadline) {
+      throw new Error(
+        `not recovered within 90 s: ${JSON.stringify(Object.fromEntries(workflows))}\n${platform.output()}`,
+      );
+    }
+    await sleep(1_000);
+  }
+  log(`recovered ${((Date.now() - restarted) / 1000).toFixed(1)} s after the restart`);
+
+  // Holds whose workflow never started (killed between reservation and start): the stale-hold maintenance, run now
+  // rather than an hour later. Only such holds are left open: every started workflow has closed.
+  const orm = await openOrm(databaseUrl, { poolMax: 2 });
+  const pool = openPool(databaseUrl, { max: 2 });
+  try {
+    const { released } = await releaseStaleHolds(orm, new CreditLedger(orm, pool), 0);
+    log(`released ${released} holds of completions that never started`);
+  } finally {
+    await pool.end();
+    await orm.close();
+  }
+  ledger = await ledgerOf(userId);
+  const after = await accountOf(userId);
+
+  const problems: string[] = [];
+  // The ledger's kinds per attempt (`<workflow id>#<attempt>`), in order.
+  const attempts = new Map<string, string[]>();
+  for (const row of ledger) {
+    const id = `${row.workflow_id}#${row.attempt}`;
+    attempts.set(id, [...(attempts.get(id) ?? []), row.kind]);
+  }
+  // Every reservation ends with exactly one settle or one release, and nothing settles or releases unreserved.
+  for (const [id, kinds] of attempts) {
+    const reserves = kinds.filter((kind) => kind === 'reserve').length;
+    const closes = kinds.filter((kind) => kind !== 'reserve');
+    if (reserves !== 1 || closes.length !== 1) problems.push(`${id}: ledger ${kinds.join(', ')}`);
+  }
+  // Every workflow in the ledger closed (COMPLETED charged once, FAILED not at all), or never started and released.
+  const settlesOf = (workflowId: string) =>
+    ledger.filter((row) => row.workflow_id === workflowId && row.kind === 'settle').length;
+  for (const [workflowId, { status }] of workflows) {
+    const settles = settlesOf(workflowId);
+    if (status === 'COMPLETED' && settles !== 1) problems.push(`${workflowId}: COMPLETED with ${settles} settles`);
+    else if ((status === 'FAILED' || status === 'NOT_FOUND') && settles !== 0)
+      problems.push(`${workflowId}: ${status} with ${settles} settles`);
+    else if (!['COMPLETED', 'FAILED', 'NOT_FOUND'].includes(status)) problems.push(`${workflowId}: ${status}`);
+  }
+  // Every workflow of the user that Temporal knows was recorded: its attempt 1 was reserved.
+  for (const workflowId of visible.keys()) {
+    if (!attempts.get(`${workflowId}#1`)?.includes('reserve'))
+      problems.push(`${workflowId}: in Temporal, not reserved`);
+  }
+  expect(problems).toEqual([]);
+
+  // The account adds up: nothing held, and the balance lowered by the settled amounts only.
+  const settled = ledger.filter((row) => row.kind === 'settle');
+  const charged = settled.reduce((sum, row) => sum + row.amount, 0);
+  expect(after.held).toBe(0);
+  expect(after.balance).toBe(before.balance - charged);
+
+  // Completions were really cut short: some reserved before the kill were only settled after the restart.
+  const reservations = ledger.filter((row) => row.kind === 'reserve');
+  const settledAfterRestart = settled.filter((row) => row.created_at.getTime() > killedAt.getTime());
+  expect(reservations.length).toBeGreaterThan(0);
+  expect(reservations.every((row) => row.created_at.getTime() <= killedAt.getTime())).toBe(true);
+  expect(settledAfterRestart.length).toBeGreaterThan(0);
+
+  const count = (status: string, stream?: boolean) =>
+    [...workflows.values()].filter(
+      (value) => value.status === status && (stream === undefined || value.stream === stream),
+    ).length;
+  log(
+    `${reservations.length} accepted: ${count('COMPLETED')} completed (${count('COMPLETED', true)} streamed), ` +
+      `${count('FAILED')} failed, ${count('NOT_FOUND')} never started; ${settledAfterRestart.length} settled after ` +
+      `the restart, ${charged} credits charged, ${(await control.requests()).total} provider calls in all; ` +
+      `${((Date.now() - began) / 1000).toFixed(1)} s`,
+  );
+  passed = true;
+}, 300_000);
