@@ -27,6 +27,8 @@ export interface ProviderFailureDetails {
   latencyMs: number;
   /** The attempt's hold was released already. */
   ledgerDone?: boolean;
+  /** With `contentSent`: the stream position after the attempt's last event. */
+  nextSeq?: number;
 }
 
 export function createCompletionActivities(dependencies: { calls: ProviderCalls; ledger: CreditLedger }) {
@@ -58,7 +60,7 @@ export function createCompletionActivities(dependencies: { calls: ProviderCalls;
       const result = await dependencies.calls.callOrAdopt(input, Context.current().cancellationSignal);
       const { provider, model } = input.candidate;
       if (result.outcome !== 'failed') return { ...result, provider, model };
-      const { error, contentSent, latencyMs, ledgerDone } = result;
+      const { error, contentSent, latencyMs, ledgerDone, nextSeq } = result;
       const details: ProviderFailureDetails = {
         kind: error.kind,
         status: error.status,
@@ -67,6 +69,7 @@ export function createCompletionActivities(dependencies: { calls: ProviderCalls;
         retryAfterSeconds: error.retryAfterSeconds,
         latencyMs,
         ledgerDone,
+        nextSeq,
       };
       throw ApplicationFailure.create({
         type: 'ProviderError',

@@ -22,6 +22,7 @@ import { createProviderAdapter } from './providers/index.ts';
 import { ProviderError, type ProviderAdapter, type ProviderRequest } from './providers/types.ts';
 import type { CircuitBreaker } from './routing/circuit-breaker.ts';
 import type { StreamHub } from './streaming/stream-hub.ts';
+import type { StreamPart } from '../common/stream-parts.ts';
 import type { StreamJournal } from './streaming/stream-journal.ts';
 
 export interface ProviderCallInput {
@@ -32,6 +33,12 @@ export interface ProviderCallInput {
   /** The account charged; with `metered`, the attempt's worst case is reserved before the call. */
   userId?: string;
   metered?: boolean;
+  /** The ledger's key base: the calling workflow's id (default: the completion workflow of `requestId`). */
+  workflowId?: string;
+  /** Sequence number of this call's first stream event (a chat turn's later rounds continue its stream). */
+  seqBase?: number;
+  /** Streamed: also assemble the message (text and tool calls) and return it (chat turns store it). */
+  collectMessage?: boolean;
 }
 
 export type ProviderCallOutcome = (
@@ -41,11 +48,20 @@ export type ProviderCallOutcome = (
       finishReason: FinishReason;
       usage: Usage;
       usageEstimated: boolean;
-      /** Null when streamed: the text went to the client and the journal. */
+      /** Null when streamed (unless `collectMessage`): the text went to the client and the journal. */
       message: CompletionMessage | null;
+      /** The sequence number after this call's last stream event. */
+      nextSeq?: number;
     }
   | { outcome: 'skipped'; reason: string; insufficientCredits?: boolean }
-  | { outcome: 'failed'; error: ProviderError; contentSent: boolean; latencyMs: number }
+  | {
+      outcome: 'failed';
+      error: ProviderError;
+      contentSent: boolean;
+      latencyMs: number;
+      /** When content was streamed: the sequence number after the last event sent (its in-band error). */
+      nextSeq?: number;
+    }
 ) & {
   /**
    * The attempt's credits are settled (success) or its hold released (otherwise) already. The call does
@@ -157,7 +173,7 @@ export class ProviderCalls {
     const amount = worstCaseCredits(input.request, candidate.creditRate);
     const reservation = await this.dependencies.ledger.reserve({
       userId: input.userId,
-      workflowId: completionWorkflowId(input.requestId),
+      workflowId: ledgerWorkflowId(input),
       attempt: input.attempt,
       amount,
       model: candidate.model,
@@ -174,7 +190,7 @@ export class ProviderCalls {
   private async closeLedger(input: ProviderCallInput, outcome: ProviderCallOutcome): Promise<boolean> {
     const { candidate } = input;
     if (!input.metered || !input.userId || candidate.creditRate === undefined) return true;
-    const key = { userId: input.userId, workflowId: completionWorkflowId(input.requestId), attempt: input.attempt };
+    const key = { userId: input.userId, workflowId: ledgerWorkflowId(input), attempt: input.attempt };
     try {
       if (outcome.outcome === 'succeeded') {
         await this.dependencies.ledger.settle({
@@ -206,6 +222,7 @@ export class ProviderCalls {
     const providerRequest = toProviderRequest(candidate, request);
     const startedAt = performance.now();
     let contentSent = false;
+    let seq = input.seqBase ?? 0;
     try {
       if (!request.stream) {
         const response = await adapter.generate(providerRequest, { signal });
@@ -225,6 +242,7 @@ export class ProviderCalls {
             finishReason,
             usage,
             usageEstimated: !response.usage,
+            upstreamMs: performance.now() - startedAt,
           },
         });
         return {
@@ -238,7 +256,8 @@ export class ProviderCalls {
       }
 
       const writer = journal.writer(requestId);
-      let seq = 0;
+      seq = input.seqBase ?? 0;
+      const collected = input.collectMessage ? new MessageAssembler() : null;
       const emit = (event: StreamEvent) => {
         const sequenced = { seq: seq++, event };
         hub.publish(requestId, sequenced);
@@ -256,6 +275,7 @@ export class ProviderCalls {
           if (part.type === 'finish') finishReason = part.reason;
           if (part.type === 'text-delta') completionText += part.text;
           if (part.type === 'tool-call-delta') completionText += (part.name ?? '') + part.argumentsDelta;
+          collected?.add(part);
           if (!contentSent) {
             // Announced with the first content, so a failure before it fails over silently.
             emit({ type: 'model', model: candidate.model });
@@ -272,7 +292,8 @@ export class ProviderCalls {
           finishReason,
           usage: finalUsage,
           usageEstimated: !usage,
-          message: null,
+          message: collected?.message() ?? null,
+          nextSeq: seq,
         };
       } catch (error) {
         if (contentSent) {
@@ -294,8 +315,48 @@ export class ProviderCalls {
           : new ProviderError({ provider: candidate.provider, kind: 'network', message: String(error) });
       if (providerError.retryable) await breaker.recordFailure(candidate.provider, providerError.message);
       else if (candidate.probe) await breaker.recordSuccess(candidate.provider);
-      return { outcome: 'failed', error: providerError, contentSent, latencyMs: elapsed(startedAt) };
+      return {
+        outcome: 'failed',
+        error: providerError,
+        contentSent,
+        latencyMs: elapsed(startedAt),
+        ...(contentSent ? { nextSeq: seq } : {}),
+      };
     }
+  }
+}
+
+/** The ledger's key base of an attempt: the workflow that made it. */
+function ledgerWorkflowId(input: ProviderCallInput): string {
+  return input.workflowId ?? completionWorkflowId(input.requestId);
+}
+
+/** Puts a streamed answer back together: its text, and its tool calls from their fragments. */
+class MessageAssembler {
+  private text = '';
+  private readonly calls = new Map<number, { id: string; name: string; arguments: string }>();
+
+  add(part: StreamPart): void {
+    if (part.type === 'text-delta') this.text += part.text;
+    if (part.type !== 'tool-call-delta') return;
+    const call = this.calls.get(part.index) ?? { id: '', name: '', arguments: '' };
+    if (part.id) call.id = part.id;
+    if (part.name) call.name = part.name;
+    call.arguments += part.argumentsDelta;
+    this.calls.set(part.index, call);
+  }
+
+  message(): CompletionMessage {
+    return {
+      content: this.text === '' && this.calls.size > 0 ? null : this.text,
+      toolCalls: [...this.calls.entries()]
+        .sort(([a], [b]) => a - b)
+        .map(([index, call]) => ({
+          id: call.id || `call_${index}`,
+          type: 'function' as const,
+          function: { name: call.name, arguments: call.arguments },
+        })),
+    };
   }
 }
 

@@ -10,10 +10,12 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { Router as CompletionRouter } from '../activities/routing/router.ts';
 import type { LoadedCatalogue } from '../config/load-catalogue.ts';
 import type { WorkerDependencies } from '../worker/create-worker.ts';
-import { requireKey, type AuthState } from './auth.ts';
+import { Admission } from './admission.ts';
+import { optionalKey, requireKey, type AuthState } from './auth.ts';
 import { errorRenderer } from './errors.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '../process/logger.ts';
 import { Metrics, requestObserver } from './observability.ts';
+import type { PrincipalCache } from './principal-cache.ts';
 import { limitKeyed, type RateLimits } from './rate-limit.ts';
 import { accountRoutes } from './routes/account/routes.ts';
 import { AccountService } from './routes/account/service.ts';
@@ -21,7 +23,9 @@ import { apiKeyRoutes } from './routes/apikeys/routes.ts';
 import { billingRoutes, billingWebhookRoutes } from './routes/billing/routes.ts';
 import { BillingService, type BillingSettings } from './routes/billing/service.ts';
 import { ApiKeyService } from './routes/apikeys/service.ts';
-import { completionRoutes, type OpenStreams } from './routes/completions/routes.ts';
+import { chatRoutes, integrationRoutes } from './routes/chat/routes.ts';
+import { ChatService } from './routes/chat/service.ts';
+import { completionRoutes, requestRoutes, type OpenStreams } from './routes/completions/routes.ts';
 import { CompletionService } from './routes/completions/service.ts';
 import { modelRoutes } from './routes/models/routes.ts';
 import { providerRoutes } from './routes/providers/routes.ts';
@@ -38,8 +42,12 @@ export interface AppDependencies extends WorkerDependencies {
   openStreams: OpenStreams;
   metrics?: Metrics;
   rateLimits?: RateLimits;
+  /** Principals cached per key (dropped on change through LISTEN/NOTIFY); absent: every request reads the key. */
+  principals?: PrincipalCache;
   /** Stripe settings; absent or without keys, the billing endpoints answer 503. */
   billing?: BillingSettings;
+  /** Session chat: the model a message without one goes to, and the bound on tool rounds per turn. */
+  chat: { defaultModel: string; maxToolRounds: number };
 }
 
 export function createApp(dependencies: AppDependencies): Koa {
@@ -51,11 +59,18 @@ export function createApp(dependencies: AppDependencies): Koa {
     if (error.code === 'ERR_STREAM_PREMATURE_CLOSE' || error.code === 'ECONNRESET') return;
     logger.error({ err: error }, 'response error');
   });
-  const keys = new ApiKeyService(dependencies.orm, dependencies.masterKey, dependencies.accounts);
+  const keys = new ApiKeyService({
+    orm: dependencies.orm,
+    pool: dependencies.pool,
+    masterKey: dependencies.masterKey,
+    accounts: dependencies.accounts,
+    principals: dependencies.principals,
+  });
+  const router = new CompletionRouter(catalogue, breaker, dependencies.plans);
   const completions = new CompletionService({
     client: dependencies.client,
     taskQueue: dependencies.taskQueue,
-    router: new CompletionRouter(catalogue, breaker, dependencies.plans),
+    router,
     calls: dependencies.calls,
     ledger: dependencies.ledger,
     hub: dependencies.hub,
@@ -82,17 +97,56 @@ export function createApp(dependencies: AppDependencies): Koa {
   const open = [
     modelRoutes(catalogue.catalogue, dependencies.plans),
     providerRoutes(catalogue.catalogue, breaker, dependencies.version),
+    integrationRoutes(dependencies.toolSettings, {}),
     metricsRouter,
   ];
   for (const router of open) app.use(router.routes()).use(router.allowedMethods({ throw: true }));
 
+  // A completion is rate limited by its admission, in the statement that reserves its credits; every other keyed
+  // route by the limiter middleware.
+  const admission = new Admission({
+    pool: dependencies.pool,
+    limits: dependencies.rateLimits,
+    ledger: dependencies.ledger,
+  });
+  const admitted = new Router<AuthState>();
+  admitted.use(requireKey(keys));
+  admitted.use(completionRoutes(completions, admission, dependencies.openStreams, metrics).routes());
+  app.use(admitted.routes()).use(admitted.allowedMethods({ throw: true }));
+
+  // Session chat: a key's user, or a guest without any key (api/routes/chat/routes.ts); limited per caller there.
+  const chat = new ChatService({
+    client: dependencies.client,
+    taskQueue: dependencies.taskQueue,
+    router,
+    catalogue,
+    conversations: dependencies.conversations,
+    ledger: dependencies.ledger,
+    hub: dependencies.hub,
+    journal: dependencies.journal,
+    toolSettings: dependencies.toolSettings,
+    defaultModel: dependencies.chat.defaultModel,
+    maxToolRounds: dependencies.chat.maxToolRounds,
+  });
+  const chatRouter = new Router<Partial<AuthState>>();
+  chatRouter.use(optionalKey(keys));
+  chatRouter.use(
+    chatRoutes({
+      chat,
+      conversations: dependencies.conversations,
+      limits: dependencies.rateLimits,
+      openStreams: dependencies.openStreams,
+    }).routes(),
+  );
+  app.use(chatRouter.routes()).use(chatRouter.allowedMethods({ throw: true }));
+
   const keyed = new Router<AuthState>();
   keyed.use(requireKey(keys));
   if (dependencies.rateLimits) keyed.use(limitKeyed(dependencies.rateLimits));
-  keyed.use(completionRoutes(completions, dependencies.openStreams, metrics).routes());
+  keyed.use(requestRoutes(completions, dependencies.openStreams).routes());
   keyed.use(apiKeyRoutes(keys).routes());
   const accounts = new AccountService(dependencies.orm, dependencies.ledger, dependencies.plans, catalogue.catalogue);
-  keyed.use(accountRoutes(accounts, dependencies.accounts).routes());
+  keyed.use(accountRoutes(accounts, dependencies.accounts, dependencies.principals).routes());
   keyed.use(billingRoutes(billing).routes());
   app.use(keyed.routes()).use(keyed.allowedMethods({ throw: true }));
   return app;

@@ -6,22 +6,20 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import type { Server } from 'node:http';
-import { readFileSync } from 'node:fs';
 import { loadCatalogue } from '../config/load-catalogue.ts';
 import { loadPlans } from '../config/load-plans.ts';
 import { readSettings } from '../config/settings.ts';
 import { openOrm } from '../db/orm.ts';
 import { createWorker, createWorkerDependencies, installTemporalRuntime, stopWorker } from '../worker/create-worker.ts';
 import { createApp } from './app.ts';
-import { createLogger } from './logger.ts';
+import { createLogger } from '../process/logger.ts';
+import { stopOnSignals } from '../process/signals.ts';
+import { version } from '../process/version.ts';
 import { ensureCreditRenewalSchedule } from '../worker/schedules.ts';
 import { Metrics } from './observability.ts';
+import { PrincipalCache } from './principal-cache.ts';
 import { RateLimits } from './rate-limit.ts';
 import { OpenStreams } from './routes/completions/routes.ts';
-
-export const version: string = (
-  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
-).version;
 
 export interface RunningGateway {
   url: string;
@@ -48,7 +46,9 @@ export async function startGateway(
   const workerRun = worker.run();
   await ensureCreditRenewalSchedule(client, settings.TEMPORAL_TASK_QUEUE, settings.CREDIT_RENEWAL_INTERVAL);
   const openStreams = new OpenStreams();
-  const rateLimits = RateLimits.open(settings.DATABASE_URL, loadPlans(environment), logger);
+  const rateLimits = new RateLimits(dependencies.pool, dependencies.plans, { logger });
+  const principals = new PrincipalCache(settings.DATABASE_URL, logger);
+  await principals.start();
   const app = createApp({
     orm,
     catalogue,
@@ -61,7 +61,9 @@ export async function startGateway(
     openStreams,
     metrics,
     rateLimits,
+    principals,
     billing: settings,
+    chat: { defaultModel: settings.CHAT_DEFAULT_MODEL, maxToolRounds: settings.CHAT_MAX_TOOL_ROUNDS },
   });
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(settings.PORT, settings.HOST, () => resolve(listening));
@@ -87,36 +89,13 @@ export async function startGateway(
       );
       await connection.close();
       await rateLimits.close();
+      await principals.close();
+      await dependencies.pool.end();
       await orm.close();
     })();
     return closing;
   };
   return { url: `http://${host}:${port}`, port, close };
-}
-
-/**
- * Stops on SIGTERM/SIGINT after draining; a second signal a second later exits at once. (A terminal's Ctrl-C
- * reaches the whole process group and `npm start` forwards SIGTERM too: that near-simultaneous pair is one.)
- */
-export function stopOnSignals(stop: () => Promise<void>, logger = createLogger('process')): void {
-  let firstSignalAt = 0;
-  const onSignal = (signal: string) => {
-    if (firstSignalAt) {
-      if (Date.now() - firstSignalAt > 1000) process.exit(1);
-      return;
-    }
-    firstSignalAt = Date.now();
-    logger.info({ signal }, 'draining');
-    stop().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => onSignal('SIGTERM'));
-  process.on('SIGINT', () => onSignal('SIGINT'));
 }
 
 if (import.meta.main) {

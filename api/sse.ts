@@ -7,6 +7,8 @@ import { PassThrough } from 'node:stream';
 
 export interface SseWriter {
   send(data: unknown, id?: number): void;
+  /** A named event (`event: <name>`), for streams whose clients dispatch on event names. */
+  event(name: string, data: unknown, id?: number): void;
   /** `data: [DONE]`, the completions convention's end marker. */
   done(): void;
   end(): void;
@@ -42,6 +44,8 @@ export function openSse(context: Context, options: { keepAliveMs?: number } = {}
   };
   return {
     send: (data, id) => write(`${id !== undefined ? `id: ${id}\n` : ''}data: ${JSON.stringify(data)}\n\n`),
+    event: (name, data, id) =>
+      write(`${id !== undefined ? `id: ${id}\n` : ''}event: ${name}\ndata: ${JSON.stringify(data)}\n\n`),
     done: () => write('data: [DONE]\n\n'),
     end: () => {
       if (!closed) stream.end();

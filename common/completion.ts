@@ -6,6 +6,7 @@ import type { ChatCompletionRequest, FinishReason, ToolCall, Usage } from './cha
 import type { ModelPrice } from './catalogue.ts';
 import type { ErrorType } from './errors.ts';
 import type { StreamPart } from './stream-parts.ts';
+import type { ChatTurnEvent } from './chat-turn.ts';
 
 export const completionsTaskQueue = 'tessera-completions';
 
@@ -88,6 +89,8 @@ export interface CompletionFailureDetails {
   errorType: ErrorType;
   attempts: Attempt[];
   retryAfterSeconds?: number;
+  /** A stream cut after content: the position after its last event (a chat turn's final event goes there). */
+  nextSeq?: number;
 }
 
 /** A streamed completion's events, in order, as relayed in-process and written to the stream journal. */
@@ -105,7 +108,11 @@ export type StreamEvent =
       finishReason: FinishReason;
       usage: Usage;
       usageEstimated: boolean;
-    };
+      /** How long the provider took to answer (ms). */
+      upstreamMs: number;
+    }
+  /** A chat turn's events (workflows/chat-turn.workflow.ts), on the same stream as its model calls' parts. */
+  | ChatTurnEvent;
 
 export interface SequencedStreamEvent {
   seq: number;

@@ -6,6 +6,8 @@ import type { FinishReason, Usage } from './chat.ts';
 
 export type StreamPart =
   | { type: 'text-delta'; text: string }
+  /** Reasoning text of a reasoning model, where its provider exposes it (shown as `thinking`, never stored). */
+  | { type: 'reasoning-delta'; text: string }
   /** A tool call's pieces: the first part for an index carries id and name, later ones argument text. */
   | { type: 'tool-call-delta'; index: number; id?: string; name?: string; argumentsDelta: string }
   | { type: 'finish'; reason: FinishReason; rawReason: string | null }

@@ -1,6 +1,8 @@
 /** Process settings from the environment, validated once at start-up. Every variable is in .env.example. */
+import { resolve } from 'node:path';
 import { z } from 'zod';
 import { completionsTaskQueue } from '../common/completion.ts';
+import type { ToolSettings } from '../activities/tools/tool.ts';
 
 /** An optional variable where an empty value (`STRIPE_SECRET_KEY=` in a copied .env) means unset. */
 const optionalText = <T extends z.ZodType>(schema: T) =>
@@ -27,6 +29,11 @@ const settingsSchema = z.object({
   /** How often the credit renewal schedule runs (a Temporal duration string). */
   CREDIT_RENEWAL_INTERVAL: z.string().default('1 hour'),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().positive().default(30_000),
+  /** Record workflow stack traces for the Web UI's stack-trace query (costs CPU per completion; worker/create-worker.ts). */
+  TEMPORAL_WORKFLOW_STACK_TRACES: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((value) => value === 'true'),
   // Billing (Stripe). Without STRIPE_SECRET_KEY checkout/portal/coupon answer 503; without
   // STRIPE_WEBHOOK_SECRET the webhook does. STRIPE_API_BASE points the client elsewhere (stripe-mock in tests).
   STRIPE_SECRET_KEY: optionalText(z.string()),
@@ -37,6 +44,32 @@ const settingsSchema = z.object({
   BILLING_SUCCESS_URL: z.url().default('http://localhost:8080/billing/success?session_id={CHECKOUT_SESSION_ID}'),
   BILLING_CANCEL_URL: z.url().default('http://localhost:8080/billing/cancel'),
   BILLING_PORTAL_RETURN_URL: z.url().default('http://localhost:8080/billing'),
+  // Session chat and built-in tools (README, "Session chat").
+  CHAT_DEFAULT_MODEL: z.string().min(1).default('gpt-4o-mini'),
+  CHAT_MAX_TOOL_ROUNDS: z.coerce.number().int().min(0).max(32).default(8),
+  SANDBOX_DIR: z.string().default(resolve('.data/sandboxes')),
+  SANDBOX_QUOTA_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(50 * 1024 * 1024),
+  GEOCODING_API_URL: z.url().default('https://geocoding-api.open-meteo.com'),
+  WEATHER_API_URL: z.url().default('https://api.open-meteo.com'),
+  SEARXNG_URL: optionalText(z.url()),
+  BRAVE_SEARCH_API_KEY: optionalText(z.string()),
+  BRAVE_SEARCH_API_URL: z.url().default('https://api.search.brave.com'),
+  TAVILY_API_KEY: optionalText(z.string()),
+  TAVILY_API_URL: z.url().default('https://api.tavily.com'),
+  /** host or host:port entries web_fetch may reach although they are not public (a local test server). */
+  FETCH_ALLOWED_HOSTS: z
+    .string()
+    .default('')
+    .transform((value) =>
+      value
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter(Boolean),
+    ),
 });
 
 export type Settings = z.infer<typeof settingsSchema>;
@@ -48,4 +81,20 @@ export function readSettings(environment: Record<string, string | undefined> = p
     throw new Error(`invalid setting ${issue.path.join('.')}: ${issue.message}`);
   }
   return parsed.data;
+}
+
+/** What the built-in tools are configured with (activities/tools/tool.ts). */
+export function toolSettingsOf(settings: Settings): ToolSettings {
+  return {
+    sandboxRoot: settings.SANDBOX_DIR,
+    sandboxQuotaBytes: settings.SANDBOX_QUOTA_BYTES,
+    geocodingApiUrl: settings.GEOCODING_API_URL,
+    weatherApiUrl: settings.WEATHER_API_URL,
+    searxngUrl: settings.SEARXNG_URL,
+    braveSearchApiKey: settings.BRAVE_SEARCH_API_KEY,
+    braveSearchApiUrl: settings.BRAVE_SEARCH_API_URL,
+    tavilyApiKey: settings.TAVILY_API_KEY,
+    tavilyApiUrl: settings.TAVILY_API_URL,
+    fetchAllowedHosts: settings.FETCH_ALLOWED_HOSTS,
+  };
 }

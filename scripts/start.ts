@@ -7,17 +7,21 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startGateway, stopOnSignals, version } from '../api/server.ts';
+import { startGateway } from '../api/server.ts';
+import { stopOnSignals } from '../process/signals.ts';
+import { version } from '../process/version.ts';
 import { loadCatalogue } from '../config/load-catalogue.ts';
 import { migrate, openOrm } from '../db/orm.ts';
 import { startSimulator } from '../simulator/server.ts';
 import { ensureDatabase } from './lib/database.ts';
 import { ensureTemporalServer } from './lib/temporal-server.ts';
-import { simulatedProviders } from './lib/simulated-providers.ts';
+import { simulatedProviders, simulatedToolServices } from './lib/simulated-providers.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const dataDir = `${root}.data`;
+// Local state (dev server store, embedded PostgreSQL, master key); the bench points it elsewhere.
+const dataDir = resolve(process.env.TESSERA_DATA_DIR?.trim() || `${root}.data`);
 mkdirSync(dataDir, { recursive: true });
 const log = (line: string) => process.stdout.write(`[start] ${line}\n`);
 const environment: Record<string, string | undefined> = { ...process.env };
@@ -43,7 +47,7 @@ let simulator: Awaited<ReturnType<typeof startSimulator>> | null = null;
 const anyKey = loadCatalogue(environment).endpoints.size > 0;
 if (!anyKey) {
   simulator = await startSimulator({ port: Number(environment.SIMULATOR_PORT ?? 4010) });
-  Object.assign(environment, simulatedProviders(simulator.url));
+  Object.assign(environment, simulatedProviders(simulator.url), simulatedToolServices(simulator.url, environment));
 }
 
 if (!environment.MASTER_KEY) {
@@ -53,7 +57,11 @@ if (!environment.MASTER_KEY) {
 }
 
 const gateway = await startGateway(environment);
-const worker = spawn(process.execPath, [`${root}worker/main.ts`], { env: environment, stdio: 'inherit' });
+// The worker runs with this process's Node flags (bootstrap.sh sets the heap's young generation).
+const worker = spawn(process.execPath, [...process.execArgv, `${root}worker/main.ts`], {
+  env: environment,
+  stdio: 'inherit',
+});
 const workerExited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
 
 const providers = loadCatalogue(environment).catalogue.providers.filter((provider) => provider.enabled);
@@ -63,11 +71,11 @@ const banner = [
   `  Gateway API        ${gateway.url}   (OpenAI SDK base URL: ${gateway.url}/v1)`,
   `  Temporal Web UI    http://127.0.0.1:${environment.TEMPORAL_UI_PORT ?? 8233}${temporal.startedHere ? '' : '   (existing server)'}`,
   `  Temporal server    ${temporal.address}`,
-  `  Database           ${database.embedded ? 'embedded PostgreSQL under .data/postgres' : 'DATABASE_URL'}`,
+  `  Database           ${database.embedded ? `embedded PostgreSQL under ${dataDir}/postgres` : 'DATABASE_URL'}`,
   simulator
     ? `  Providers          SIMULATOR at ${simulator.url}: no provider API key is set, so every provider is simulated`
     : `  Providers          ${providers.map((provider) => provider.id).join(', ')}`,
-  `  Master key         ${environment.MASTER_KEY}${process.env.MASTER_KEY ? '' : '   (generated, kept in .data/master-key)'}`,
+  `  Master key         ${environment.MASTER_KEY}${process.env.MASTER_KEY ? '' : `   (generated, kept in ${dataDir}/master-key)`}`,
   '',
   `  Try: curl -s ${gateway.url}/v1/chat/completions -H "Authorization: Bearer $MASTER_KEY" \\`,
   `         -H 'Content-Type: application/json' -d '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hi"}]}'`,

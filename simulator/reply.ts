@@ -1,6 +1,16 @@
 /**
  * The simulator's deterministic "model": what it answers is a function of the request alone, described
  * protocol-neutrally so each wire protocol only renders it.
+ *
+ * Tool use:
+ * - Scripted: a user message carrying `[[call <tool> <json arguments>]]` directives asks for those calls, one per
+ *   round, in order (the nth model call after the message asks for the nth directive), then answers in text. The
+ *   script names any tool, offered or not (a call to a tool that was not offered is what a confused model does),
+ *   but is followed only while some tools are offered and `tool_choice` is not `none`. Tests drive chat turns so.
+ * - Otherwise under `tool_choice: auto` the model calls the first offered tool the user's last message names (its
+ *   name, or a word of it of four letters or more: "weather" names `get_weather`), with arguments sampled from its
+ *   schema; a message naming none is answered in text. `required` calls the first tool, a named choice that tool.
+ * - After a tool result it answers in text, quoting the result.
  */
 import { z } from 'zod';
 
@@ -10,6 +20,10 @@ export interface SimulationInput {
   /** Characters of all prompt text (system, messages, tool calls and results); usage is derived from it. */
   promptChars: number;
   lastTurn: { kind: 'user'; text: string } | { kind: 'tool-result'; content: string };
+  /** The text of the last message the user wrote (a tool result is not one). */
+  userText: string;
+  /** Model turns with tool calls since that message: the script's position. */
+  toolRounds: number;
   tools: Array<{ name: string; parameters: unknown }>;
   toolChoice: 'auto' | 'none' | 'required' | { name: string };
   maxTokens: number | undefined;
@@ -45,7 +59,7 @@ export function planReply(input: SimulationInput): ReplyPlan {
   const promptTokens = Math.max(1, Math.ceil(input.promptChars / 4));
   const tool = chooseTool(input);
   if (tool !== undefined) {
-    const toolArguments = sampleArguments(tool.parameters);
+    const toolArguments = tool.arguments ?? sampleArguments(tool.parameters);
     const allChunks = chunk(JSON.stringify(toolArguments), argumentChunkChars);
     const argumentChunks = allChunks.slice(0, input.maxTokens ?? allChunks.length);
     const complete = argumentChunks.length === allChunks.length;
@@ -82,13 +96,47 @@ export function replyText(input: SimulationInput): string {
   return `Simulated reply from ${input.model} to: ${input.lastTurn.text.slice(0, quotedUserChars)}`.trim();
 }
 
-function chooseTool(input: SimulationInput): { name: string; parameters: unknown } | undefined {
-  if (input.tools.length === 0 || input.toolChoice === 'none' || input.lastTurn.kind === 'tool-result') {
-    return undefined;
+interface ChosenTool {
+  name: string;
+  parameters: unknown;
+  /** Scripted arguments; otherwise sampled from the schema. */
+  arguments?: Record<string, unknown>;
+}
+
+const directivePattern = /\[\[call\s+([A-Za-z0-9_.-]+)\s*(\{.*?\})?\s*\]\]/gs;
+
+/** The `[[call <tool> <json>]]` directives of a user message, in order (arguments that are not JSON: none). */
+export function scriptOf(text: string): Array<{ name: string; arguments: Record<string, unknown> }> {
+  return [...text.matchAll(directivePattern)].map((match) => {
+    let parsed: unknown = {};
+    try {
+      parsed = match[2] ? JSON.parse(match[2]) : {};
+    } catch {
+      parsed = {};
+    }
+    return { name: match[1]!, arguments: z.record(z.string(), z.unknown()).safeParse(parsed).data ?? {} };
+  });
+}
+
+function chooseTool(input: SimulationInput): ChosenTool | undefined {
+  if (input.toolChoice === 'none' || input.tools.length === 0) return undefined;
+  if (input.lastTurn.kind === 'tool-result' && scriptOf(input.userText).length === 0) return undefined;
+  const script = scriptOf(input.userText);
+  if (script.length > 0 && input.tools.length > 0) {
+    const step = script[input.toolRounds];
+    if (!step) return undefined;
+    const offered = input.tools.find((tool) => tool.name === step.name);
+    return { name: step.name, parameters: offered?.parameters, arguments: step.arguments };
   }
+  if (input.tools.length === 0) return undefined;
   const choice = input.toolChoice;
   if (typeof choice === 'object') return input.tools.find((tool) => tool.name === choice.name) ?? input.tools[0];
-  return input.tools[0];
+  if (choice === 'required') return input.tools[0];
+  const words = new Set(input.userText.toLowerCase().match(/[a-z0-9]+/g) ?? []);
+  return input.tools.find((tool) => {
+    const name = tool.name.toLowerCase();
+    return words.has(name) || name.split(/[^a-z0-9]+/).some((part) => part.length >= 4 && words.has(part));
+  });
 }
 
 function applyStopSequences(text: string, stop: string[]): { text: string; stopSequence: string | null } {

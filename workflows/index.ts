@@ -1,3 +1,4 @@
 /** Every workflow the worker registers. */
-export { completionWorkflow, traceQuery } from './completion.workflow.ts';
+export { chatCompletion, completionWorkflow, traceQuery } from './completion.workflow.ts';
 export { creditRenewalsWorkflow } from './credit-renewals.workflow.ts';
+export { chatTurn } from './chat-turn.workflow.ts';

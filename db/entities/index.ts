@@ -1,4 +1,8 @@
 import { ApiKey } from './api-key.entity.ts';
+import { ChatConversation } from './chat-conversation.entity.ts';
+import { ChatMessage } from './chat-message.entity.ts';
+import { ChatSession } from './chat-session.entity.ts';
+import { ChatTurn } from './chat-turn.entity.ts';
 import { CreditLedgerEntry } from './credit-ledger-entry.entity.ts';
 import { ProviderBreaker } from './provider-breaker.entity.ts';
 import { RateLimitBucket } from './rate-limit-bucket.entity.ts';
@@ -6,6 +10,30 @@ import { StreamChunk } from './stream-chunk.entity.ts';
 import { StripeEvent } from './stripe-event.entity.ts';
 import { User } from './user.entity.ts';
 
-export { ApiKey, CreditLedgerEntry, ProviderBreaker, RateLimitBucket, StreamChunk, StripeEvent, User };
+export {
+  ApiKey,
+  ChatConversation,
+  ChatMessage,
+  ChatSession,
+  ChatTurn,
+  CreditLedgerEntry,
+  ProviderBreaker,
+  RateLimitBucket,
+  StreamChunk,
+  StripeEvent,
+  User,
+};
 
-export const entities = [User, ApiKey, ProviderBreaker, StreamChunk, CreditLedgerEntry, StripeEvent, RateLimitBucket];
+export const entities = [
+  User,
+  ApiKey,
+  ProviderBreaker,
+  StreamChunk,
+  CreditLedgerEntry,
+  StripeEvent,
+  RateLimitBucket,
+  ChatConversation,
+  ChatSession,
+  ChatMessage,
+  ChatTurn,
+];

@@ -15,3 +15,23 @@ export function simulatedProviders(simulatorUrl: string): Record<string, string>
     GEMINI_BASE_URL: simulatorUrl,
   };
 }
+
+/**
+ * The services built-in tools call, pointed at the simulator where the environment does not name them: weather
+ * (Open-Meteo shaped), web search (SearXNG shaped) and the simulator's pages, which `web_fetch` may then reach
+ * although they are on loopback. Real pages stay reachable as ever.
+ */
+export function simulatedToolServices(
+  simulatorUrl: string,
+  environment: Record<string, string | undefined>,
+): Record<string, string> {
+  const { host } = new URL(simulatorUrl);
+  const configured = (name: string) => !!environment[name];
+  const searchConfigured = ['SEARXNG_URL', 'BRAVE_SEARCH_API_KEY', 'TAVILY_API_KEY'].some(configured);
+  return {
+    ...(configured('GEOCODING_API_URL') ? {} : { GEOCODING_API_URL: `${simulatorUrl}/open-meteo/geocoding` }),
+    ...(configured('WEATHER_API_URL') ? {} : { WEATHER_API_URL: `${simulatorUrl}/open-meteo/forecast` }),
+    ...(searchConfigured ? {} : { SEARXNG_URL: `${simulatorUrl}/searxng` }),
+    FETCH_ALLOWED_HOSTS: [environment.FETCH_ALLOWED_HOSTS, host].filter(Boolean).join(','),
+  };
+}

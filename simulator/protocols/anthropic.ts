@@ -127,6 +127,14 @@ function toSimulationInput(request: MessagesRequest): SimulationInput {
     .filter((message) => message.role === 'user')
     .flatMap((message) => blocksOf(message.content))
     .findLast((block) => block.type === 'text');
+  const lastUserIndex = request.messages.findLastIndex(
+    (message) => message.role === 'user' && blocksOf(message.content).some((block) => block.type === 'text'),
+  );
+  const toolRounds = request.messages
+    .slice(lastUserIndex + 1)
+    .filter(
+      (message) => message.role === 'assistant' && blocksOf(message.content).some((block) => block.type === 'tool_use'),
+    ).length;
   return {
     model: request.model,
     promptChars: system.length + blocks.reduce((sum, block) => sum + blockText(block).length, 0),
@@ -134,6 +142,8 @@ function toSimulationInput(request: MessagesRequest): SimulationInput {
       toolResults.length > 0
         ? { kind: 'tool-result', content: toolResults.map(blockText).join('\n') }
         : { kind: 'user', text: lastUserText === undefined ? '' : blockText(lastUserText) },
+    userText: lastUserText === undefined ? '' : blockText(lastUserText),
+    toolRounds,
     tools: (request.tools ?? []).map((tool) => ({ name: tool.name, parameters: tool.input_schema })),
     toolChoice: toolChoiceOf(request.tool_choice),
     maxTokens: request.max_tokens,

@@ -136,6 +136,14 @@ function toSimulationInput(model: string, request: GenerateContentRequest): Simu
     .filter((content) => content.role !== 'model')
     .flatMap((content) => content.parts)
     .findLast((part) => part.text !== undefined);
+  const lastUserIndex = request.contents.findLastIndex(
+    (content) => content.role !== 'model' && content.parts.some((part) => part.text !== undefined),
+  );
+  const toolRounds = request.contents
+    .slice(lastUserIndex + 1)
+    .filter(
+      (content) => content.role === 'model' && content.parts.some((part) => part.functionCall !== undefined),
+    ).length;
   return {
     model,
     promptChars: system.length + parts.reduce((sum, part) => sum + partText(part).length, 0),
@@ -143,6 +151,8 @@ function toSimulationInput(model: string, request: GenerateContentRequest): Simu
       responses.length > 0
         ? { kind: 'tool-result', content: responses.map((response) => resultText(response.response)).join('\n') }
         : { kind: 'user', text: lastUserText?.text ?? '' },
+    userText: lastUserText?.text ?? '',
+    toolRounds,
     tools: (request.tools ?? [])
       .flatMap((tool) => tool.functionDeclarations ?? [])
       .map((declaration) => ({ name: declaration.name, parameters: declaration.parameters })),

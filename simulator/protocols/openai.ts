@@ -112,6 +112,7 @@ function toSimulationInput(request: ChatRequest): SimulationInput {
     0,
   );
   const toolChoice = request.tool_choice ?? 'auto';
+  const sinceUser = request.messages.slice(request.messages.findLastIndex((message) => message.role === 'user') + 1);
   return {
     model: request.model,
     promptChars,
@@ -119,6 +120,8 @@ function toSimulationInput(request: ChatRequest): SimulationInput {
       last?.role === 'tool'
         ? { kind: 'tool-result', content: last.content }
         : { kind: 'user', text: lastUser?.content ?? '' },
+    userText: lastUser?.content ?? '',
+    toolRounds: sinceUser.filter((message) => message.role === 'assistant' && message.tool_calls?.length).length,
     tools: (request.tools ?? []).map((tool) => ({ name: tool.function.name, parameters: tool.function.parameters })),
     toolChoice: typeof toolChoice === 'string' ? toolChoice : { name: toolChoice.function.name },
     maxTokens: request.max_completion_tokens ?? request.max_tokens ?? undefined,

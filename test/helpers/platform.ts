@@ -7,7 +7,7 @@ import OpenAI from 'openai';
 import { startGateway, type RunningGateway } from '../../api/server.ts';
 import { simulatorControl, startSimulator } from '../../simulator/server.ts';
 import { cloneTestDatabase } from './databases.ts';
-import { simulatedProviders } from '../../scripts/lib/simulated-providers.ts';
+import { simulatedProviders, simulatedToolServices } from '../../scripts/lib/simulated-providers.ts';
 
 export interface TestPlatform {
   gateway: RunningGateway;
@@ -41,6 +41,7 @@ export async function startTestPlatform(
     MASTER_KEY: masterKey,
     SHUTDOWN_GRACE_MS: '5000',
     ...simulatedProviders(simulator.url),
+    ...simulatedToolServices(simulator.url, {}),
     ...(typeof overrides === 'function' ? overrides(simulator.url) : overrides),
   };
   const gateway = await startGateway(environment);

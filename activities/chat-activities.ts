@@ -1,0 +1,182 @@
+/**
+ * The chat turn workflow's activities (workflows/chat-turn.workflow.ts), local activities in the process that runs
+ * the turn: beginning a turn (waiting for the conversation's previous turn, storing the user's message, loading the
+ * history the model may see), running a tool call, and finishing the turn (storing what it added). Each tells the
+ * turn's stream what happened: the in-process hub for a response waiting here, the journal for everyone else.
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { ChatMessage } from '../common/chat.ts';
+import type { ChatTurnEvent } from '../common/chat-turn.ts';
+import type { SequencedStreamEvent } from '../common/completion.ts';
+import type { ConversationStore, StoredMessage } from './conversations/conversation-store.ts';
+import { countPromptTokens } from './credits/tokens.ts';
+import type { StreamHub } from './streaming/stream-hub.ts';
+import type { StreamJournal } from './streaming/stream-journal.ts';
+import { toolByName } from './tools/index.ts';
+import { runTool } from './tools/runtime.ts';
+import { ToolError, type ToolSettings } from './tools/tool.ts';
+
+export interface ChatActivityDependencies {
+  conversations: ConversationStore;
+  hub: StreamHub;
+  journal: StreamJournal;
+  toolSettings: ToolSettings;
+  /** Whether a workflow still runs (a predecessor turn whose row says running may have been terminated). */
+  isRunning(workflowId: string): Promise<boolean>;
+}
+
+export interface TurnTarget {
+  turnId: string;
+  conversationId: string;
+  sessionId: string;
+  channel: string;
+  turn: number;
+}
+
+/** Checked this often while the previous turn runs; its workflow is asked about after `stuckAfterMs`. */
+const predecessorPollMs = 100;
+const stuckAfterMs = 30_000;
+
+export function createChatActivities(dependencies: ChatActivityDependencies) {
+  const { conversations, hub, journal } = dependencies;
+
+  /** Publishes events on the turn's stream: to a response waiting in this process, and durably to the journal. */
+  const publish = async (turnId: string, events: SequencedStreamEvent[]) => {
+    const writer = journal.writer(turnId);
+    for (const event of events) {
+      hub.publish(turnId, event);
+      writer.append(event);
+    }
+    await writer.close();
+  };
+
+  return {
+    /**
+     * Waits until the conversation's previous turn finished (so this turn sees its answer), stores the user's
+     * message, and returns the history the model reads: the newest messages that fit the budget, dropped from the
+     * oldest, an assistant message and the tool results answering it kept or dropped together.
+     */
+    async beginTurn(
+      input: TurnTarget & {
+        previousTurnId: string | null;
+        sessionKey: string;
+        message: string;
+        model: string;
+        historyBudgetTokens: number;
+      },
+    ): Promise<{ messages: ChatMessage[]; droppedMessages: number }> {
+      if (input.previousTurnId) await waitForTurn(input.previousTurnId);
+      await conversations.appendMessages(input, [{ role: 'user', content: input.message }], 0);
+      await publish(input.turnId, [
+        {
+          seq: 0,
+          event: { type: 'turn-start', turnId: input.turnId, sessionId: input.sessionKey, model: input.model },
+        },
+      ]);
+      const history = await conversations.history(input.conversationId, input.turn);
+      const current: ChatMessage = { role: 'user', content: input.message };
+      const kept = trimHistory(history, input.historyBudgetTokens - countPromptTokens([current]));
+      return { messages: [...kept, current], droppedMessages: history.length - kept.length };
+    },
+
+    /**
+     * Runs one tool call the model asked for. Its start and result go on the turn's stream at `seq` and `seq + 1`;
+     * a retryable failure (timeout, upstream trouble) is thrown for the workflow's retry policy, any other comes
+     * back as the tool's result, for the model to read.
+     */
+    async runToolCall(input: {
+      turnId: string;
+      conversationId: string;
+      callId: string;
+      name: string;
+      arguments: string;
+      seq: number;
+    }): Promise<{ ok: boolean; content: string }> {
+      const start: ChatTurnEvent = {
+        type: 'tool-start',
+        callId: input.callId,
+        name: input.name,
+        arguments: input.arguments,
+      };
+      await publish(input.turnId, [{ seq: input.seq, event: start }]);
+      const tool = toolByName(input.name);
+      let outcome: { ok: boolean; content: string };
+      if (!tool || !tool.configured(dependencies.toolSettings)) {
+        outcome = { ok: false, content: `There is no tool named ${input.name}` };
+      } else {
+        try {
+          outcome = await runTool(
+            tool,
+            input.arguments,
+            { conversationId: input.conversationId, settings: dependencies.toolSettings },
+            Context.current().cancellationSignal,
+          );
+        } catch (error) {
+          if (error instanceof ToolError && error.retryable) {
+            const info = Context.current().info;
+            const lastTry = info.attempt >= (info.retryPolicy?.maximumAttempts ?? 1);
+            if (!lastTry) throw ApplicationFailure.retryable(error.message, 'ToolRetryable');
+            outcome = { ok: false, content: `${input.name}: ${error.message}` };
+          } else {
+            throw error;
+          }
+        }
+      }
+      const result: ChatTurnEvent = { type: 'tool-result', callId: input.callId, name: input.name, ...outcome };
+      await publish(input.turnId, [{ seq: input.seq + 1, event: result }]);
+      return outcome;
+    },
+
+    /** Stores what the turn added after the user's message, closes the turn, and ends its stream. */
+    async finishTurn(
+      input: TurnTarget & {
+        status: 'done' | 'failed';
+        messages: StoredMessage[];
+        seq: number;
+        final: ChatTurnEvent;
+      },
+    ): Promise<void> {
+      await conversations.appendMessages(input, input.messages, 1);
+      await conversations.finishTurn(input.turnId, input.status);
+      await publish(input.turnId, [{ seq: input.seq, event: input.final }]);
+    },
+  };
+
+  /** Resolves once the turn is no longer running (or was never recorded, or its workflow is gone). */
+  async function waitForTurn(turnId: string): Promise<void> {
+    for (;;) {
+      const status = await conversations.turnStatus(turnId);
+      if (!status || status.status !== 'running') return;
+      if (status.ageMs > stuckAfterMs && !(await dependencies.isRunning(turnId))) return;
+      await new Promise((resolve) => setTimeout(resolve, predecessorPollMs));
+    }
+  }
+}
+
+export type ChatActivities = ReturnType<typeof createChatActivities>;
+
+/**
+ * The newest messages that fit `budgetTokens`, counted with the tokenizer. Units are dropped whole from the oldest:
+ * a user message, or an assistant message together with the tool results that answer its calls (a tool result
+ * without its call, or a call without its results, is not a valid history).
+ */
+export function trimHistory(history: ChatMessage[], budgetTokens: number): ChatMessage[] {
+  const units: ChatMessage[][] = [];
+  for (const message of history) {
+    if (message.role === 'tool' && units.length > 0) units.at(-1)!.push(message);
+    else units.push([message]);
+  }
+  const kept: ChatMessage[][] = [];
+  let used = 0;
+  for (let index = units.length - 1; index >= 0; index--) {
+    const unit = units[index]!;
+    const tokens = countPromptTokens(unit);
+    if (used + tokens > budgetTokens) break;
+    used += tokens;
+    kept.unshift(unit);
+  }
+  // A history never starts with tool results (their call was dropped).
+  return kept
+    .flat()
+    .filter((message, index, all) => !(message.role === 'tool' && all.slice(0, index).every((m) => m.role === 'tool')));
+}

@@ -1,0 +1,319 @@
+/**
+ * The one conversation store, for the gateway's session chat, the agent service and the messaging apps: sessions
+ * (what a client or a chat app names a conversation), conversations (the history linked sessions share), numbered
+ * turns, and messages tagged with their channel. Plain SQL on the `pg` pool; every write is idempotent, so a
+ * retried activity changes nothing twice.
+ */
+import { randomBytes } from 'node:crypto';
+import type { ChatMessage as OpenAIMessage, ToolCall } from '../../common/chat.ts';
+import { chatTurnWorkflowId } from '../../common/chat-turn.ts';
+import { run, type Pool } from '../../db/pool.ts';
+
+export interface SessionRef {
+  sessionId: string;
+  conversationId: string;
+  key: string;
+  channel: string;
+}
+
+export interface AcceptedTurn {
+  turnId: string;
+  turn: number;
+  previousTurnId: string | null;
+}
+
+export interface StoredMessage {
+  role: 'user' | 'assistant' | 'tool';
+  content: string | null;
+  toolCalls?: ToolCall[];
+  toolCallId?: string;
+  toolName?: string;
+}
+
+export interface SessionSummary {
+  key: string;
+  resolved_key: string;
+  channels: string[];
+  message_count: number;
+  last_activity: string | null;
+  created_at: string;
+}
+
+export interface SessionView {
+  key: string;
+  resolved_key: string;
+  messages: Array<{ role: string; content: string | null; channel: string; created_at: string }>;
+  message_count: number;
+}
+
+const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('base64url')}`;
+
+const statements = {
+  findSession: {
+    name: 'chat-find-session',
+    text: 'select id, conversation_id, key, channel from chat_sessions where owner = $1 and key = $2',
+  },
+  createConversation: {
+    name: 'chat-create-conversation',
+    text: `insert into chat_conversations (id, owner, turns, created_at, updated_at) values ($1, $2, 0, now(), now())`,
+  },
+  createSession: {
+    name: 'chat-create-session',
+    text: `insert into chat_sessions (id, owner, key, channel, conversation_id, created_at, updated_at)
+           values ($1, $2, $3, $4, $5, now(), now())
+           on conflict (owner, key) do nothing returning id`,
+  },
+  acceptTurn: {
+    name: 'chat-accept-turn',
+    text: `with conversation as (
+             update chat_conversations set turns = turns + 1, updated_at = now() where id = $1 returning turns
+           ), turn as (
+             insert into chat_turns (id, conversation_id, number, status, created_at)
+             select 'chat-' || $1 || '-' || turns, $1, turns, 'running', now() from conversation
+             returning number
+           )
+           select number from turn`,
+  },
+  finishTurn: {
+    name: 'chat-finish-turn',
+    text: `update chat_turns set status = $2, finished_at = now() where id = $1 and status = 'running'`,
+  },
+  turnStatus: {
+    name: 'chat-turn-status',
+    text: 'select status, created_at from chat_turns where id = $1',
+  },
+  appendMessage: {
+    name: 'chat-append-message',
+    text: `insert into chat_messages (conversation_id, session_id, turn, seq, role, content, tool_calls, tool_call_id,
+                                      tool_name, channel, created_at)
+           values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now())
+           on conflict (conversation_id, turn, seq) do nothing`,
+  },
+  history: {
+    name: 'chat-history',
+    text: `select role, content, tool_calls, tool_call_id from chat_messages
+           where conversation_id = $1 and turn < $2 order by turn, seq`,
+  },
+  touchSession: {
+    name: 'chat-touch-session',
+    text: 'update chat_sessions set updated_at = now() where id = $1',
+  },
+} as const;
+
+export class ConversationStore {
+  private readonly pool: Pool;
+
+  constructor(pool: Pool) {
+    this.pool = pool;
+  }
+
+  /** The owner's session with this key, created (with a conversation of its own) on first use. */
+  async openSession(owner: string, key: string, channel: string): Promise<SessionRef> {
+    const found = await this.findSession(owner, key);
+    if (found) return found;
+    const conversationId = newId('conv');
+    const sessionId = newId('ses');
+    await run(this.pool, statements.createConversation, [conversationId, owner]);
+    const created = await run(this.pool, statements.createSession, [sessionId, owner, key, channel, conversationId]);
+    if (created.length === 0) {
+      // A concurrent first message created it: use that one (the conversation made here stays empty).
+      const raced = await this.findSession(owner, key);
+      if (raced) return raced;
+    }
+    return { sessionId, conversationId, key, channel };
+  }
+
+  async findSession(owner: string, key: string): Promise<SessionRef | null> {
+    const [row] = await run<{ id: string; conversation_id: string; key: string; channel: string }>(
+      this.pool,
+      statements.findSession,
+      [owner, key],
+    );
+    return row ? { sessionId: row.id, conversationId: row.conversation_id, key: row.key, channel: row.channel } : null;
+  }
+
+  /** Numbers the conversation's next turn and records it as running: turns are answered in this order. */
+  async acceptTurn(conversationId: string): Promise<AcceptedTurn> {
+    const [row] = await run<{ number: number }>(this.pool, statements.acceptTurn, [conversationId]);
+    if (!row) throw new Error(`no conversation ${conversationId}`);
+    return {
+      turnId: chatTurnWorkflowId(conversationId, row.number),
+      turn: row.number,
+      previousTurnId: row.number > 1 ? chatTurnWorkflowId(conversationId, row.number - 1) : null,
+    };
+  }
+
+  async finishTurn(turnId: string, status: 'done' | 'failed'): Promise<void> {
+    await run(this.pool, statements.finishTurn, [turnId, status]);
+  }
+
+  /** The owner of the conversation a turn belongs to, or null when there is no such turn. */
+  async ownerOfTurn(turnId: string): Promise<string | null> {
+    const { rows } = await this.pool.query<{ owner: string }>(
+      'select c.owner from chat_turns t join chat_conversations c on c.id = t.conversation_id where t.id = $1',
+      [turnId],
+    );
+    return rows[0]?.owner ?? null;
+  }
+
+  /** The turn's status and age, or null when no such turn was recorded. */
+  async turnStatus(turnId: string): Promise<{ status: string; ageMs: number } | null> {
+    const [row] = await run<{ status: string; created_at: Date }>(this.pool, statements.turnStatus, [turnId]);
+    return row ? { status: row.status, ageMs: Date.now() - new Date(row.created_at).getTime() } : null;
+  }
+
+  /** Stores a turn's messages from position `firstSeq` on (again: nothing changes). */
+  async appendMessages(
+    target: { conversationId: string; sessionId: string; turn: number; channel: string },
+    messages: StoredMessage[],
+    firstSeq: number,
+  ): Promise<void> {
+    for (const [index, message] of messages.entries()) {
+      await run(this.pool, statements.appendMessage, [
+        target.conversationId,
+        target.sessionId,
+        target.turn,
+        firstSeq + index,
+        message.role,
+        message.content,
+        message.toolCalls?.length ? JSON.stringify(message.toolCalls) : null,
+        message.toolCallId ?? null,
+        message.toolName ?? null,
+        target.channel,
+      ]);
+    }
+    await run(this.pool, statements.touchSession, [target.sessionId]);
+  }
+
+  /** The conversation's messages before turn `beforeTurn`, in order, as a model reads them. */
+  async history(conversationId: string, beforeTurn: number): Promise<OpenAIMessage[]> {
+    const rows = await run<{
+      role: 'user' | 'assistant' | 'tool';
+      content: string | null;
+      tool_calls: ToolCall[] | null;
+      tool_call_id: string | null;
+    }>(this.pool, statements.history, [conversationId, beforeTurn]);
+    return rows.map((row): OpenAIMessage => {
+      if (row.role === 'assistant') {
+        return {
+          role: 'assistant',
+          content: row.content,
+          ...(row.tool_calls?.length ? { tool_calls: row.tool_calls } : {}),
+        };
+      }
+      if (row.role === 'tool')
+        return { role: 'tool', content: row.content ?? '', tool_call_id: row.tool_call_id ?? '' };
+      return { role: 'user', content: row.content ?? '' };
+    });
+  }
+
+  /** The owner's sessions, most recently active first. */
+  async listSessions(owner: string): Promise<SessionSummary[]> {
+    const { rows } = await this.pool.query<{
+      key: string;
+      conversation_id: string;
+      channels: string[];
+      message_count: string;
+      last_activity: Date | null;
+      created_at: Date;
+    }>(
+      `select s.key, s.conversation_id, s.created_at,
+              coalesce(array_agg(distinct m.channel) filter (where m.channel is not null), array[s.channel]) as channels,
+              count(m.id) as message_count, max(m.created_at) as last_activity
+       from chat_sessions s left join chat_messages m on m.conversation_id = s.conversation_id
+       where s.owner = $1
+       group by s.id order by coalesce(max(m.created_at), s.created_at) desc`,
+      [owner],
+    );
+    return rows.map((row) => ({
+      key: row.key,
+      resolved_key: row.conversation_id,
+      channels: row.channels,
+      message_count: Number(row.message_count),
+      last_activity: row.last_activity ? new Date(row.last_activity).toISOString() : null,
+      created_at: new Date(row.created_at).toISOString(),
+    }));
+  }
+
+  /** One session with its conversation's whole history (every linked channel's messages), or null. */
+  async session(owner: string, key: string): Promise<SessionView | null> {
+    const ref = await this.findSession(owner, key);
+    if (!ref) return null;
+    const { rows } = await this.pool.query<{ role: string; content: string | null; channel: string; created_at: Date }>(
+      `select role, content, channel, created_at from chat_messages where conversation_id = $1 order by turn, seq`,
+      [ref.conversationId],
+    );
+    return {
+      key: ref.key,
+      resolved_key: ref.conversationId,
+      messages: rows.map((row) => ({
+        role: row.role,
+        content: row.content,
+        channel: row.channel,
+        created_at: new Date(row.created_at).toISOString(),
+      })),
+      message_count: rows.length,
+    };
+  }
+
+  /**
+   * Deletes a session for good, with the messages that came through it. When no other session shares its
+   * conversation, the conversation goes too, with its turns and their stream journal. A conversation with a turn
+   * still running is left alone (`busy`): the turn would write into what was deleted.
+   */
+  async deleteSession(
+    owner: string,
+    key: string,
+  ): Promise<{ conversationId: string; conversationDeleted: boolean } | 'busy' | null> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('begin');
+      const { rows } = await client.query<{ id: string; conversation_id: string }>(
+        'delete from chat_sessions where owner = $1 and key = $2 returning id, conversation_id',
+        [owner, key],
+      );
+      const deleted = rows[0];
+      if (!deleted) {
+        await client.query('rollback');
+        return null;
+      }
+      // Locks the conversation so no turn is accepted meanwhile (acceptTurn updates this row).
+      await client.query('select 1 from chat_conversations where id = $1 for update', [deleted.conversation_id]);
+      const running = await client.query(
+        `select 1 from chat_turns where conversation_id = $1 and status = 'running' limit 1`,
+        [deleted.conversation_id],
+      );
+      if (running.rowCount) {
+        await client.query('rollback');
+        return 'busy';
+      }
+      const others = await client.query('select 1 from chat_sessions where conversation_id = $1 limit 1', [
+        deleted.conversation_id,
+      ]);
+      const conversationDeleted = others.rowCount === 0;
+      if (conversationDeleted) {
+        await client.query(
+          `delete from stream_chunks where request_id in (select id from chat_turns where conversation_id = $1)`,
+          [deleted.conversation_id],
+        );
+        await client.query('delete from chat_messages where conversation_id = $1', [deleted.conversation_id]);
+        await client.query('delete from chat_turns where conversation_id = $1', [deleted.conversation_id]);
+        await client.query('delete from chat_conversations where id = $1', [deleted.conversation_id]);
+      } else {
+        await client.query(
+          `delete from stream_chunks where request_id in
+             (select distinct 'chat-' || conversation_id || '-' || turn from chat_messages where session_id = $1)`,
+          [deleted.id],
+        );
+        await client.query('delete from chat_messages where session_id = $1', [deleted.id]);
+      }
+      await client.query('commit');
+      return { conversationId: deleted.conversation_id, conversationDeleted };
+    } catch (error) {
+      await client.query('rollback').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+}

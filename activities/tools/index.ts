@@ -1,0 +1,34 @@
+/**
+ * The built-in tools (spec section 2), each a file in this folder. The chat turn offers the model the ones the
+ * deployment has configured (`GET /api/v1/integrations` lists all of them).
+ */
+import { calculatorTool } from './calculator.ts';
+import { codeExecuteTool } from './code-execute.ts';
+import { fileListTool } from './file-list.ts';
+import { fileReadTool } from './file-read.ts';
+import { fileWriteTool } from './file-write.ts';
+import { weatherTool } from './weather.ts';
+import { webFetchTool } from './web-fetch.ts';
+import { webSearchTool } from './web-search.ts';
+import type { ToolDefinition, ToolSettings } from './tool.ts';
+
+export const builtInTools: ToolDefinition[] = [
+  webSearchTool,
+  weatherTool,
+  calculatorTool,
+  webFetchTool,
+  fileReadTool,
+  fileWriteTool,
+  fileListTool,
+  codeExecuteTool,
+];
+
+const byName = new Map(builtInTools.map((tool) => [tool.name, tool]));
+
+export function toolByName(name: string): ToolDefinition | undefined {
+  return byName.get(name);
+}
+
+export function configuredTools(settings: ToolSettings): ToolDefinition[] {
+  return builtInTools.filter((tool) => tool.configured(settings));
+}

@@ -1,0 +1,70 @@
+/**
+ * The one tool interface, for the gateway's session chat and the agent service alike. A tool is a file in
+ * activities/tools/ exporting a `ToolDefinition`: its zod input schema is also the JSON schema offered to the model,
+ * and the arguments a model produced are checked against it again before the tool runs (a bad one goes back to the
+ * model as a tool error). The runtime (runtime.ts) enforces the timeout and the output cap; the workflow applies the
+ * retry policy. Tools never see Koa, Temporal or the database: what they need comes in the `ToolContext`.
+ */
+import type { z } from 'zod';
+
+export interface ToolRetryPolicy {
+  /** Attempts in all (1: never retried). */
+  maximumAttempts: number;
+  initialIntervalMs: number;
+}
+
+export interface ToolSettings {
+  /** Root directory of the per-session sandboxes (file tools, code_execute). */
+  sandboxRoot: string;
+  /** Bytes a session's sandbox may hold. */
+  sandboxQuotaBytes: number;
+  geocodingApiUrl: string;
+  weatherApiUrl: string;
+  searxngUrl?: string;
+  braveSearchApiKey?: string;
+  braveSearchApiUrl: string;
+  tavilyApiKey?: string;
+  tavilyApiUrl: string;
+  /** Hosts web_fetch may reach although they are not public (tests and the bench point it at loopback). */
+  fetchAllowedHosts: string[];
+}
+
+export interface ToolContext {
+  /** The conversation the tool runs for: its sandbox directory is derived from this. */
+  conversationId: string;
+  settings: ToolSettings;
+  /** Aborted when the tool's timeout passes or the turn is cancelled. */
+  signal: AbortSignal;
+}
+
+export interface ToolDefinition<Input extends z.ZodType = z.ZodType> {
+  name: string;
+  /** What the model reads to decide whether to call it. */
+  description: string;
+  input: Input;
+  timeoutMs: number;
+  retry: ToolRetryPolicy;
+  /** Characters of output the model gets at most (the rest is cut with a note). */
+  maxOutputChars: number;
+  /** Whether the deployment can run it (e.g. a search engine is configured); unconfigured tools are not offered. */
+  configured(settings: ToolSettings): boolean;
+  /** Runs the tool; throws `ToolError` for a failure the model should read (bad input, not found, refused). */
+  run(input: z.infer<Input>, context: ToolContext): Promise<unknown>;
+}
+
+/** A failure the model is told about (and may recover from), as opposed to a crash. */
+export class ToolError extends Error {
+  override readonly name = 'ToolError';
+  /** True when trying again may succeed (a timeout, an upstream 5xx): the workflow's retry policy applies. */
+  readonly retryable: boolean;
+
+  constructor(message: string, options: { retryable?: boolean; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.retryable = options.retryable ?? false;
+  }
+}
+
+/** Defines a tool with its input type inferred from the schema. */
+export function defineTool<Input extends z.ZodType>(definition: ToolDefinition<Input>): ToolDefinition<Input> {
+  return definition;
+}

@@ -1,0 +1,255 @@
+/**
+ * The session chat (spec 4.4): accepts a message for a session, starts the conversation's next turn as a durable
+ * workflow (`chatTurn`, eagerly, so it usually runs in this process), and relays the turn's events: from the
+ * in-process hub when the turn runs here, else from the stream journal. Sessions belong to a user (`user:<id>`) or
+ * to guests (`guest`): a guest session is reached by its key alone, and a keyed user never sees one.
+ */
+import type { Client } from '@temporalio/client';
+import { WorkflowIdConflictPolicy } from '@temporalio/common';
+import type { ChatCompletionRequest } from '../../../common/chat.ts';
+import type { ChatRequest, ChatTurnEvent, ChatTurnInput, OfferedTool } from '../../../common/chat-turn.ts';
+import type { SequencedStreamEvent } from '../../../common/completion.ts';
+import { kindKey, modelKey, userKey } from '../../../common/search-attributes.ts';
+import { resolveModel } from '../../../common/catalogue.ts';
+import type { ConversationStore } from '../../../activities/conversations/conversation-store.ts';
+import type { CreditLedger } from '../../../activities/credits/credit-ledger.ts';
+import { countPromptTokens, worstCaseCredits } from '../../../activities/credits/tokens.ts';
+import type { Router } from '../../../activities/routing/router.ts';
+import type { StreamHub, StreamSubscription } from '../../../activities/streaming/stream-hub.ts';
+import type { StreamJournal } from '../../../activities/streaming/stream-journal.ts';
+import { configuredTools } from '../../../activities/tools/index.ts';
+import { toolJsonSchema } from '../../../activities/tools/runtime.ts';
+import { deleteSandbox } from '../../../activities/tools/sandbox.ts';
+import type { ToolSettings } from '../../../activities/tools/tool.ts';
+import type { LoadedCatalogue } from '../../../config/load-catalogue.ts';
+import type { chatTurn } from '../../../workflows/chat-turn.workflow.ts';
+import { ApiError } from '../../errors.ts';
+import type { Principal } from '../apikeys/service.ts';
+
+export interface ChatServiceDependencies {
+  client: Client;
+  taskQueue: string;
+  router: Router;
+  catalogue: LoadedCatalogue;
+  conversations: ConversationStore;
+  ledger: CreditLedger;
+  hub: StreamHub;
+  journal: StreamJournal;
+  toolSettings: ToolSettings;
+  /** The model a message without one is answered by (a free-plan model: guests use it too). */
+  defaultModel: string;
+  maxToolRounds: number;
+}
+
+/** Who is chatting: a keyed principal, or a guest. */
+export type Chatter = { principal: Principal } | { guest: true };
+
+export interface StartedTurn {
+  turnId: string;
+  sessionKey: string;
+  /** The turn runs in this process: its events arrive on `subscription`. */
+  local: boolean;
+  subscription: StreamSubscription | null;
+}
+
+/** Room kept for the answer when the history is trimmed to the model's context window. */
+const answerReserveTokens = 4_096;
+const journalPollMs = 25;
+
+export function ownerOf(chatter: Chatter): string {
+  return 'principal' in chatter ? `user:${chatter.principal.userId}` : 'guest';
+}
+
+export class ChatService {
+  private readonly dependencies: ChatServiceDependencies;
+
+  constructor(dependencies: ChatServiceDependencies) {
+    this.dependencies = dependencies;
+  }
+
+  /** The tools offered to the model (those the deployment has configured), as the turn's input carries them. */
+  offeredTools(): Record<string, OfferedTool> {
+    return Object.fromEntries(
+      configuredTools(this.dependencies.toolSettings).map((tool) => [
+        tool.name,
+        {
+          name: tool.name,
+          description: tool.description,
+          parameters: toolJsonSchema(tool),
+          timeoutMs: tool.timeoutMs,
+          maximumAttempts: tool.retry.maximumAttempts,
+          initialIntervalMs: tool.retry.initialIntervalMs,
+        },
+      ]),
+    );
+  }
+
+  /** Plans the model, opens the session, numbers the turn, holds attempt 1's credits and starts the turn. */
+  async start(chatter: Chatter, body: ChatRequest, stream: boolean): Promise<StartedTurn> {
+    const { client, taskQueue, router, conversations, ledger, hub, catalogue } = this.dependencies;
+    const principal = 'principal' in chatter ? chatter.principal : null;
+    const requestedModel = body.model ?? this.dependencies.defaultModel;
+    const tools = this.offeredTools();
+    const probe: ChatCompletionRequest = {
+      model: requestedModel,
+      messages: [{ role: 'user', content: body.message }],
+      ...(Object.keys(tools).length ? { tools: Object.values(tools).map(toToolSpec) } : {}),
+    };
+    const plan = await router.plan(
+      probe,
+      principal
+        ? principal.operator
+          ? null
+          : { plan: principal.plan, customModels: principal.customLimits?.models }
+        : { plan: 'free' },
+    );
+    if (plan.kind === 'model_not_found') {
+      throw new ApiError('model_not_found', `The model '${requestedModel}' does not exist; see GET /v1/models`, {
+        param: 'model',
+      });
+    }
+    if (plan.kind === 'not_in_plan') {
+      const who = principal ? `your ${principal.plan} plan` : 'guest access (free-plan models only)';
+      throw new ApiError('permission_denied', `The model '${plan.model}' is not available to ${who}`, {
+        param: 'model',
+        requiredPlan: plan.requiredPlan ?? undefined,
+      });
+    }
+    const { candidates } = plan;
+    const userId = principal?.userId ?? 'guest';
+    const metered = !!principal && !principal.operator;
+    const session = await conversations.openSession(ownerOf(chatter), body.session_id, body.channel);
+    const accepted = await conversations.acceptTurn(session.conversationId);
+    const first = candidates[0];
+    const contextWindow = first
+      ? (resolveModel(catalogue.catalogue, first.model)?.model.contextWindow ?? 32_768)
+      : 32_768;
+    const toolTokens = countPromptTokens([{ role: 'system', content: JSON.stringify(probe.tools ?? []) }]);
+    const input: ChatTurnInput = {
+      turnId: accepted.turnId,
+      conversationId: session.conversationId,
+      sessionId: session.sessionId,
+      sessionKey: session.key,
+      channel: body.channel,
+      turn: accepted.turn,
+      previousTurnId: accepted.previousTurnId,
+      message: body.message,
+      userId,
+      metered,
+      requestedModel,
+      candidates,
+      stream,
+      tools,
+      historyBudgetTokens: Math.max(1_024, contextWindow - answerReserveTokens - toolTokens),
+      maxToolRounds: this.dependencies.maxToolRounds,
+      created: Math.floor(Date.now() / 1000),
+    };
+    // Attempt 1's worst case is held before the turn starts: a refusal answers 402 and the turn is closed unused.
+    if (metered && first?.creditRate !== undefined) {
+      const amount = worstCaseCredits(probe, first.creditRate);
+      const held = await ledger.reserve({
+        userId,
+        workflowId: accepted.turnId,
+        attempt: 1,
+        amount,
+        model: first.model,
+      });
+      if (!held.ok) {
+        await conversations.finishTurn(accepted.turnId, 'failed');
+        throw new ApiError(
+          'insufficient_credits',
+          `This message may cost up to ${amount} credits on ${first.model}; ${held.available} are available`,
+        );
+      }
+    }
+    const subscription = hub.subscribe(accepted.turnId);
+    try {
+      const handle = await client.workflow.start<typeof chatTurn>('chatTurn', {
+        workflowId: accepted.turnId,
+        taskQueue,
+        args: [input],
+        requestEagerStart: true,
+        workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
+        typedSearchAttributes: [
+          { key: kindKey, value: 'chat-turn' },
+          { key: userKey, value: userId },
+          { key: modelKey, value: requestedModel },
+        ],
+        memo: { session: body.session_id, channel: body.channel, stream },
+        staticSummary: `Chat turn ${accepted.turn} of session ${body.session_id} (${body.channel}), for ${userId}`,
+      });
+      const local = handle.eagerlyStarted;
+      if (!local) subscription.close();
+      return { turnId: accepted.turnId, sessionKey: body.session_id, local, subscription: local ? subscription : null };
+    } catch (error) {
+      subscription.close();
+      await conversations.finishTurn(accepted.turnId, 'failed');
+      if (metered) await ledger.release({ userId, workflowId: accepted.turnId, attempt: 1 });
+      throw error;
+    }
+  }
+
+  /**
+   * The turn's events in order, after `afterSeq`, until its last one (`turn-done` or `turn-error`): from the
+   * subscription when the turn runs here, else from the journal (polled; also how a stream is resumed).
+   */
+  async *events(
+    started: Pick<StartedTurn, 'turnId' | 'subscription'>,
+    afterSeq = -1,
+  ): AsyncGenerator<SequencedStreamEvent> {
+    let lastSeq = afterSeq;
+    if (started.subscription) {
+      try {
+        for await (const item of started.subscription) {
+          // In-process signals of the model calls (seq -1) and repeats of a retried step are skipped.
+          if (item.seq <= lastSeq) continue;
+          lastSeq = item.seq;
+          yield item;
+          if (isFinal(item.event)) return;
+        }
+      } finally {
+        started.subscription.close();
+      }
+      return;
+    }
+    const deadline = Date.now() + 30 * 60_000;
+    while (Date.now() < deadline) {
+      for (const item of await this.dependencies.journal.read(started.turnId, lastSeq)) {
+        lastSeq = item.seq;
+        yield item;
+        if (isFinal(item.event)) return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, journalPollMs));
+    }
+  }
+
+  /**
+   * Deletes the chatter's session and the history that came through it (with its conversation's sandbox when the
+   * conversation went too). `busy` while a turn of its conversation runs.
+   */
+  async deleteSession(chatter: Chatter, key: string): Promise<'deleted' | 'busy' | 'not_found'> {
+    const deleted = await this.dependencies.conversations.deleteSession(ownerOf(chatter), key);
+    if (deleted === null) return 'not_found';
+    if (deleted === 'busy') return 'busy';
+    if (deleted.conversationDeleted) await deleteSandbox(this.dependencies.toolSettings, deleted.conversationId);
+    return 'deleted';
+  }
+
+  /** A turn's owner check for resuming its stream: the turn must belong to one of the chatter's sessions. */
+  async ownsTurn(chatter: Chatter, turnId: string): Promise<boolean> {
+    return (await this.dependencies.conversations.ownerOfTurn(turnId)) === ownerOf(chatter);
+  }
+}
+
+function isFinal(
+  event: SequencedStreamEvent['event'],
+): event is Extract<ChatTurnEvent, { type: 'turn-done' | 'turn-error' }> {
+  return event.type === 'turn-done' || event.type === 'turn-error';
+}
+
+function toToolSpec(tool: OfferedTool) {
+  return {
+    type: 'function' as const,
+    function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+  };
+}

@@ -1,0 +1,121 @@
+/**
+ * The session chat's contract (spec 4.4 and 6): the request body, the SSE events of `/api/v1/chat/stream`, and what
+ * a chat turn workflow takes and returns. Workflow-safe: no Node built-ins, no I/O.
+ */
+import { z } from 'zod';
+import type { Usage } from './chat.ts';
+import type { Candidate } from './completion.ts';
+
+export const defaultSessionKey = 'api:default';
+
+/** Channels a client may name on the HTTP endpoints (messaging apps arrive through their webhooks). */
+export const httpChannels = ['api', 'web'] as const;
+
+export const chatRequestSchema = z
+  .object({
+    message: z.string().trim().min(1).max(32_000),
+    session_id: z
+      .string()
+      .regex(/^[A-Za-z0-9:_.@-]{1,128}$/, 'must be 1-128 letters, digits or : _ . @ -')
+      .default(defaultSessionKey),
+    channel: z.enum(httpChannels).default('api'),
+    model: z.string().min(1).optional(),
+  })
+  .strict();
+
+export type ChatRequest = z.infer<typeof chatRequestSchema>;
+
+/** A turn's events as they travel (in-process hub and stream journal), beside its model calls' stream parts. */
+export type ChatTurnEvent =
+  | { type: 'turn-start'; turnId: string; sessionId: string; model: string }
+  | { type: 'tool-start'; callId: string; name: string; arguments: string }
+  | { type: 'tool-result'; callId: string; name: string; ok: boolean; content: string }
+  | {
+      type: 'turn-done';
+      turnId: string;
+      sessionId: string;
+      model: string;
+      usage: Usage;
+      credits: number;
+      response: string;
+    }
+  | { type: 'turn-error'; errorType: string; message: string };
+
+/**
+ * The SSE events of `POST /api/v1/chat/stream`, each a `event: <name>` with a JSON `data:` line and an `id:` for
+ * `Last-Event-ID`. These schemas are the documentation of their payloads (README, "Session chat").
+ */
+export const chatStreamEvents = {
+  start: z.object({ turn_id: z.string(), session_id: z.string(), model: z.string() }),
+  content: z.object({ delta: z.string() }),
+  thinking: z.object({ delta: z.string() }),
+  tool_start: z.object({ call_id: z.string(), tool: z.string(), arguments: z.unknown() }),
+  tool_result: z.object({
+    call_id: z.string(),
+    tool: z.string(),
+    ok: z.boolean(),
+    result: z.unknown().optional(),
+    error: z.string().optional(),
+  }),
+  error: z.object({ type: z.string(), message: z.string() }),
+  done: z.object({
+    turn_id: z.string(),
+    session_id: z.string(),
+    model: z.string(),
+    usage: z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() }),
+    credits: z.number(),
+  }),
+} as const;
+
+export type ChatStreamEventName = keyof typeof chatStreamEvents;
+
+/** A tool as the turn offers it: what the model reads, and how a call runs (its local activity's options). */
+export interface OfferedTool {
+  name: string;
+  description: string;
+  /** JSON schema of its arguments. */
+  parameters: Record<string, unknown>;
+  timeoutMs: number;
+  maximumAttempts: number;
+  initialIntervalMs: number;
+}
+
+export interface ChatTurnInput {
+  /** The turn workflow's id, also its stream key. */
+  turnId: string;
+  conversationId: string;
+  /** The session the message came through (its channel tags the messages). */
+  sessionId: string;
+  sessionKey: string;
+  channel: string;
+  turn: number;
+  /** The turn before this one in the conversation, which must finish first; null for the first turn. */
+  previousTurnId: string | null;
+  message: string;
+  /** The account charged (`guest` for guests, who are not metered). */
+  userId: string;
+  metered: boolean;
+  requestedModel: string;
+  candidates: Candidate[];
+  stream: boolean;
+  /** Tools offered to the model, by name. */
+  tools: Record<string, OfferedTool>;
+  /** Tokens the history may take (the first candidate's context window less room for the answer). */
+  historyBudgetTokens: number;
+  maxToolRounds: number;
+  created: number;
+}
+
+export interface ChatTurnResult {
+  turnId: string;
+  response: string;
+  model: string;
+  usage: Usage;
+  credits: number;
+  toolCalls: number;
+}
+
+/** Workflow id of a conversation's nth turn. */
+export function chatTurnWorkflowId(conversationId: string, turn: number): string {
+  return `chat-${conversationId}-${turn}`;
+}

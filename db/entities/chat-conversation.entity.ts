@@ -1,0 +1,19 @@
+import { defineEntity, p } from '@mikro-orm/core';
+
+/**
+ * A conversation: one history shared by every session linked to it (web, api, messaging apps). Its turns are
+ * numbered here, in the order they were accepted, and answered in that order (see workflows/chat-turn.workflow.ts).
+ */
+export const ChatConversation = defineEntity({
+  name: 'ChatConversation',
+  tableName: 'chat_conversations',
+  properties: {
+    id: p.string().primary(),
+    /** `user:<id>` or `guest`. */
+    owner: p.string(),
+    /** Turns accepted so far (the last turn's number). */
+    turns: p.integer().default(0),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    updatedAt: p.datetime().onCreate(() => new Date()),
+  },
+});

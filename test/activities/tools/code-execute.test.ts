@@ -1,0 +1,394 @@
+/**
+ * `code_execute` through `runTool`, as the chat turn calls it: Python and JavaScript results, files shared with the
+ * file tools, and hostile code: the host's files, the network (with and without the network namespace), endless and
+ * 10-minute loops, floods of output, memory bombs, processes, the quota, cancellation. Every one must end in a clear
+ * tool error, and the test process must stay responsive throughout.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type AddressInfo, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { codeExecuteTool, createCodeExecuteTool } from '../../../activities/tools/code-execute.ts';
+import { fileReadTool } from '../../../activities/tools/file-read.ts';
+import { fileWriteTool } from '../../../activities/tools/file-write.ts';
+import { runTool, type ToolOutcome } from '../../../activities/tools/runtime.ts';
+import { openSandbox, sandboxUsage } from '../../../activities/tools/sandbox.ts';
+import type { ToolDefinition, ToolSettings } from '../../../activities/tools/tool.ts';
+
+/** Short limits, so the limit tests are quick; the 10-minute loops run with the real ones. */
+const quickTool = createCodeExecuteTool({ cpuMs: 2_000, wallMs: 8_000, memoryBytes: 128 * 1024 * 1024 });
+/** As where the kernel allows no network namespace (a default Docker profile): the in-process blocks alone. */
+const noNamespaceTool = createCodeExecuteTool({}, { networkNamespace: false });
+
+let root: string;
+let server: Server;
+let connections = 0;
+let port: number;
+beforeAll(async () => {
+  root = await mkdtemp(path.join(tmpdir(), 'tessera-code-'));
+  server = createServer((socket) => {
+    connections += 1;
+    socket.end('HTTP/1.0 200 OK\r\n\r\nreached');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  port = (server.address() as AddressInfo).port;
+});
+afterAll(async () => {
+  await new Promise((resolve) => server.close(resolve));
+  await rm(root, { recursive: true, force: true });
+});
+
+let conversations = 0;
+function context(quota = 1024 * 1024) {
+  const settings: ToolSettings = {
+    sandboxRoot: root,
+    sandboxQuotaBytes: quota,
+    geocodingApiUrl: 'http://127.0.0.1:9',
+    weatherApiUrl: 'http://127.0.0.1:9',
+    braveSearchApiUrl: 'http://127.0.0.1:9',
+    tavilyApiUrl: 'http://127.0.0.1:9',
+    fetchAllowedHosts: [],
+  };
+  return { conversationId: `code-${++conversations}`, settings };
+}
+
+type Context = ReturnType<typeof context>;
+
+interface ExecuteOptions {
+  tool?: ToolDefinition;
+  context?: Context;
+  signal?: AbortSignal;
+}
+
+function execute(language: 'python' | 'javascript', code: string, options: ExecuteOptions = {}): Promise<ToolOutcome> {
+  const { tool = codeExecuteTool, signal } = options;
+  return runTool(tool, JSON.stringify({ language, code }), options.context ?? context(), signal);
+}
+
+interface Output {
+  stdout: string;
+  stderr: string;
+  result: unknown;
+  files_written: string[];
+}
+
+async function succeeds(
+  language: 'python' | 'javascript',
+  code: string,
+  options: ExecuteOptions = {},
+): Promise<Output> {
+  const outcome = await execute(language, code, options);
+  if (!outcome.ok) throw new Error(outcome.content);
+  return JSON.parse(outcome.content) as Output;
+}
+
+async function fails(
+  language: 'python' | 'javascript',
+  code: string,
+  pattern: RegExp,
+  options: ExecuteOptions = {},
+): Promise<string> {
+  const outcome = await execute(language, code, options);
+  expect(outcome.ok).toBe(false);
+  expect(outcome.content).toMatch(pattern);
+  return outcome.content;
+}
+
+/** Runs `work` while timing this process's event loop: the longest gap between 20 ms ticks. */
+async function withLoopWatch<T>(work: () => Promise<T>): Promise<{ value: T; maxGapMs: number; elapsedMs: number }> {
+  const started = performance.now();
+  let last = started;
+  let maxGapMs = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    maxGapMs = Math.max(maxGapMs, now - last);
+    last = now;
+  }, 20);
+  try {
+    const value = await work();
+    return { value, maxGapMs, elapsedMs: performance.now() - started };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+describe('code_execute', () => {
+  it('runs Python: stdout, stderr and the value of the last expression', async () => {
+    const [output, unusual] = await Promise.all([
+      succeeds(
+        'python',
+        'import sys\nprint("hello from", sys.version_info[:2])\nprint("careful", file=sys.stderr)\n' +
+          '{"sum": sum(range(10)), "items": [1, "two", None], "big": [2**70]}',
+      ),
+      succeeds('python', '{1, 2} | {3}'),
+    ]);
+    expect(output).toEqual({
+      stdout: 'hello from (3, 14)\n',
+      stderr: 'careful\n',
+      result: { sum: 45, items: [1, 'two', null], big: ['1180591620717411303424'] }, // big integers stay exact
+      files_written: [],
+    });
+    expect(unusual.result).toBe('{1, 2, 3}'); // what JSON cannot carry comes back as its repr
+  });
+
+  it('runs JavaScript: console output and the completion value, promises settled', async () => {
+    expect(
+      await succeeds(
+        'javascript',
+        'console.log("hi", {a: 1}, [2]); console.error("oops"); const x = 6; ({ x: x * 7 })',
+      ),
+    ).toEqual({ stdout: 'hi {"a":1} [2]\n', stderr: 'oops\n', result: { x: 42 }, files_written: [] });
+    expect((await succeeds('javascript', '(async () => { await null; return "later" })()')).result).toBe('later');
+  });
+
+  it("returns the code's own errors as a tool error with the traceback and what was printed", async () => {
+    const python = await fails('python', 'print("before")\n1 / 0', /the python code raised an error/);
+    expect(python).toMatch(/File "<code>", line 2[\s\S]*ZeroDivisionError: division by zero\n--- stdout ---\nbefore/);
+    expect(python).not.toMatch(/_pyodide|eval_code/);
+    await fails(
+      'javascript',
+      'null.x',
+      /the javascript code raised an error:\nTypeError: cannot read property 'x' of null/,
+    );
+    await fails('javascript', 'Promise.reject(new Error("boom"))', /Uncaught \(in promise\) Error: boom/);
+  });
+
+  it('shares the sandbox with the file tools: files written by code are listed and readable', async () => {
+    const shared = context();
+    await runTool(fileWriteTool, JSON.stringify({ path: 'input.txt', content: '3\n4\n' }), shared);
+    const python = await succeeds(
+      'python',
+      'import os\nnumbers = [int(line) for line in open("input.txt")]\nos.makedirs("out", exist_ok=True)\n' +
+        'with open("/sandbox/out/squares.csv", "w") as f:\n    f.write("\\n".join(str(n * n) for n in numbers))\n' +
+        'os.getcwd()',
+      { context: shared },
+    );
+    expect(python).toMatchObject({ result: '/sandbox', files_written: ['out/squares.csv'] });
+    const javascript = await succeeds(
+      'javascript',
+      'fs.writeFile("notes/js.txt", fs.readFile("out/squares.csv") + "\\n25"); fs.readdir("/sandbox")',
+      { context: shared },
+    );
+    expect(javascript).toMatchObject({ result: ['input.txt', 'notes', 'out'], files_written: ['notes/js.txt'] });
+    const read = await runTool(fileReadTool, JSON.stringify({ path: 'notes/js.txt' }), shared);
+    expect(JSON.parse(read.content)).toMatchObject({ content: '9\n16\n25' });
+  });
+
+  it("cannot read the host's files, from Python or from JavaScript", async () => {
+    const python = await succeeds(
+      'python',
+      `
+import os
+attempts = {}
+def attempt(name, action):
+    try:
+        attempts[name] = "SUCCEEDED: " + repr(action())[:80]
+    except BaseException as error:
+        attempts[name] = type(error).__name__
+attempt("open", lambda: open("/etc/passwd").read())
+attempt("relative", lambda: open("../../../../../../etc/passwd").read())
+attempt("proc", lambda: open("/proc/self/environ").read())
+attempt("listdir", lambda: os.listdir("/etc"))
+import pyodide_js
+from pyodide.ffi import to_js
+def mount_host():
+    pyodide_js.FS.mkdir("/host")
+    options = to_js({"root": "/etc"}, dict_converter=pyodide_js.constructor.fromEntries)
+    pyodide_js.FS.mount(pyodide_js.FS.filesystems.NODEFS, options, "/host")
+    return open("/host/passwd").read()
+attempt("mount", mount_host)
+async def load():
+    return await pyodide_js._api.loadBinaryFile("/etc/passwd")
+import asyncio
+try:
+    attempts["load"] = "SUCCEEDED: " + repr(await load())[:80]
+except BaseException as error:
+    attempts["load"] = type(error).__name__
+attempt("eval", lambda: pyodide_js.constructor.constructor("return process.getBuiltinModule('fs').readFileSync('/etc/passwd', 'utf8')")())
+attempts["root"] = sorted(os.listdir("/"))
+attempts
+`,
+    );
+    const attempts = python.result as Record<string, unknown>;
+    expect(attempts).toMatchObject({
+      open: 'FileNotFoundError',
+      relative: 'FileNotFoundError',
+      proc: 'FileNotFoundError',
+      listdir: 'FileNotFoundError',
+      mount: 'JsException', // the permission model refuses the host's /etc
+      load: 'JsException', // Node: "Access to this API has been restricted"
+      eval: 'JsException', // code generation from strings is disabled
+    });
+    // Pyodide's own in-memory file system, with the sandbox mounted: no host directory in sight.
+    expect(attempts.root).toEqual(['dev', 'home', 'host', 'lib', 'proc', 'sandbox', 'tmp']);
+
+    await fails('javascript', 'fs.readFile("/etc/passwd")', /absolute path/);
+    await fails('javascript', 'fs.readFile("../../../../etc/passwd")', /leaves the sandbox/);
+    expect((await succeeds('javascript', '[typeof require, typeof process, typeof globalThis.os]')).result).toEqual([
+      'undefined',
+      'undefined',
+      'undefined',
+    ]);
+  });
+
+  const networkAttempts = () => `
+import socket, urllib.request, js
+from pyodide.http import pyfetch
+import pyodide_js
+attempts = {}
+def attempt(name, action):
+    try:
+        attempts[name] = "SUCCEEDED: " + repr(action())[:80]
+    except BaseException as error:
+        attempts[name] = type(error).__name__
+attempt("js.fetch", lambda: js.fetch("http://127.0.0.1:${port}/"))
+try:
+    response = await pyfetch("http://127.0.0.1:${port}/")
+    attempts["pyfetch"] = "SUCCEEDED: " + await response.text()
+except BaseException as error:
+    attempts["pyfetch"] = type(error).__name__
+attempt("socket", lambda: socket.create_connection(("127.0.0.1", ${port}), timeout=2).recv(10))
+attempt("urllib", lambda: urllib.request.urlopen("http://127.0.0.1:${port}/", timeout=2).read())
+def node_sockets():
+    pyodide_js._api.initializeNodeSockFS()
+    return socket.create_connection(("127.0.0.1", ${port}), timeout=2).recv(10)
+attempt("node sockets", node_sockets)
+attempts
+`;
+
+  it.each([
+    ['in the network namespace', codeExecuteTool],
+    ['without it, in-process blocks alone', noNamespaceTool],
+  ])('gives Python no network (%s)', async (_, tool) => {
+    const before = connections;
+    const { result } = await succeeds('python', networkAttempts(), { tool });
+    for (const outcome of Object.values(result as Record<string, string>)) expect(outcome).not.toMatch(/SUCCEEDED/);
+    expect(result).toMatchObject({ 'js.fetch': 'AttributeError', pyfetch: 'NameError', socket: 'OSError' });
+    expect(connections).toBe(before);
+  });
+
+  it('gives JavaScript no network', async () => {
+    expect(
+      (await succeeds('javascript', '[typeof fetch, typeof XMLHttpRequest, typeof WebSocket, typeof navigator]'))
+        .result,
+    ).toEqual(['undefined', 'undefined', 'undefined', 'undefined']);
+  });
+
+  it('stops an endless loop at the CPU limit while this process stays responsive', async () => {
+    const python = await withLoopWatch(() =>
+      fails('python', 'print("spinning")\nwhile True: pass', /CPU time/, { tool: quickTool }),
+    );
+    expect(python.value).toMatch(
+      /^code_execute: the code used more than 2 s of CPU time and was stopped\n--- stdout ---\nspinning/,
+    );
+    expect(python.elapsedMs).toBeLessThan(12_000);
+    expect(python.maxGapMs).toBeLessThan(1_000);
+
+    const javascript = await withLoopWatch(() =>
+      fails('javascript', 'for (;;) {}', /2 s of CPU time/, { tool: quickTool }),
+    );
+    expect(javascript.elapsedMs).toBeLessThan(8_000);
+    expect(javascript.maxGapMs).toBeLessThan(1_000);
+  });
+
+  it('stops 10-minute loops at the real 10 s limit', async () => {
+    // On a busy machine the 15 s wall clock may come first: a clear error either way, in seconds, not minutes.
+    const limit = /used more than 10 s of CPU time|did not finish within 15 s/;
+    const { value, elapsedMs, maxGapMs } = await withLoopWatch(() =>
+      Promise.all([
+        fails('python', 'import time\nend = time.time() + 600\nwhile time.time() < end: pass', limit),
+        fails('javascript', 'const end = Date.now() + 600000; while (Date.now() < end) {}', limit),
+      ]),
+    );
+    expect(value).toHaveLength(2);
+    expect(elapsedMs).toBeLessThan(30_000);
+    expect(maxGapMs).toBeLessThan(1_000);
+  });
+
+  it('stops a flood of output at the cap and says so', async () => {
+    const [lines] = await Promise.all([
+      fails('python', 'while True: print("spam " * 100)', /printed more than 50000 characters/),
+      fails('python', 'print("x" * 10_000_000)', /printed more than 50000 characters/),
+      fails('javascript', 'for (;;) console.log("spam")', /printed more than 50000 characters/),
+    ]);
+    expect(lines.length).toBeLessThan(12_000); // the error quotes the end of the output, not all of it
+  });
+
+  it('stops memory bombs with a memory error', async () => {
+    await Promise.all([
+      fails(
+        'python',
+        'hoard = []\nwhile True: hoard.append(bytearray(10**7))',
+        /ran out of memory \(limit 128 MiB\)[\s\S]*MemoryError/,
+        {
+          tool: quickTool,
+        },
+      ),
+      fails('python', 'small = []\nwhile True: small.append(list(range(10**5)))', /ran out of memory/, {
+        tool: quickTool,
+      }),
+      fails(
+        'javascript',
+        'const hoard = []; for (;;) hoard.push("x".repeat(1e6) + hoard.length)',
+        /ran out of memory/,
+        {
+          tool: quickTool,
+        },
+      ),
+    ]);
+  });
+
+  it('refuses to start processes (fork bombs) and survives runaway recursion', async () => {
+    const [processes, python, javascript] = await Promise.all([
+      succeeds(
+        'python',
+        `
+import os, subprocess, multiprocessing
+attempts = {}
+def attempt(name, action):
+    try:
+        attempts[name] = "SUCCEEDED: " + repr(action())
+    except BaseException as error:
+        attempts[name] = type(error).__name__
+attempt("fork", os.fork)
+attempt("subprocess", lambda: subprocess.run(["sh", "-c", ":(){ :|:& };:"]))
+attempt("spawn", lambda: multiprocessing.Process(target=print).start())
+attempts["system"] = os.system("id") >> 8
+attempts
+`,
+      ),
+      fails('python', 'def bomb(n): return bomb(n + 1) + bomb(n + 1)\nbomb(0)', /RecursionError/),
+      fails('javascript', 'function bomb() { return bomb() + bomb() } bomb()', /stack overflow/),
+    ]);
+    // os.system goes through Node's child_process, which the runner stubs (and the permission model forbids).
+    expect(processes).toMatchObject({
+      result: { fork: 'OSError', subprocess: 'OSError', spawn: 'ModuleNotFoundError', system: 127 },
+      stderr: 'starting processes is not allowed in the sandbox\n',
+    });
+    expect(python).toMatch(/\[Previous line repeated \d+ more times\]/);
+    expect(javascript).toMatch(/\[previous line repeated \d+ more times\]/);
+    expect(javascript.length).toBeLessThan(5_000);
+  });
+
+  it("keeps code within the sandbox's quota", async () => {
+    const small = context(64 * 1024);
+    await fails(
+      'python',
+      'with open("big.bin", "wb") as f:\n    for _ in range(100): f.write(b"x" * 10_000)',
+      /No space left on device[\s\S]*files written ---\nbig.bin/,
+      { context: small },
+    );
+    await fails('javascript', 'fs.writeFile("big.txt", "x".repeat(100000))', /quota is full/, { context: small });
+    const usage = await sandboxUsage(await openSandbox(small.settings, small.conversationId));
+    expect(usage.bytes).toBeLessThanOrEqual(64 * 1024);
+  });
+
+  it('stops the code when the call is cancelled', async () => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('turn cancelled')), 1_000);
+    const started = performance.now();
+    await fails('javascript', 'for (;;) {}', /the call was cancelled/, { signal: controller.signal });
+    expect(performance.now() - started).toBeLessThan(3_000);
+  });
+});

@@ -1,0 +1,330 @@
+/**
+ * Session chat through HTTP: whole turns with each built-in tool (the simulator's scripted model asks for the calls),
+ * the SSE events in order, sessions, guest and keyed access, ordering of concurrent turns, deletion.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { chatStreamEvents, type ChatStreamEventName } from '../../common/chat-turn.ts';
+import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { readSse, type SseEvent } from '../helpers/sse.ts';
+
+let platform: TestPlatform;
+let key: string;
+let otherKey: string;
+let database: pg.Pool;
+
+beforeAll(async () => {
+  platform = await startTestPlatform({ CHAT_MAX_TOOL_ROUNDS: '3' });
+  key = (await platform.createKey()).key;
+  otherKey = (await platform.createKey()).key;
+  database = new pg.Pool({ connectionString: platform.databaseUrl, max: 2 });
+});
+
+afterAll(async () => {
+  await database?.end();
+  await platform?.close();
+});
+
+// Response bodies are read loosely; each test states the shape it expects with expect().
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
+
+const call = (tool: string, args: unknown) => `[[call ${tool} ${JSON.stringify(args)}]]`;
+
+async function chat(body: Record<string, unknown>, apiKey: string | null = key) {
+  const response = await platform.fetch('/api/v1/chat', {
+    method: 'POST',
+    body: JSON.stringify(body),
+    ...(apiKey ? { key: apiKey } : {}),
+  });
+  return { status: response.status, body: (await response.json()) as Json, headers: response.headers };
+}
+
+async function chatStream(body: Record<string, unknown>, apiKey: string | null = key): Promise<SseEvent[]> {
+  const response = await platform.fetch('/api/v1/chat/stream', {
+    method: 'POST',
+    body: JSON.stringify(body),
+    ...(apiKey ? { key: apiKey } : {}),
+  });
+  expect(response.status).toBe(200);
+  expect(response.headers.get('content-type')).toContain('text/event-stream');
+  return readSse(response);
+}
+
+async function session(id: string, apiKey: string | null = key) {
+  const response = await platform.fetch(`/api/v1/sessions/${encodeURIComponent(id)}`, apiKey ? { key: apiKey } : {});
+  return { status: response.status, body: (await response.json()) as Json };
+}
+
+const newSession = () => `api:${randomUUID()}`;
+
+describe('a turn with a tool', () => {
+  it('answers after running the calculator, and stores every message of the turn', async () => {
+    const sessionId = newSession();
+    const { status, body } = await chat({
+      message: `What is 2 + 3 * 4? ${call('calculator', { expression: '2 + 3 * 4' })}`,
+      session_id: sessionId,
+    });
+    expect(status).toBe(200);
+    expect(body).toMatchObject({
+      session_id: sessionId,
+      model: 'gpt-4o-mini',
+      tool_calls: [{ tool: 'calculator', ok: true }],
+    });
+    expect(body.response).toContain('14');
+    expect(body.credits).toBeGreaterThan(0);
+    expect(body.usage.total_tokens).toBeGreaterThan(0);
+
+    const stored = await session(sessionId);
+    expect(stored.status).toBe(200);
+    expect(stored.body).toMatchObject({ key: sessionId, message_count: 4 });
+    expect(stored.body.messages.map((message: { role: string }) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
+    expect(stored.body.messages.every((message: { channel: string }) => message.channel === 'api')).toBe(true);
+    expect(stored.body.messages[2].content).toContain('14');
+  });
+
+  it('streams start, tool_start, tool_result, content and done in order, each payload as documented', async () => {
+    const sessionId = newSession();
+    const events = await chatStream({
+      message: `Convert ${call('calculator', { expression: '5 km to m' })}`,
+      session_id: sessionId,
+      channel: 'web',
+    });
+    const names = events.map((event) => event.event);
+    expect(names[0]).toBe('start');
+    expect(names.slice(1, 3)).toEqual(['tool_start', 'tool_result']);
+    expect(names.at(-1)).toBe('done');
+    expect(names.slice(3, -1).every((name) => name === 'content')).toBe(true);
+    expect(names.filter((name) => name === 'content').length).toBeGreaterThan(1);
+    for (const event of events) {
+      expect(chatStreamEvents[event.event as ChatStreamEventName].safeParse(event.data).success).toBe(true);
+    }
+    const ids = events.map((event) => Number(event.id));
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(events[1]!.data).toMatchObject({ tool: 'calculator', arguments: { expression: '5 km to m' } });
+    expect(events[2]!.data).toMatchObject({ tool: 'calculator', ok: true });
+    expect(JSON.stringify(events[2]!.data)).toContain('5000');
+    const text = events
+      .filter((event) => event.event === 'content')
+      .map((event) => (event.data as { delta: string }).delta)
+      .join('');
+    expect(text).toContain('5000');
+    expect(events.at(-1)!.data).toMatchObject({ session_id: sessionId, model: 'gpt-4o-mini' });
+
+    const stored = await session(sessionId);
+    expect(stored.body.messages.every((message: { channel: string }) => message.channel === 'web')).toBe(true);
+  });
+
+  it('resumes a finished stream after Last-Event-ID from the journal', async () => {
+    const events = await chatStream({
+      message: `Sum ${call('calculator', { expression: '1+1' })}`,
+      session_id: newSession(),
+    });
+    const turnId = (events[0]!.data as { turn_id: string }).turn_id;
+    const response = await platform.fetch(`/api/v1/chat/turns/${turnId}/stream`, {
+      key,
+      headers: { 'last-event-id': events[2]!.id! },
+    });
+    const resumed = await readSse(response);
+    expect(resumed.map((event) => event.id)).toEqual(events.slice(3).map((event) => event.id));
+    expect(resumed.map((event) => event.data)).toEqual(events.slice(3).map((event) => event.data));
+
+    const stranger = await platform.fetch(`/api/v1/chat/turns/${turnId}/stream`, { key: otherKey });
+    expect(stranger.status).toBe(404);
+  });
+
+  it.each([
+    ['weather', { location: 'Tokyo' }, 'Tokyo'],
+    ['web_search', { query: 'durable execution' }, 'durable execution'],
+    ['web_fetch', { url: '$SIM/pages/article' }, 'Durable Execution'],
+    ['calculator', { expression: 'sqrt(16) + 2^3' }, '12'],
+  ])('runs %s in a whole turn', async (tool, args, expected) => {
+    const resolved = JSON.parse(JSON.stringify(args).replace('$SIM', platform.simulatorUrl));
+    const events = await chatStream({ message: call(tool, resolved), session_id: newSession() });
+    const result = events.find((event) => event.event === 'tool_result');
+    expect(result?.data).toMatchObject({ tool, ok: true });
+    expect(JSON.stringify(result?.data)).toContain(expected);
+    expect(events.at(-1)?.event).toBe('done');
+  });
+
+  it('sends a model arguments that fail validation back as a tool error, and the turn still answers', async () => {
+    const events = await chatStream({ message: call('calculator', { expr: 7 }), session_id: newSession() });
+    const result = events.find((event) => event.event === 'tool_result');
+    expect(result?.data).toMatchObject({ tool: 'calculator', ok: false, error: expect.stringContaining('expression') });
+    expect(events.at(-1)?.event).toBe('done');
+  });
+
+  it('answers a call to a tool that does not exist with a tool error', async () => {
+    const events = await chatStream({ message: call('teleport', { to: 'mars' }), session_id: newSession() });
+    expect(events.find((event) => event.event === 'tool_result')?.data).toMatchObject({
+      tool: 'teleport',
+      ok: false,
+      error: expect.stringContaining('no tool named teleport'),
+    });
+  });
+
+  it('stops offering tools after the configured number of rounds, then answers', async () => {
+    const script = Array.from({ length: 5 }, (_, index) => call('calculator', { expression: `${index}+1` })).join(' ');
+    const { status, body } = await chat({ message: script, session_id: newSession() });
+    expect(status).toBe(200);
+    expect(body.tool_calls).toHaveLength(3);
+    expect(body.response).toMatch(/\S/);
+  });
+});
+
+describe('sessions', () => {
+  it('continues a session: the second turn sees the first', async () => {
+    const sessionId = newSession();
+    await chat({ message: 'My name is Ada.', session_id: sessionId });
+    await platform.simulator.resetRequests();
+    await chat({ message: 'What is my name?', session_id: sessionId });
+    const last = (await platform.simulator.requests()).last;
+    const sent = JSON.stringify(last?.body);
+    expect(sent).toContain('My name is Ada.');
+    expect(sent).toContain('What is my name?');
+  });
+
+  it('answers two messages sent at once in order, the second seeing the first', async () => {
+    const sessionId = newSession();
+    await chat({ message: 'warm up', session_id: sessionId });
+    const [first, second] = await Promise.all([
+      chat({ message: 'first of two', session_id: sessionId }),
+      new Promise((resolve) => setTimeout(resolve, 20)).then(() =>
+        chat({ message: 'second of two', session_id: sessionId }),
+      ),
+    ]);
+    expect(first.status).toBe(200);
+    expect(second.status).toBe(200);
+    const stored = await session(sessionId);
+    expect(stored.body.messages.map((message: { content: string }) => message.content)).toEqual([
+      'warm up',
+      expect.stringContaining('warm up'),
+      'first of two',
+      expect.stringContaining('first of two'),
+      'second of two',
+      expect.stringContaining('second of two'),
+    ]);
+  });
+
+  it('lists the caller’s sessions with channels, message counts and activity', async () => {
+    const sessionId = newSession();
+    await chat({ message: 'listed', session_id: sessionId, channel: 'web' });
+    const response = await platform.fetch('/api/v1/sessions', { key });
+    const body = (await response.json()) as { data: Array<Record<string, unknown>> };
+    const listed = body.data.find((item) => item.key === sessionId);
+    expect(listed).toMatchObject({ key: sessionId, channels: ['web'], message_count: 2 });
+    expect(typeof listed?.last_activity).toBe('string');
+    const others = (await (await platform.fetch('/api/v1/sessions', { key: otherKey })).json()) as {
+      data: Array<{ key: string }>;
+    };
+    expect(others.data.some((item) => item.key === sessionId)).toBe(false);
+  });
+
+  it('never shows another user’s session: reading is a 404, writing opens the caller’s own', async () => {
+    const sessionId = newSession();
+    await chat({ message: 'a secret for the owner only', session_id: sessionId });
+    expect((await session(sessionId, otherKey)).status).toBe(404);
+    const { body } = await chat({ message: 'hello', session_id: sessionId }, otherKey);
+    expect(body.session_id).toBe(sessionId);
+    const theirs = await session(sessionId, otherKey);
+    expect(JSON.stringify(theirs.body)).not.toContain('secret');
+    expect((await session(sessionId)).body.message_count).toBe(2);
+  });
+
+  it('deletes a session and its history for good, journal included', async () => {
+    const sessionId = newSession();
+    const events = await chatStream({ message: 'to be forgotten', session_id: sessionId });
+    const turnId = (events[0]!.data as { turn_id: string }).turn_id;
+    const deleted = await platform.fetch(`/api/v1/sessions/${sessionId}`, { method: 'DELETE', key });
+    expect(deleted.status).toBe(200);
+    expect((await session(sessionId)).status).toBe(404);
+    const rows = await database.query('select count(*)::int as n from stream_chunks where request_id = $1', [turnId]);
+    expect(rows.rows[0].n).toBe(0);
+    const messages = await database.query(
+      `select count(*)::int as n from chat_messages where content = 'to be forgotten'`,
+    );
+    expect(messages.rows[0].n).toBe(0);
+    expect((await platform.fetch(`/api/v1/sessions/${sessionId}`, { method: 'DELETE', key })).status).toBe(404);
+  });
+});
+
+describe('guests', () => {
+  const guestSession = () => `web:${randomUUID()}`;
+
+  it('chat without a key when a session id is sent, on a free-plan model', async () => {
+    const sessionId = guestSession();
+    const { status, body, headers } = await chat({ message: 'hello as a guest', session_id: sessionId }, null);
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ session_id: sessionId, model: 'gpt-4o-mini', credits: 0 });
+    expect(headers.get('x-ratelimit-limit-hour')).toBe('30');
+    expect((await session(sessionId, null)).body.message_count).toBe(2);
+  });
+
+  it('refuses a guest without a session id, with a guessable one, or asking for a paid model', async () => {
+    const missing = await chat({ message: 'hi' }, null);
+    expect(missing.status).toBe(401);
+    expect(missing.body.error.type).toBe('authentication_error');
+    const short = await chat({ message: 'hi', session_id: 'api:default' }, null);
+    expect(short.status).toBe(400);
+    expect(short.body.error).toMatchObject({ type: 'invalid_request', param: 'session_id' });
+    const paid = await chat({ message: 'hi', session_id: guestSession(), model: 'claude-opus-4-5' }, null);
+    expect(paid.status).toBe(403);
+    expect(paid.body.error.type).toBe('permission_denied');
+    expect((await platform.fetch('/api/v1/sessions')).status).toBe(401);
+  });
+
+  it('keeps guests and keyed users apart', async () => {
+    const sessionId = guestSession();
+    await chat({ message: 'keyed user secret', session_id: sessionId });
+    expect((await session(sessionId, null)).status).toBe(404);
+    await chat({ message: 'guest words', session_id: sessionId }, null);
+    expect(JSON.stringify((await session(sessionId, null)).body)).not.toContain('keyed user secret');
+    expect(JSON.stringify((await session(sessionId)).body)).not.toContain('guest words');
+  });
+});
+
+describe('bad input changes nothing', () => {
+  it.each([
+    ['an empty message', { message: '' }, 'message'],
+    ['a message over 32,000 characters', { message: 'x'.repeat(32_001) }, 'message'],
+    ['a channel only webhooks use', { message: 'hi', channel: 'line' }, 'channel'],
+    ['a session id with spaces', { message: 'hi', session_id: 'has spaces in it' }, 'session_id'],
+    ['an unknown field', { message: 'hi', extra: true }, ''],
+  ])('400 for %s', async (_label, body, param) => {
+    const before = await database.query('select count(*)::int as n from chat_messages');
+    const { status, body: answer } = await chat(body);
+    expect(status).toBe(400);
+    expect(answer.error.type).toBe('invalid_request');
+    if (param) expect(answer.error.param).toBe(param);
+    const after = await database.query('select count(*)::int as n from chat_messages');
+    expect(after.rows[0].n).toBe(before.rows[0].n);
+  });
+
+  it('404 for an unknown model, with nothing stored', async () => {
+    const sessionId = newSession();
+    const { status, body } = await chat({ message: 'hi', session_id: sessionId, model: 'no-such-model' });
+    expect(status).toBe(404);
+    expect(body.error.type).toBe('model_not_found');
+    expect((await session(sessionId)).status).toBe(404);
+  });
+});
+
+describe('integrations', () => {
+  it('lists every built-in tool with its JSON schema and whether it is configured', async () => {
+    const response = await platform.fetch('/api/v1/integrations');
+    const body = (await response.json()) as { tools: Json[]; active: string[] };
+    const names = body.tools.map((tool) => tool.name);
+    expect(names).toEqual(expect.arrayContaining(['calculator', 'weather', 'web_search', 'web_fetch']));
+    const calculator = body.tools.find((tool) => tool.name === 'calculator');
+    expect(calculator).toMatchObject({ configured: true, parameters: { type: 'object' } });
+    expect(calculator?.parameters.properties.expression).toBeDefined();
+    expect(body.active).toEqual(expect.arrayContaining(['calculator', 'weather', 'web_search']));
+  });
+});
