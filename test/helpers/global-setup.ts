@@ -9,7 +9,13 @@ import { testTemplateDatabase, withDatabase } from './databases.ts';
 
 export default async function globalSetup(): Promise<void> {
   const log = (line: string) => process.stderr.write(`[test setup] ${line}\n`);
-  const temporal = await ensureTemporalServer({ address: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233', log });
+  // Headless: tests need no Web UI, and two runs on other TEMPORAL_ADDRESS ports (DATABASE_URL set to a shared
+  // server as well) can then run side by side.
+  const temporal = await ensureTemporalServer({
+    address: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
+    uiPort: 0,
+    log,
+  });
   const database = await ensureDatabase({ dataDir: '.data', log });
   process.env.TESSERA_TEST_TEMPLATE = `tessera_test_template_${process.pid}`;
   const template = testTemplateDatabase();
