@@ -5,19 +5,25 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { AccountPlans } from './credits/accounts.ts';
 import type { CreditLedger } from './credits/credit-ledger.ts';
 import { releaseStaleHolds, renewDueCycles } from './credits/renewals.ts';
+import { createMessengerActivities } from './messengers/messenger-activities.ts';
+import type { MessengerClient, MessengerPlatform } from './messengers/messenger.ts';
 import type { ProviderCalls } from './provider-calls.ts';
+import type { Pool } from '../db/pool.ts';
 
 export interface ActivityDependencies extends ChatActivityDependencies {
   orm: MikroORM;
   calls: ProviderCalls;
   ledger: CreditLedger;
   accounts: AccountPlans;
+  pool: Pool;
+  messengers: Partial<Record<MessengerPlatform, MessengerClient>>;
 }
 
 export function createActivities(dependencies: ActivityDependencies) {
   return {
     ...createCompletionActivities(dependencies),
     ...createChatActivities(dependencies),
+    ...createMessengerActivities(dependencies),
     /** Grants the monthly credits of every account whose cycle ended (see credits/renewals.ts). */
     renewDueCycles: () => renewDueCycles(dependencies.orm, dependencies.accounts),
     /** Releases reservations that will never be settled (see credits/renewals.ts). */

@@ -24,7 +24,11 @@ import { billingRoutes, billingWebhookRoutes } from './routes/billing/routes.ts'
 import { BillingService, type BillingSettings } from './routes/billing/service.ts';
 import { ApiKeyService } from './routes/apikeys/service.ts';
 import { chatRoutes, integrationRoutes } from './routes/chat/routes.ts';
+import { Linking } from './routes/chat/linking.ts';
 import { ChatService } from './routes/chat/service.ts';
+import { MessengerInbox } from './routes/webhooks/inbound.ts';
+import { lineWebhookRoutes } from './routes/webhooks/line.ts';
+import { telegramWebhookRoutes } from './routes/webhooks/telegram.ts';
 import { completionRoutes, requestRoutes, type OpenStreams } from './routes/completions/routes.ts';
 import { CompletionService } from './routes/completions/service.ts';
 import { modelRoutes } from './routes/models/routes.ts';
@@ -86,8 +90,44 @@ export function createApp(dependencies: AppDependencies): Koa {
     settings: dependencies.billing ?? ({} as BillingSettings),
     logger,
   });
-  const webhook = billingWebhookRoutes(billing);
-  app.use(webhook.routes()).use(webhook.allowedMethods({ throw: true }));
+  const chat = new ChatService({
+    client: dependencies.client,
+    taskQueue: dependencies.taskQueue,
+    router,
+    catalogue,
+    conversations: dependencies.conversations,
+    ledger: dependencies.ledger,
+    hub: dependencies.hub,
+    journal: dependencies.journal,
+    toolSettings: dependencies.toolSettings,
+    defaultModel: dependencies.chat.defaultModel,
+    maxToolRounds: dependencies.chat.maxToolRounds,
+  });
+  const linking = new Linking({
+    conversations: dependencies.conversations,
+    limits: dependencies.rateLimits,
+    toolSettings: dependencies.toolSettings,
+    messengers: dependencies.messengers,
+  });
+  const inbox = new MessengerInbox({
+    pool: dependencies.pool,
+    client: dependencies.client,
+    taskQueue: dependencies.taskQueue,
+    chat,
+    conversations: dependencies.conversations,
+    linking,
+    keys,
+    limits: dependencies.rateLimits,
+    ledger: dependencies.ledger,
+    logger,
+  });
+  // Webhooks authenticate by a signature over the raw body, so they come before the body parser.
+  const webhooks = [
+    billingWebhookRoutes(billing),
+    lineWebhookRoutes(dependencies.messengerSettings.line, inbox),
+    telegramWebhookRoutes(dependencies.messengerSettings.telegram, inbox),
+  ];
+  for (const webhook of webhooks) app.use(webhook.routes()).use(webhook.allowedMethods({ throw: true }));
   app.use(bodyParser({ enableTypes: ['json'], jsonLimit: '8mb', encoding: 'utf-8' }));
 
   const metricsRouter = new Router().get('/metrics', async (context) => {
@@ -97,7 +137,10 @@ export function createApp(dependencies: AppDependencies): Koa {
   const open = [
     modelRoutes(catalogue.catalogue, dependencies.plans),
     providerRoutes(catalogue.catalogue, breaker, dependencies.version),
-    integrationRoutes(dependencies.toolSettings, {}),
+    integrationRoutes(dependencies.toolSettings, {
+      line: !!dependencies.messengerSettings.line,
+      telegram: !!dependencies.messengerSettings.telegram,
+    }),
     metricsRouter,
   ];
   for (const router of open) app.use(router.routes()).use(router.allowedMethods({ throw: true }));
@@ -115,25 +158,13 @@ export function createApp(dependencies: AppDependencies): Koa {
   app.use(admitted.routes()).use(admitted.allowedMethods({ throw: true }));
 
   // Session chat: a key's user, or a guest without any key (api/routes/chat/routes.ts); limited per caller there.
-  const chat = new ChatService({
-    client: dependencies.client,
-    taskQueue: dependencies.taskQueue,
-    router,
-    catalogue,
-    conversations: dependencies.conversations,
-    ledger: dependencies.ledger,
-    hub: dependencies.hub,
-    journal: dependencies.journal,
-    toolSettings: dependencies.toolSettings,
-    defaultModel: dependencies.chat.defaultModel,
-    maxToolRounds: dependencies.chat.maxToolRounds,
-  });
   const chatRouter = new Router<Partial<AuthState>>();
   chatRouter.use(optionalKey(keys));
   chatRouter.use(
     chatRoutes({
       chat,
       conversations: dependencies.conversations,
+      linking,
       limits: dependencies.rateLimits,
       openStreams: dependencies.openStreams,
     }).routes(),

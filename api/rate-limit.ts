@@ -166,6 +166,11 @@ export class RateLimits {
     return { key: `ip:${ip}`, limits: this.plans.guest_rate_limits, scope: 'unauthenticated requests per IP' };
   }
 
+  /** A messaging-app chat not linked to an account: the guest row, counted per chat. */
+  messengerSubject(chat: string): Subject {
+    return { key: `chat:${chat}`, limits: this.plans.guest_rate_limits, scope: 'messages per chat without an account' };
+  }
+
   /** The values of `countingCte` for a subject (no subject: nothing is counted). */
   countingValues(subject: Subject | null, now = Date.now()): unknown[] {
     const counters = this.counters(subject);

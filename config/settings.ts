@@ -2,6 +2,7 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { completionsTaskQueue } from '../common/completion.ts';
+import type { MessengerSettings } from '../activities/messengers/messenger.ts';
 import type { ToolSettings } from '../activities/tools/tool.ts';
 
 /** An optional variable where an empty value (`STRIPE_SECRET_KEY=` in a copied .env) means unset. */
@@ -60,7 +61,18 @@ const settingsSchema = z.object({
   BRAVE_SEARCH_API_URL: z.url().default('https://api.search.brave.com'),
   TAVILY_API_KEY: optionalText(z.string()),
   TAVILY_API_URL: z.url().default('https://api.tavily.com'),
-  /** host or host:port entries web_fetch may reach although they are not public (a local test server). */
+  // Messaging apps (README, "Messaging apps"). Each is on when its credentials are set.
+  LINE_CHANNEL_SECRET: optionalText(z.string()),
+  LINE_CHANNEL_ACCESS_TOKEN: optionalText(z.string()),
+  /** An origin: the SDK resolves its paths (`/v2/bot/...`) from the root, so a path here is ignored. */
+  LINE_API_BASE_URL: z.url().default('https://api.line.me'),
+  TELEGRAM_BOT_TOKEN: optionalText(z.string()),
+  TELEGRAM_WEBHOOK_SECRET: optionalText(z.string().regex(/^[A-Za-z0-9_-]{1,256}$/, 'Telegram allows A-Z a-z 0-9 _ -')),
+  TELEGRAM_API_BASE_URL: z.url().default('https://api.telegram.org'),
+  /**
+   * host or host:port entries web_fetch may reach although they are not public (a local test server); a bare host
+   * allows its default ports (80 and 443) only.
+   */
   FETCH_ALLOWED_HOSTS: z
     .string()
     .default('')
@@ -96,5 +108,44 @@ export function toolSettingsOf(settings: Settings): ToolSettings {
     tavilyApiKey: settings.TAVILY_API_KEY,
     tavilyApiUrl: settings.TAVILY_API_URL,
     fetchAllowedHosts: settings.FETCH_ALLOWED_HOSTS,
+  };
+}
+
+/**
+ * The messaging apps this deployment answers on: each needs both of its credentials (LINE: channel secret and
+ * access token; Telegram: bot token and webhook secret). One without the other is refused at start-up.
+ */
+export function messengerSettingsOf(settings: Settings): MessengerSettings {
+  const line = settings.LINE_CHANNEL_SECRET || settings.LINE_CHANNEL_ACCESS_TOKEN;
+  if (line && !(settings.LINE_CHANNEL_SECRET && settings.LINE_CHANNEL_ACCESS_TOKEN)) {
+    throw new Error(
+      'invalid setting LINE_CHANNEL_SECRET: LINE needs both LINE_CHANNEL_SECRET and LINE_CHANNEL_ACCESS_TOKEN',
+    );
+  }
+  const telegram = settings.TELEGRAM_BOT_TOKEN || settings.TELEGRAM_WEBHOOK_SECRET;
+  if (telegram && !(settings.TELEGRAM_BOT_TOKEN && settings.TELEGRAM_WEBHOOK_SECRET)) {
+    throw new Error(
+      'invalid setting TELEGRAM_WEBHOOK_SECRET: Telegram needs both TELEGRAM_BOT_TOKEN and TELEGRAM_WEBHOOK_SECRET',
+    );
+  }
+  return {
+    ...(settings.LINE_CHANNEL_SECRET && settings.LINE_CHANNEL_ACCESS_TOKEN
+      ? {
+          line: {
+            channelSecret: settings.LINE_CHANNEL_SECRET,
+            channelAccessToken: settings.LINE_CHANNEL_ACCESS_TOKEN,
+            apiBaseUrl: settings.LINE_API_BASE_URL,
+          },
+        }
+      : {}),
+    ...(settings.TELEGRAM_BOT_TOKEN && settings.TELEGRAM_WEBHOOK_SECRET
+      ? {
+          telegram: {
+            botToken: settings.TELEGRAM_BOT_TOKEN,
+            webhookSecret: settings.TELEGRAM_WEBHOOK_SECRET,
+            apiBaseUrl: settings.TELEGRAM_API_BASE_URL,
+          },
+        }
+      : {}),
   };
 }

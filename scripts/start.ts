@@ -75,6 +75,7 @@ const banner = [
   simulator
     ? `  Providers          SIMULATOR at ${simulator.url}: no provider API key is set, so every provider is simulated`
     : `  Providers          ${providers.map((provider) => provider.id).join(', ')}`,
+  `  Messaging apps     ${messagingAppsLine()}`,
   `  Master key         ${environment.MASTER_KEY}${process.env.MASTER_KEY ? '' : `   (generated, kept in ${dataDir}/master-key)`}`,
   '',
   `  Try: curl -s ${gateway.url}/v1/chat/completions -H "Authorization: Bearer $MASTER_KEY" \\`,
@@ -90,3 +91,23 @@ stopOnSignals(async () => {
   await temporal.stop();
   await database.stop();
 });
+
+/** The banner's line on LINE and Telegram: real, simulated (with the simulator's delivery URLs), or off. */
+function messagingAppsLine(): string {
+  const apps = [
+    {
+      name: 'LINE',
+      base: environment.LINE_API_BASE_URL && `${environment.LINE_API_BASE_URL}/line`,
+      on: !!environment.LINE_CHANNEL_ACCESS_TOKEN,
+    },
+    { name: 'Telegram', base: environment.TELEGRAM_API_BASE_URL, on: !!environment.TELEGRAM_BOT_TOKEN },
+  ];
+  return apps
+    .map((app) => {
+      if (!app.on) return `${app.name} off`;
+      if (simulator && app.base?.startsWith(simulator.url))
+        return `${app.name} SIMULATED (deliver with ${app.base}/_deliver)`;
+      return app.name;
+    })
+    .join(', ');
+}

@@ -122,3 +122,26 @@ function write(response: ServerResponse, text: string): Promise<void> {
     response.write(text, () => resolve());
   });
 }
+
+/** A request's JSON object body, or undefined when it is not one or passes `maxBytes`. */
+export async function readJsonObject(
+  request: AsyncIterable<unknown>,
+  maxBytes: number,
+): Promise<Record<string, unknown> | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request) {
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+    size += buffer.length;
+    if (size > maxBytes) return undefined;
+    chunks.push(buffer);
+  }
+  try {
+    const value: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}

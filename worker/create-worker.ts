@@ -24,7 +24,9 @@ import { CircuitBreaker } from '../activities/routing/circuit-breaker.ts';
 import { StreamHub } from '../activities/streaming/stream-hub.ts';
 import { StreamJournal } from '../activities/streaming/stream-journal.ts';
 import type { LoadedCatalogue } from '../config/load-catalogue.ts';
-import { toolSettingsOf, type Settings } from '../config/settings.ts';
+import { messengerSettingsOf, toolSettingsOf, type Settings } from '../config/settings.ts';
+import { messengerClients } from '../activities/messengers/messenger-activities.ts';
+import type { MessengerClient, MessengerPlatform, MessengerSettings } from '../activities/messengers/messenger.ts';
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { ConversationStore } from '../activities/conversations/conversation-store.ts';
 import type { ToolSettings } from '../activities/tools/tool.ts';
@@ -100,6 +102,9 @@ export interface WorkerDependencies {
   pool: Pool;
   conversations: ConversationStore;
   toolSettings: ToolSettings;
+  /** The messaging apps configured here, and their clients (answers are sent by the worker, links made by the API). */
+  messengerSettings: MessengerSettings;
+  messengers: Partial<Record<MessengerPlatform, MessengerClient>>;
   hub: StreamHub;
   journal: StreamJournal;
   breaker: CircuitBreaker;
@@ -116,6 +121,7 @@ export function createWorkerDependencies(
   plans: PlansFile,
   observe?: ProviderCallDependencies['observe'],
 ): WorkerDependencies {
+  const messengerSettings = messengerSettingsOf(settings);
   const pool = openPool(settings.DATABASE_URL);
   const hub = new StreamHub();
   const ledger = new CreditLedger(orm, pool);
@@ -145,6 +151,8 @@ export function createWorkerDependencies(
     pool,
     conversations,
     toolSettings: toolSettingsOf(settings),
+    messengerSettings,
+    messengers: messengerClients(messengerSettings),
     hub,
     journal,
     breaker,

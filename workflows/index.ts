@@ -2,3 +2,4 @@
 export { chatCompletion, completionWorkflow, traceQuery } from './completion.workflow.ts';
 export { creditRenewalsWorkflow } from './credit-renewals.workflow.ts';
 export { chatTurn } from './chat-turn.workflow.ts';
+export { messengerMessage } from './messenger-message.workflow.ts';

@@ -4,7 +4,7 @@
  * turns, and messages tagged with their channel. Plain SQL on the `pg` pool; every write is idempotent, so a
  * retried activity changes nothing twice.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomInt } from 'node:crypto';
 import type { ChatMessage as OpenAIMessage, ToolCall } from '../../common/chat.ts';
 import { chatTurnWorkflowId } from '../../common/chat-turn.ts';
 import { run, type Pool } from '../../db/pool.ts';
@@ -32,6 +32,7 @@ export interface StoredMessage {
 
 export interface SessionSummary {
   key: string;
+  /** The session's own key while it is not linked; the unified key (its conversation's id) once it is. */
   resolved_key: string;
   channels: string[];
   message_count: number;
@@ -47,6 +48,24 @@ export interface SessionView {
 }
 
 const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('base64url')}`;
+
+/** The channels of messaging apps: their sessions are made by the webhooks, never by an API client. */
+export const messengerChannels = ['line', 'telegram'];
+
+/** How long a link code lives (spec 4.9 leaves it open; the issue says 10 minutes). */
+export const linkCodeLifetimeMs = 10 * 60_000;
+
+/** Session ids that may be linked by sending them to a bot: those carrying a UUID (see `linkableSession`). */
+export const linkableKeyPattern = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
+
+const hashCode = (code: string) => createHash('sha256').update(`tessera-link-code:${code}`).digest('hex');
+
+/** Which owner a linked conversation passes to: a user's account, else a guest's, else a messaging app chat's. */
+export function ownerRank(owner: string): number {
+  if (owner.startsWith('user:')) return 3;
+  if (owner === 'guest') return 2;
+  return 1;
+}
 
 const statements = {
   findSession: {
@@ -212,12 +231,14 @@ export class ConversationStore {
     const { rows } = await this.pool.query<{
       key: string;
       conversation_id: string;
+      linked: boolean;
       channels: string[];
       message_count: string;
       last_activity: Date | null;
       created_at: Date;
     }>(
       `select s.key, s.conversation_id, s.created_at,
+              exists (select 1 from chat_sessions o where o.conversation_id = s.conversation_id and o.id <> s.id) as linked,
               coalesce(array_agg(distinct m.channel) filter (where m.channel is not null), array[s.channel]) as channels,
               count(m.id) as message_count, max(m.created_at) as last_activity
        from chat_sessions s left join chat_messages m on m.conversation_id = s.conversation_id
@@ -227,7 +248,7 @@ export class ConversationStore {
     );
     return rows.map((row) => ({
       key: row.key,
-      resolved_key: row.conversation_id,
+      resolved_key: row.linked ? row.conversation_id : row.key,
       channels: row.channels,
       message_count: Number(row.message_count),
       last_activity: row.last_activity ? new Date(row.last_activity).toISOString() : null,
@@ -243,9 +264,13 @@ export class ConversationStore {
       `select role, content, channel, created_at from chat_messages where conversation_id = $1 order by turn, seq`,
       [ref.conversationId],
     );
+    const linked = await this.pool.query(
+      'select 1 from chat_sessions where conversation_id = $1 and id <> $2 limit 1',
+      [ref.conversationId, ref.sessionId],
+    );
     return {
       key: ref.key,
-      resolved_key: ref.conversationId,
+      resolved_key: linked.rowCount ? ref.conversationId : ref.key,
       messages: rows.map((row) => ({
         role: row.role,
         content: row.content,
@@ -302,13 +327,168 @@ export class ConversationStore {
       } else {
         await client.query(
           `delete from stream_chunks where request_id in
-             (select distinct 'chat-' || conversation_id || '-' || turn from chat_messages where session_id = $1)`,
-          [deleted.id],
+             (select t.id from chat_turns t where t.conversation_id = $2
+                and t.number in (select distinct turn from chat_messages where session_id = $1))`,
+          [deleted.id, deleted.conversation_id],
         );
         await client.query('delete from chat_messages where session_id = $1', [deleted.id]);
+        // The conversation passes to the highest-ranked owner left (a user, else a guest, else a messaging app).
+        const owners = await client.query<{ owner: string }>(
+          'select distinct owner from chat_sessions where conversation_id = $1',
+          [deleted.conversation_id],
+        );
+        const owner = owners.rows.map((row) => row.owner).sort((a, b) => ownerRank(b) - ownerRank(a))[0];
+        if (owner) {
+          await client.query('update chat_conversations set owner = $2 where id = $1', [
+            deleted.conversation_id,
+            owner,
+          ]);
+        }
       }
       await client.query('commit');
       return { conversationId: deleted.conversation_id, conversationDeleted };
+    } catch (error) {
+      await client.query('rollback').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  /** A session by its row id (the webhooks and link codes refer to sessions so). */
+  async sessionById(sessionId: string): Promise<(SessionRef & { owner: string }) | null> {
+    const { rows } = await this.pool.query<{
+      id: string;
+      owner: string;
+      conversation_id: string;
+      key: string;
+      channel: string;
+    }>('select id, owner, conversation_id, key, channel from chat_sessions where id = $1', [sessionId]);
+    const row = rows[0];
+    return row
+      ? { sessionId: row.id, owner: row.owner, conversationId: row.conversation_id, key: row.key, channel: row.channel }
+      : null;
+  }
+
+  /** Who a conversation belongs to (and is billed to): `user:<id>`, `guest`, or a messaging app's chat. */
+  async conversationOwner(conversationId: string): Promise<string | null> {
+    const { rows } = await this.pool.query<{ owner: string }>('select owner from chat_conversations where id = $1', [
+      conversationId,
+    ]);
+    return rows[0]?.owner ?? null;
+  }
+
+  /**
+   * The one web or API session with this key, for linking by session id (spec 4.9, ways 1 and 2). Only keys that
+   * carry a UUID qualify (the web chat's `web:<uuid>`): a session id sent to a bot works like a password for its
+   * history, so names anyone could guess (`api:default`) must link with a code instead. Null when none or several
+   * owners use the key.
+   */
+  async linkableSession(key: string): Promise<(SessionRef & { owner: string }) | null> {
+    if (!linkableKeyPattern.test(key)) return null;
+    const { rows } = await this.pool.query<{ id: string }>(
+      `select id from chat_sessions where key = $1 and channel <> all($2::text[]) limit 2`,
+      [key, messengerChannels],
+    );
+    return rows.length === 1 ? this.sessionById(rows[0]!.id) : null;
+  }
+
+  /**
+   * A new 6-digit link code for the session, valid `linkCodeLifetimeMs`; it replaces the session's previous one.
+   * Codes are stored hashed and unique among live ones.
+   */
+  async createLinkCode(sessionId: string): Promise<{ code: string; expiresAt: Date }> {
+    const expiresAt = new Date(Date.now() + linkCodeLifetimeMs);
+    for (let tries = 0; ; tries++) {
+      const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
+      const client = await this.pool.connect();
+      try {
+        await client.query('begin');
+        await client.query('delete from chat_link_codes where session_id = $1 or expires_at < now()', [sessionId]);
+        const inserted = await client.query(
+          `insert into chat_link_codes (code_hash, session_id, expires_at, created_at) values ($1, $2, $3, now())
+           on conflict (code_hash) do nothing`,
+          [hashCode(code), sessionId, expiresAt],
+        );
+        await client.query('commit');
+        if (inserted.rowCount === 1) return { code, expiresAt };
+      } catch (error) {
+        await client.query('rollback').catch(() => undefined);
+        throw error;
+      } finally {
+        client.release();
+      }
+      // Another session holds this code right now: draw again.
+      if (tries > 20) throw new Error('no free link code');
+    }
+  }
+
+  /** Uses a link code up (once): the session that made it, or null when the code is unknown or expired. */
+  async redeemLinkCode(code: string): Promise<(SessionRef & { owner: string }) | null> {
+    const { rows } = await this.pool.query<{ session_id: string }>(
+      'delete from chat_link_codes where code_hash = $1 and expires_at > now() returning session_id',
+      [hashCode(code)],
+    );
+    return rows[0] ? this.sessionById(rows[0].session_id) : null;
+  }
+
+  /**
+   * Links a session's conversation into another's, so both (and every session already linked to either) share
+   * one history. The joining conversation's turns are renumbered after the target's and its messages moved with
+   * them (the target's history first, then the joining one's); its row goes. The unified conversation belongs to
+   * the higher-ranked owner (a user, else a guest, else a messaging app); two different users are never merged
+   * (`foreign`). `busy` while either conversation has a turn running.
+   */
+  async linkConversations(
+    joiningConversationId: string,
+    targetConversationId: string,
+  ): Promise<{ status: 'linked' | 'already' | 'busy' | 'foreign'; owner?: string }> {
+    if (joiningConversationId === targetConversationId) return { status: 'already' };
+    const client = await this.pool.connect();
+    try {
+      await client.query('begin');
+      // Locked in id order, so two links racing the other way round cannot deadlock.
+      const { rows } = await client.query<{ id: string; owner: string; turns: number }>(
+        'select id, owner, turns from chat_conversations where id = any($1::text[]) order by id for update',
+        [[joiningConversationId, targetConversationId]],
+      );
+      const joining = rows.find((row) => row.id === joiningConversationId);
+      const target = rows.find((row) => row.id === targetConversationId);
+      if (!joining || !target) throw new Error('a conversation to link does not exist');
+      const running = await client.query(
+        `select 1 from chat_turns where conversation_id = any($1::text[]) and status = 'running' limit 1`,
+        [[joiningConversationId, targetConversationId]],
+      );
+      if (running.rowCount) {
+        await client.query('rollback');
+        return { status: 'busy' };
+      }
+      if (joining.owner !== target.owner && joining.owner.startsWith('user:') && target.owner.startsWith('user:')) {
+        await client.query('rollback');
+        return { status: 'foreign' };
+      }
+      const owner = ownerRank(joining.owner) > ownerRank(target.owner) ? joining.owner : target.owner;
+      const shift = target.turns;
+      await client.query('update chat_messages set conversation_id = $2, turn = turn + $3 where conversation_id = $1', [
+        joiningConversationId,
+        targetConversationId,
+        shift,
+      ]);
+      await client.query(
+        'update chat_turns set conversation_id = $2, number = number + $3 where conversation_id = $1',
+        [joiningConversationId, targetConversationId, shift],
+      );
+      await client.query(
+        'update chat_sessions set conversation_id = $2, updated_at = now() where conversation_id = $1',
+        [joiningConversationId, targetConversationId],
+      );
+      await client.query(
+        'update chat_conversations set owner = $2, turns = turns + $3, updated_at = now() where id = $1',
+        [targetConversationId, owner, joining.turns],
+      );
+      await client.query('delete from chat_conversations where id = $1', [joiningConversationId]);
+      await client.query('commit');
+      return { status: 'linked', owner };
     } catch (error) {
       await client.query('rollback').catch(() => undefined);
       throw error;

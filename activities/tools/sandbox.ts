@@ -14,7 +14,7 @@
  */
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { lstat, mkdir, open, readdir, realpath, rm, type FileHandle } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, realpath, rename, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError, type ToolSettings } from './tool.ts';
 
@@ -39,6 +39,33 @@ export async function openSandbox(settings: SandboxSettings, conversationId: str
   const stat = await lstat(directory);
   if (!stat.isDirectory()) throw new Error(`the sandbox ${directory} is not a directory`);
   return realpath(directory);
+}
+
+/**
+ * Carries a conversation's sandbox into the one it was linked into: it becomes that sandbox when the target has
+ * none, else it moves in whole as the subdirectory `from-<channel>` (suffixed when taken), so no file of either
+ * side is overwritten. The quota counts the result; a sandbox past it takes no new writes until files go.
+ */
+export async function mergeSandbox(
+  settings: SandboxSettings,
+  fromConversationId: string,
+  intoConversationId: string,
+  label: string,
+): Promise<void> {
+  const from = sandboxDirectory(settings, fromConversationId);
+  if (!(await lstat(from).catch(() => null))?.isDirectory()) return;
+  const into = sandboxDirectory(settings, intoConversationId);
+  if (!(await lstat(into).catch(() => null))) {
+    await rename(from, into);
+    return;
+  }
+  const base = `from-${label.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+  for (let suffix = 0; ; suffix++) {
+    const destination = path.join(into, suffix ? `${base}-${suffix}` : base);
+    if (await lstat(destination).catch(() => null)) continue;
+    await rename(from, destination);
+    return;
+  }
 }
 
 /** Deletes a conversation's sandbox and everything in it (the session was deleted for good). */

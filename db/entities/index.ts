@@ -1,9 +1,11 @@
 import { ApiKey } from './api-key.entity.ts';
 import { ChatConversation } from './chat-conversation.entity.ts';
+import { ChatLinkCode } from './chat-link-code.entity.ts';
 import { ChatMessage } from './chat-message.entity.ts';
 import { ChatSession } from './chat-session.entity.ts';
 import { ChatTurn } from './chat-turn.entity.ts';
 import { CreditLedgerEntry } from './credit-ledger-entry.entity.ts';
+import { MessengerEvent } from './messenger-event.entity.ts';
 import { ProviderBreaker } from './provider-breaker.entity.ts';
 import { RateLimitBucket } from './rate-limit-bucket.entity.ts';
 import { StreamChunk } from './stream-chunk.entity.ts';
@@ -13,10 +15,12 @@ import { User } from './user.entity.ts';
 export {
   ApiKey,
   ChatConversation,
+  ChatLinkCode,
   ChatMessage,
   ChatSession,
   ChatTurn,
   CreditLedgerEntry,
+  MessengerEvent,
   ProviderBreaker,
   RateLimitBucket,
   StreamChunk,
@@ -36,4 +40,6 @@ export const entities = [
   ChatSession,
   ChatMessage,
   ChatTurn,
+  ChatLinkCode,
+  MessengerEvent,
 ];

@@ -33,5 +33,44 @@ export function simulatedToolServices(
     ...(configured('WEATHER_API_URL') ? {} : { WEATHER_API_URL: `${simulatorUrl}/open-meteo/forecast` }),
     ...(searchConfigured ? {} : { SEARXNG_URL: `${simulatorUrl}/searxng` }),
     FETCH_ALLOWED_HOSTS: [environment.FETCH_ALLOWED_HOSTS, host].filter(Boolean).join(','),
+    ...simulatedMessengers(simulatorUrl, environment),
+  };
+}
+
+/** The credentials the simulated messaging platforms take (any bearer token for LINE; a well-formed bot token). */
+export const simulatedMessengerCredentials = {
+  LINE_CHANNEL_SECRET: 'sim-line-channel-secret',
+  LINE_CHANNEL_ACCESS_TOKEN: 'sim-line-access-token',
+  TELEGRAM_BOT_TOKEN: '123456789:SIMsimSIMsimSIMsimSIMsimSIMsimSIMsi',
+  TELEGRAM_WEBHOOK_SECRET: 'sim-telegram-webhook-secret',
+} as const;
+
+/**
+ * LINE and Telegram played by the simulator, each unless the deployment configured the real one: webhooks are then
+ * delivered by the simulator's `/line/_deliver` and `/telegram/_deliver` (simulator/services/messengers.ts), and
+ * answers land in its `/_sent` logs.
+ */
+export function simulatedMessengers(
+  simulatorUrl: string,
+  environment: Record<string, string | undefined>,
+): Record<string, string> {
+  const lineConfigured = !!(environment.LINE_CHANNEL_SECRET || environment.LINE_CHANNEL_ACCESS_TOKEN);
+  const telegramConfigured = !!(environment.TELEGRAM_BOT_TOKEN || environment.TELEGRAM_WEBHOOK_SECRET);
+  const credentials = simulatedMessengerCredentials;
+  return {
+    ...(lineConfigured
+      ? {}
+      : {
+          LINE_CHANNEL_SECRET: credentials.LINE_CHANNEL_SECRET,
+          LINE_CHANNEL_ACCESS_TOKEN: credentials.LINE_CHANNEL_ACCESS_TOKEN,
+          LINE_API_BASE_URL: simulatorUrl,
+        }),
+    ...(telegramConfigured
+      ? {}
+      : {
+          TELEGRAM_BOT_TOKEN: credentials.TELEGRAM_BOT_TOKEN,
+          TELEGRAM_WEBHOOK_SECRET: credentials.TELEGRAM_WEBHOOK_SECRET,
+          TELEGRAM_API_BASE_URL: `${simulatorUrl}/telegram`,
+        }),
   };
 }

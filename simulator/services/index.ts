@@ -1,8 +1,10 @@
 /**
  * The services built-in tools call, played by the simulator beside the model APIs (pages to fetch, a search engine,
- * a weather API): each handles the paths under its prefix. The server dispatches here before the model routes.
+ * a weather API), and the two messaging platforms: each handles the paths under its prefix. The server dispatches
+ * here before the model routes.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { lineControlService, lineService, telegramService } from './messengers.ts';
 import { pagesService } from './pages.ts';
 import { braveService, searxngService, tavilyService } from './search.ts';
 import { openMeteoService } from './weather.ts';
@@ -19,4 +21,7 @@ export const simulatedServices: SimulatedService[] = [
   braveService,
   tavilyService,
   openMeteoService,
+  lineService,
+  lineControlService,
+  telegramService,
 ];

@@ -14,8 +14,8 @@
  * Results are a function of the query alone. Faults ride in the configured URL: a `/_status/<code>` segment answers
  * with that status in the engine's error shape, `/_delay/<ms>` waits first (e.g. `${sim}/searxng/_status/503`).
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { pause, sendJson } from '../transport.ts';
+import type { ServerResponse } from 'node:http';
+import { pause, readJsonObject, sendJson } from '../transport.ts';
 import type { SimulatedService } from './index.ts';
 
 /** The keys the simulated hosted engines accept. */
@@ -136,7 +136,7 @@ export const tavilyService: SimulatedService = {
     if (request.headers.authorization !== `Bearer ${simulatedSearchKeys.tavily}`) {
       return sendTavilyError(response, 401, 'Unauthorized: missing or invalid API key.');
     }
-    const body = await readJsonObject(request);
+    const body = await readJsonObject(request, maxBodyBytes);
     const query = typeof body?.query === 'string' ? body.query : '';
     const maxResults = body?.max_results ?? 5;
     if (query.trim() === '' || typeof maxResults !== 'number' || maxResults < 0 || maxResults > 20) {
@@ -188,25 +188,6 @@ function sendTavilyError(response: ServerResponse, status: number, error: string
 function sendText(response: ServerResponse, status: number, text: string): void {
   response.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(text) });
   response.end(text);
-}
-
-async function readJsonObject(request: IncomingMessage): Promise<Record<string, unknown> | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request) {
-    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
-    size += buffer.length;
-    if (size > maxBodyBytes) return undefined;
-    chunks.push(buffer);
-  }
-  try {
-    const value: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    return typeof value === 'object' && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 function escapeHtml(text: string): string {

@@ -117,6 +117,19 @@ export class ApiKeyService {
   }
 
   /**
+   * The principal a user acts as without a key: a messaging-app chat linked to the user's conversation is metered
+   * and limited as the user (plan and custom limits), with no key. Null for an unknown user.
+   */
+  async principalForUser(userId: string): Promise<Principal | null> {
+    const { rows } = await this.pool.query<{ plan: PlanName; custom_limits: CustomLimits | null }>(
+      'select plan, custom_limits from users where id = $1',
+      [userId],
+    );
+    const row = rows[0];
+    return row ? { userId, keyId: null, operator: false, plan: row.plan, customLimits: row.custom_limits } : null;
+  }
+
+  /**
    * Records the key's use, at most once a minute per key and off the request's path: `last_used_at` is a
    * listing detail, not worth a write per request or a wait.
    */

@@ -8,8 +8,8 @@
  * The operator key has no account, so it cannot buy a plan (400). Without Stripe settings: 503.
  */
 import Router from '@koa/router';
-import type { IncomingMessage } from 'node:http';
 import type { AuthState } from '../../auth.ts';
+import { readRawBody } from '../../raw-body.ts';
 import { ApiError, invalidRequest } from '../../errors.ts';
 import { checkoutBodySchema, couponBodySchema } from './schema.ts';
 import type { BillingService } from './service.ts';
@@ -54,15 +54,4 @@ export function billingWebhookRoutes(billing: BillingService) {
     context.body = await billing.webhook(rawBody, context.get('stripe-signature') || undefined);
   });
   return router;
-}
-
-async function readRawBody(request: IncomingMessage, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw new ApiError('invalid_request', 'Request body too large');
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
 }

@@ -9,7 +9,12 @@
  */
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { chatRequestSchema, type ChatTurnEvent, type ChatStreamEventName } from '../../../common/chat-turn.ts';
+import {
+  chatRequestSchema,
+  type ChatRequest,
+  type ChatTurnEvent,
+  type ChatStreamEventName,
+} from '../../../common/chat-turn.ts';
 import type { SequencedStreamEvent } from '../../../common/completion.ts';
 import { errorStatus, type ErrorType } from '../../../common/errors.ts';
 import type { Usage } from '../../../common/chat.ts';
@@ -22,6 +27,7 @@ import { ApiError, invalidRequest } from '../../errors.ts';
 import type { RateLimits } from '../../rate-limit.ts';
 import { openSse, type SseWriter } from '../../sse.ts';
 import type { OpenStreams } from '../completions/routes.ts';
+import { parseLinkCommand, type Linking } from './linking.ts';
 import { ownerOf, type ChatService, type Chatter } from './service.ts';
 
 type ChatState = Partial<AuthState>;
@@ -49,10 +55,20 @@ async function limit(limits: RateLimits | undefined, context: Context & { state:
 export function chatRoutes(dependencies: {
   chat: ChatService;
   conversations: ConversationStore;
+  linking: Linking;
   limits: RateLimits | undefined;
   openStreams: OpenStreams;
 }) {
-  const { chat, conversations, limits, openStreams } = dependencies;
+  const { chat, conversations, linking, limits, openStreams } = dependencies;
+
+  /** Runs a linking command (`/link`, `/link CODE`) typed in the web or API chat; null for any other message. */
+  const command = async (context: Context & { state: ChatState }, body: ChatRequest): Promise<string | null> => {
+    const parsed = parseLinkCommand(body.message, false);
+    if (!parsed) return null;
+    const owner = ownerOf(chatterOf(context));
+    const session = await conversations.openSession(owner, body.session_id, body.channel);
+    return linking.run({ ...session, owner }, parsed);
+  };
   const router = new Router<ChatState>();
 
   const parseTurn = (context: Context & { state: ChatState }) => {
@@ -81,6 +97,11 @@ export function chatRoutes(dependencies: {
   router.post('/api/v1/chat', async (context) => {
     const body = parseTurn(context);
     await limit(limits, context);
+    const reply = await command(context, body);
+    if (reply !== null) {
+      context.body = { response: reply, session_id: body.session_id, command: 'link' };
+      return;
+    }
     const started = await chat.start(chatterOf(context), body, false);
     context.set('X-Turn-Id', started.turnId);
     const toolCalls: Array<{ tool: string; ok: boolean }> = [];
@@ -107,6 +128,16 @@ export function chatRoutes(dependencies: {
   router.post('/api/v1/chat/stream', async (context) => {
     const body = parseTurn(context);
     await limit(limits, context);
+    const reply = await command(context, body);
+    if (reply !== null) {
+      // A command is answered at once, in the same events as a turn (without a turn id, model or usage).
+      const sse = openSse(context);
+      sse.event('start', { session_id: body.session_id, command: 'link' }, 0);
+      sse.event('content', { delta: reply }, 1);
+      sse.event('done', { session_id: body.session_id, command: 'link', credits: 0 }, 2);
+      sse.end();
+      return;
+    }
     const started = await chat.start(chatterOf(context), body, true);
     context.set('X-Turn-Id', started.turnId);
     relayTurn(context, openStreams, chat.events(started), started.turnId);
@@ -143,6 +174,15 @@ export function chatRoutes(dependencies: {
     const session = await conversations.session(ownerOf(chatterOf(context)), context.params.id!);
     if (!session) throw new ApiError('not_found', `No session ${context.params.id}`);
     context.body = session;
+  });
+
+  // Deep links that open LINE or Telegram ready to link to this session (spec 4.9, way 1; linking.ts).
+  router.get('/api/v1/sessions/:id/link', async (context) => {
+    await limit(limits, context);
+    const owner = ownerOf(chatterOf(context));
+    const session = await conversations.findSession(owner, context.params.id!);
+    if (!session) throw new ApiError('not_found', `No session ${context.params.id}`);
+    context.body = { session_id: session.key, ...(await linking.deepLinks({ ...session, owner })) };
   });
 
   router.delete('/api/v1/sessions/:id', async (context) => {

@@ -11,7 +11,7 @@ import type { ChatRequest, ChatTurnEvent, ChatTurnInput, OfferedTool } from '../
 import type { SequencedStreamEvent } from '../../../common/completion.ts';
 import { kindKey, modelKey, userKey } from '../../../common/search-attributes.ts';
 import { resolveModel } from '../../../common/catalogue.ts';
-import type { ConversationStore } from '../../../activities/conversations/conversation-store.ts';
+import type { ConversationStore, SessionRef } from '../../../activities/conversations/conversation-store.ts';
 import type { CreditLedger } from '../../../activities/credits/credit-ledger.ts';
 import { countPromptTokens, worstCaseCredits } from '../../../activities/credits/tokens.ts';
 import type { Router } from '../../../activities/routing/router.ts';
@@ -84,9 +84,51 @@ export class ChatService {
     );
   }
 
-  /** Plans the model, opens the session, numbers the turn, holds attempt 1's credits and starts the turn. */
+  /** Prepares the turn (`prepare`) and starts its workflow, eagerly, so it usually runs in this process. */
   async start(chatter: Chatter, body: ChatRequest, stream: boolean): Promise<StartedTurn> {
-    const { client, taskQueue, router, conversations, ledger, hub, catalogue } = this.dependencies;
+    const { client, taskQueue, conversations, ledger, hub } = this.dependencies;
+    const input = await this.prepare(chatter, body, stream);
+    const { userId, metered } = input;
+    const accepted = { turnId: input.turnId, turn: input.turn };
+    const subscription = hub.subscribe(accepted.turnId);
+    try {
+      const handle = await client.workflow.start<typeof chatTurn>('chatTurn', {
+        workflowId: accepted.turnId,
+        taskQueue,
+        args: [input],
+        requestEagerStart: true,
+        workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
+        typedSearchAttributes: [
+          { key: kindKey, value: 'chat-turn' },
+          { key: userKey, value: userId },
+          { key: modelKey, value: input.requestedModel },
+        ],
+        memo: { session: body.session_id, channel: body.channel, stream },
+        staticSummary: `Chat turn ${accepted.turn} of session ${body.session_id} (${body.channel}), for ${userId}`,
+      });
+      const local = handle.eagerlyStarted;
+      if (!local) subscription.close();
+      return { turnId: accepted.turnId, sessionKey: body.session_id, local, subscription: local ? subscription : null };
+    } catch (error) {
+      subscription.close();
+      await conversations.finishTurn(accepted.turnId, 'failed');
+      if (metered) await ledger.release({ userId, workflowId: accepted.turnId, attempt: 1 });
+      throw error;
+    }
+  }
+
+  /**
+   * Plans the model for the chatter's plan, opens the session (or takes `session`, a messaging app's), numbers the
+   * conversation's next turn and holds attempt 1's worst-case credits: the turn's workflow input, ready to start.
+   * Refusals (no such model, not in the plan, not enough credits) are ApiErrors and leave no turn running.
+   */
+  async prepare(
+    chatter: Chatter,
+    body: Omit<ChatRequest, 'channel'> & { channel: string },
+    stream: boolean,
+    session?: SessionRef,
+  ): Promise<ChatTurnInput> {
+    const { router, conversations, ledger, catalogue } = this.dependencies;
     const principal = 'principal' in chatter ? chatter.principal : null;
     const requestedModel = body.model ?? this.dependencies.defaultModel;
     const tools = this.offeredTools();
@@ -118,7 +160,7 @@ export class ChatService {
     const { candidates } = plan;
     const userId = principal?.userId ?? 'guest';
     const metered = !!principal && !principal.operator;
-    const session = await conversations.openSession(ownerOf(chatter), body.session_id, body.channel);
+    session ??= await conversations.openSession(ownerOf(chatter), body.session_id, body.channel);
     const accepted = await conversations.acceptTurn(session.conversationId);
     const first = candidates[0];
     const contextWindow = first
@@ -162,31 +204,7 @@ export class ChatService {
         );
       }
     }
-    const subscription = hub.subscribe(accepted.turnId);
-    try {
-      const handle = await client.workflow.start<typeof chatTurn>('chatTurn', {
-        workflowId: accepted.turnId,
-        taskQueue,
-        args: [input],
-        requestEagerStart: true,
-        workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
-        typedSearchAttributes: [
-          { key: kindKey, value: 'chat-turn' },
-          { key: userKey, value: userId },
-          { key: modelKey, value: requestedModel },
-        ],
-        memo: { session: body.session_id, channel: body.channel, stream },
-        staticSummary: `Chat turn ${accepted.turn} of session ${body.session_id} (${body.channel}), for ${userId}`,
-      });
-      const local = handle.eagerlyStarted;
-      if (!local) subscription.close();
-      return { turnId: accepted.turnId, sessionKey: body.session_id, local, subscription: local ? subscription : null };
-    } catch (error) {
-      subscription.close();
-      await conversations.finishTurn(accepted.turnId, 'failed');
-      if (metered) await ledger.release({ userId, workflowId: accepted.turnId, attempt: 1 });
-      throw error;
-    }
+    return input;
   }
 
   /**
