@@ -7,7 +7,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { simulatorControl } from '../simulator/server.ts';
-import { startChild, waitForHttp, type Child } from '../scripts/lib/processes.ts';
+import { processTree, startChild, waitForHttp, type Child, type ProcessInfo } from '../scripts/lib/processes.ts';
 
 export const repositoryRoot = fileURLToPath(new URL('..', import.meta.url));
 const nodeBinary = process.execPath;
@@ -105,6 +105,11 @@ export async function startShipped(options: {
   const url = `http://127.0.0.1:${options.port}`;
   await waitForHttp(`${url}/health`, child, 300_000);
   return { url, masterKey: options.masterKey, children: [child], stop: () => child.stop(60_000) };
+}
+
+/** Every process of a platform started by `startShipped` (its `npm start` tree), listed anew at each call. */
+export async function shippedProcesses(platform: Platform): Promise<ProcessInfo[]> {
+  return processTree(platform.children[0]!.process.pid!);
 }
 
 /**

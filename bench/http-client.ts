@@ -24,8 +24,16 @@ export interface Target {
   headers: Record<string, string>;
 }
 
-/** POSTs a JSON body and reads the whole response; for event streams, also times the first content event. */
-export function post(target: Target, body: string, stream: boolean): Promise<Sample> {
+/**
+ * POSTs a JSON body and reads the whole response; for event streams, also times the first content event. With
+ * `expect`, a non-streamed 200 counts as a success only when its body passes it (an answer of the expected shape).
+ */
+export function post(
+  target: Target,
+  body: string,
+  stream: boolean,
+  expect?: (responseBody: string) => boolean,
+): Promise<Sample> {
   const startedAt = performance.now();
   return new Promise((resolve) => {
     let settled = false;
@@ -53,7 +61,9 @@ export function post(target: Target, body: string, stream: boolean): Promise<Sam
         let firstTokenMs: number | undefined;
         let buffer = '';
         let sawDone = false;
+        let responseBody = '';
         res.on('data', (chunk: string) => {
+          if (expect && !stream) responseBody += chunk;
           if (!stream || status !== 200) return;
           if (firstTokenMs !== undefined && sawDone) return;
           buffer += chunk;
@@ -69,7 +79,9 @@ export function post(target: Target, body: string, stream: boolean): Promise<Sam
           }
         });
         res.on('end', () => {
-          const ok = status === 200 && (!stream || (firstTokenMs !== undefined && sawDone));
+          const ok =
+            status === 200 &&
+            (stream ? firstTokenMs !== undefined && sawDone : expect === undefined || expect(responseBody));
           finish({
             ok,
             status,

@@ -1,5 +1,7 @@
-/** Markdown rendering of the bench's figures. */
-import type { Summary } from './load.ts';
+/** Markdown rendering of the bench's figures, and the writing of a results file. */
+import { writeFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
+import { percentile, type Summary } from './load.ts';
 import { roles, total, type Role, type Usage } from './resources.ts';
 
 export const ms = (value: number): string => (Number.isFinite(value) ? value.toFixed(1) : 'n/a');
@@ -63,12 +65,15 @@ export function cellTable({ cell, arms }: CellResult): string {
   return lines.join('\n');
 }
 
-/** CPU milliseconds and kilobytes written per completion, by process role, for each Tessera arm of each cell. */
-export function costTable(results: CellResult[]): string {
+/**
+ * CPU milliseconds and kilobytes written per request (`unit`: what one request is, e.g. a completion), by process
+ * role, for each metered (platform) arm of each cell.
+ */
+export function costTable(results: CellResult[], unit = 'completion'): string {
   const shown: Role[] = roles.filter((role) => role !== 'other');
   const written: Role[] = ['API', 'Temporal', 'PostgreSQL'];
   const lines = [
-    `| cell | arm | completions/s | CPU ms per completion: ${shown.join(' / ')} | **CPU ms total** | CPU busy (of 2 cores) | KB written per completion by the processes: ${written.join(' / ')} | **machine disk KB per completion** |`,
+    `| cell | arm | ${unit}s/s | CPU ms per ${unit}: ${shown.join(' / ')} | **CPU ms total** | CPU busy (of 2 cores) | KB written per ${unit} by the processes: ${written.join(' / ')} | **machine disk KB per ${unit}** |`,
     '|---|---|---:|---|---:|---:|---|---:|',
   ];
   for (const { cell, arms } of results) {
@@ -90,12 +95,12 @@ export function costTable(results: CellResult[]): string {
   return lines.join('\n');
 }
 
-/** The Node processes' CPU per completion by thread, for one Tessera arm. */
-export function threadTable(result: ArmResult): string {
+/** The Node processes' CPU per request (`unit`) by thread, for one Tessera arm. */
+export function threadTable(result: ArmResult, unit = 'completion'): string {
   const usage = result.usage;
   if (!usage) return '';
   const completions = Math.max(1, result.summary.n);
-  const lines = ['| thread (API and worker processes) | CPU ms per completion |', '|---|---:|'];
+  const lines = [`| thread (API and worker processes) | CPU ms per ${unit} |`, '|---|---:|'];
   const rows = [...usage.threads.entries()].sort((a, b) => b[1] - a[1]);
   for (const [name, seconds] of rows) lines.push(`| ${name} | ${ms((seconds * 1000) / completions)} |`);
   return lines.join('\n');
@@ -115,4 +120,43 @@ export function stageTable(stages: Array<{ name: string; p50: number; p99: numbe
   const lines = ['| stage (Server-Timing) | p50 ms | p99 ms |', '|---|---:|---:|'];
   for (const stage of stages) lines.push(`| ${stage.name} | ${ms(stage.p50)} | ${ms(stage.p99)} |`);
   return lines.join('\n');
+}
+
+export interface StageTiming {
+  name: string;
+  p50: number;
+  p99: number;
+}
+
+/** Median and p99 of each stage of a set of `Server-Timing` headers. */
+export function summarizeTimings(headers: string[]): StageTiming[] {
+  const byStage = new Map<string, number[]>();
+  for (const header of headers) {
+    for (const part of header.split(',')) {
+      const [name, ...params] = part.trim().split(';');
+      const duration = params.map((param) => /^dur=([\d.]+)$/.exec(param.trim())?.[1]).find(Boolean);
+      if (!name || duration === undefined) continue;
+      byStage.set(name, [...(byStage.get(name) ?? []), Number(duration)]);
+    }
+  }
+  return [...byStage].map(([name, values]) => ({ name, p50: percentile(values, 50), p99: percentile(values, 99) }));
+}
+
+/** The machine and the date, as a report's first line begins. */
+export function machineLine(): string {
+  const cpu = cpus();
+  return `Node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model.trim() ?? 'unknown'}), ${new Date().toISOString()}`;
+}
+
+/** Writes a Markdown report, formatted by the repository's Prettier settings (unformatted if Prettier fails). */
+export async function writeMarkdown(file: URL, markdown: string): Promise<void> {
+  let formatted = markdown;
+  try {
+    const prettier = await import('prettier');
+    const options = (await prettier.resolveConfig(file.pathname)) ?? {};
+    formatted = await prettier.format(markdown, { ...options, filepath: file.pathname });
+  } catch {
+    // unformatted then
+  }
+  await writeFile(file, formatted);
 }

@@ -1,7 +1,7 @@
 /**
  * What the platform's processes spend during a phase: CPU seconds (user + system) and bytes written to storage
  * (`/proc/<pid>/io` write_bytes), by role (API, worker, Temporal server, PostgreSQL), with the CPU of the Node
- * processes split by thread (main JavaScript thread, workflow thread, Temporal's Rust core, GC). Linux /proc only.
+ * processes split by thread (main JavaScript thread, Node worker threads, Temporal's Rust core, GC). Linux /proc only.
  */
 import { readdir, readFile } from 'node:fs/promises';
 import type { ProcessInfo } from '../scripts/lib/processes.ts';
@@ -63,7 +63,8 @@ async function threadsOf(pid: number): Promise<Map<string, number>> {
 /** Thread names as they read in the report. */
 function threadName(comm: string): string {
   if (comm === 'node' || comm === 'MainThread') return 'main JS thread';
-  if (comm === 'WorkerThread') return 'workflow thread';
+  // The SDK's workflow thread when it has one (Tessera runs workflows on the main thread), the calculator's evaluator.
+  if (comm === 'WorkerThread') return 'Node worker threads';
   if (comm.startsWith('tokio-runtime')) return 'Temporal core (Rust)';
   if (comm === 'V8Worker') return 'V8 GC and compiler';
   if (comm.startsWith('libuv-worker')) return 'libuv pool';
@@ -166,4 +167,24 @@ export async function memoryByRole(processes: ProcessInfo[]): Promise<Map<Role, 
     memory.set(role, (memory.get(role) ?? 0) + Number(match[1]) / 1024);
   }
   return memory;
+}
+
+/**
+ * Waits until processes spend under `maxBusy` of one core over a second (start-up compilation, migrations and
+ * first schedules done), at most `timeoutMs`. Returns the last second's CPU share.
+ */
+export async function waitUntilIdle(
+  processes: () => Promise<ProcessInfo[]>,
+  options: { maxBusy: number; timeoutMs: number },
+): Promise<number> {
+  const deadline = performance.now() + options.timeoutMs;
+  let busy = Number.POSITIVE_INFINITY;
+  while (performance.now() < deadline) {
+    const before = await snapshot(await processes());
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const usage = usageBetween(before, await snapshot(await processes()));
+    busy = total(usage.cpu) / usage.seconds;
+    if (busy < options.maxBusy) break;
+  }
+  return busy;
 }

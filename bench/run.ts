@@ -15,33 +15,37 @@
  *
  * Writes bench/results.md. BENCH_QUICK=1 runs a fraction of each cell (a smoke run, not figures).
  */
-import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { cpus } from 'node:os';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { agent, post, type Sample, type Target } from './http-client.ts';
-import { runLoad, summarize, percentile, type Summary } from './load.ts';
 import {
   type Upstream,
   createBenchKey,
   repositoryRoot,
+  shippedProcesses,
   startPortkey,
   startProduction,
   startShipped,
   startUpstream,
   type Platform,
 } from './arms.ts';
+import { measureArm } from './measure.ts';
 import { listProcesses, processTree, type ProcessInfo } from '../scripts/lib/processes.ts';
-import { memoryByRole, snapshot, usageBetween, type Role, type Usage } from './resources.ts';
+import { memoryByRole, type Role } from './resources.ts';
 import {
   cellTable,
   costTable,
+  machineLine,
   memoryTable,
   stageTable,
+  summarizeTimings,
   threadTable,
+  writeMarkdown,
   type ArmResult,
   type CellResult,
   type CellSpec,
+  type StageTiming,
 } from './report.ts';
 import { startTemporalOnPostgres } from '../scripts/lib/temporal-postgres.ts';
 import { createDatabase, dropDatabase } from '../scripts/lib/database.ts';
@@ -137,55 +141,29 @@ function call(arm: Arm, stream: boolean): () => Promise<Sample> {
 }
 
 async function runArm(arm: Arm, cell: CellSpec, collectTimings: string[] | null): Promise<ArmResult> {
-  const request = call(arm, cell.stream);
-  // Warm-up at the cell's concurrency: connections open, code paths compiled, pools filled.
-  await runLoad({ concurrency: cell.clients, requests: Math.max(cell.clients * 2, 20), maxMs: 10_000 }, request);
-  const processes = arm.processes ? await arm.processes() : [];
-  const before = arm.processes ? await snapshot(processes) : undefined;
-  const result = await runLoad(
+  const { serverTimings, ...result } = await measureArm(
+    { name: arm.name, call: call(arm, cell.stream), processes: arm.processes },
     {
-      concurrency: cell.clients,
-      requests: cell.requests ? shrink(cell.requests) : Number.POSITIVE_INFINITY,
-      maxMs: cell.seconds ? (quick ? 3_000 : cell.seconds * 1000) : 120_000,
+      load: {
+        concurrency: cell.clients,
+        requests: cell.requests ? shrink(cell.requests) : Number.POSITIVE_INFINITY,
+        maxMs: cell.seconds ? (quick ? 3_000 : cell.seconds * 1000) : 120_000,
+      },
+      pick: (sample) => (cell.stream ? sample.firstTokenMs : sample.totalMs),
+      log,
     },
-    request,
   );
-  let usage: Usage | undefined;
-  if (before && arm.processes) {
-    // Processes started meanwhile (a new PostgreSQL backend) are counted from zero.
-    usage = usageBetween(before, await snapshot(await arm.processes()));
-  }
-  if (collectTimings)
-    for (const sample of result.samples) if (sample.serverTiming) collectTimings.push(sample.serverTiming);
-  const summary: Summary = summarize(result, (sample) => (cell.stream ? sample.firstTokenMs : sample.totalMs));
-  log(
-    `  ${arm.name.padEnd(20)} n=${summary.n} errors=${summary.errors} p50=${summary.p50.toFixed(1)} ` +
-      `p99=${summary.p99.toFixed(1)} ${summary.perSecond.toFixed(0)}/s`,
-  );
-  return { arm: arm.name, summary, usage };
-}
-
-/** Median and p99 of each Server-Timing stage. */
-function summarizeTimings(headers: string[]): Array<{ name: string; p50: number; p99: number }> {
-  const byStage = new Map<string, number[]>();
-  for (const header of headers) {
-    for (const part of header.split(',')) {
-      const [name, ...params] = part.trim().split(';');
-      const duration = params.map((param) => /^dur=([\d.]+)$/.exec(param.trim())?.[1]).find(Boolean);
-      if (!name || duration === undefined) continue;
-      byStage.set(name, [...(byStage.get(name) ?? []), Number(duration)]);
-    }
-  }
-  return [...byStage].map(([name, values]) => ({ name, p50: percentile(values, 50), p99: percentile(values, 99) }));
+  collectTimings?.push(...serverTimings);
+  return result;
 }
 
 async function runPhase(
   label: string,
   upstream: Awaited<ReturnType<typeof startUpstream>>,
   arms: Arm[],
-): Promise<{ results: CellResult[]; timings: Map<string, Array<{ name: string; p50: number; p99: number }>> }> {
+): Promise<{ results: CellResult[]; timings: Map<string, StageTiming[]> }> {
   const results: CellResult[] = [];
-  const timings = new Map<string, Array<{ name: string; p50: number; p99: number }>>();
+  const timings = new Map<string, StageTiming[]>();
   for (const [index, cell] of cells.entries()) {
     log(`${label}: ${cell.title}`);
     await upstream.setLatency(cell.upstreamMs);
@@ -213,10 +191,6 @@ function tesseraArm(name: string, platform: Platform, key: string, processes: ()
   };
 }
 
-async function shippedProcesses(platform: Platform): Promise<ProcessInfo[]> {
-  return processTree(platform.children[0]!.process.pid!);
-}
-
 async function shippedPhase(upstream: Upstream, direct: Arm, portkeyArm: Arm, masterKey: string): Promise<void> {
   log('starting `npm start` (first run of its data directory: dev server store, embedded PostgreSQL, migrations)');
   const shipped = await startShipped({
@@ -229,7 +203,7 @@ async function shippedPhase(upstream: Upstream, direct: Arm, portkeyArm: Arm, ma
     logDir,
   });
   let shippedResults: CellResult[];
-  let shippedTimings: Map<string, Array<{ name: string; p50: number; p99: number }>>;
+  let shippedTimings: Map<string, StageTiming[]>;
   const shippedMemory: Array<{ label: string; memory: Map<Role, number> }> = [];
   try {
     const key = await createBenchKey(shipped);
@@ -345,12 +319,10 @@ async function productionPhase(upstream: Upstream, direct: Arm, portkeyArm: Arm,
 
 /** Writes bench/results.md with the sections so far (after each phase, so a later failure keeps the earlier ones). */
 async function writeReport(): Promise<void> {
-  const cpu = cpus();
   const report = [
     '# Tessera gateway benchmark',
     '',
-    `Node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model.trim() ?? 'unknown'}), ${new Date().toISOString()}` +
-      `${quick ? ' — **QUICK run (BENCH_QUICK=1): a smoke test, not figures**' : ''}. ` +
+    `${machineLine()}${quick ? ' — **QUICK run (BENCH_QUICK=1): a smoke test, not figures**' : ''}. ` +
       `Model \`${model}\` (upstream \`${upstreamModel}\`); load: closed loop from the bench process over node:http ` +
       `keep-alive; the upstream, Portkey and each platform run in their own processes on the same cores. ` +
       '"Added" is the arm minus the direct call in the same cell. Latencies in ms.',
@@ -363,16 +335,7 @@ async function writeReport(): Promise<void> {
     `Bench wall time: ${((Date.now() - startedAt) / 1000).toFixed(0)} s.`,
     '',
   ].join('\n');
-  const resultsFile = new URL('./results.md', import.meta.url);
-  let formatted = report;
-  try {
-    const prettier = await import('prettier');
-    const options = (await prettier.resolveConfig(resultsFile.pathname)) ?? {};
-    formatted = await prettier.format(report, { ...options, filepath: resultsFile.pathname });
-  } catch {
-    // unformatted then
-  }
-  await writeFile(resultsFile, formatted);
+  await writeMarkdown(new URL('./results.md', import.meta.url), report);
   log('wrote bench/results.md');
 }
 
