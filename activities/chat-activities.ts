@@ -92,6 +92,12 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
       arguments: string;
       seq: number;
     }): Promise<{ ok: boolean; content: string }> {
+      // A tool whose result is already in the journal ran before this worker (or an earlier attempt) lost the
+      // local activity's record: that result is the outcome, and the tool is not run again.
+      const recorded = (await journal.at(input.turnId, input.seq + 1))?.event as ChatTurnEvent | undefined;
+      if (recorded?.type === 'tool-result' && recorded.callId === input.callId) {
+        return { ok: recorded.ok, content: recorded.content };
+      }
       const start: ChatTurnEvent = {
         type: 'tool-start',
         callId: input.callId,

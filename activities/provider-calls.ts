@@ -255,6 +255,13 @@ export class ProviderCalls {
         };
       }
 
+      if (input.collectMessage) {
+        // A chat turn's call re-executed after its worker died: when the journal holds this call's whole answer,
+        // that answer is the outcome (the same tool call ids, text and usage), and the provider is not called
+        // again. The ledger's settlement is keyed by attempt, so it stays one.
+        const recorded = await recordedAnswer(journal, requestId, input.seqBase ?? 0, candidate.model);
+        if (recorded) return { ...recorded, latencyMs: elapsed(startedAt) };
+      }
       const writer = journal.writer(requestId);
       seq = input.seqBase ?? 0;
       const collected = input.collectMessage ? new MessageAssembler() : null;
@@ -358,6 +365,42 @@ class MessageAssembler {
         })),
     };
   }
+}
+
+/**
+ * A streamed call's answer as the journal recorded it from position `seqBase`: the model's announcement, its parts,
+ * and the usage event that ends a call that succeeded. Null when the recording is missing or incomplete (the call
+ * was cut off, or failed), or belongs to another model.
+ */
+async function recordedAnswer(
+  journal: StreamJournal,
+  requestId: string,
+  seqBase: number,
+  model: string,
+): Promise<Omit<Extract<ProviderCallOutcome, { outcome: 'succeeded' }>, 'latencyMs'> | null> {
+  const events = await journal.read(requestId, seqBase - 1);
+  const first = events[0];
+  if (first?.seq !== seqBase || first.event.type !== 'model' || first.event.model !== model) return null;
+  const assembler = new MessageAssembler();
+  let finishReason: FinishReason = 'stop';
+  for (const [index, item] of events.entries()) {
+    if (item.seq !== seqBase + index) return null;
+    const event = item.event;
+    if (event.type === 'usage') {
+      return {
+        outcome: 'succeeded',
+        finishReason,
+        usage: event.usage,
+        usageEstimated: false,
+        message: assembler.message(),
+        nextSeq: item.seq + 1,
+      };
+    }
+    if (event.type === 'finish') finishReason = event.reason;
+    if (event.type === 'text-delta' || event.type === 'tool-call-delta') assembler.add(event);
+    if (event.type === 'error' || (index > 0 && event.type === 'model')) return null;
+  }
+  return null;
 }
 
 function elapsed(startedAt: number): number {

@@ -76,7 +76,10 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
       const request: ChatCompletionRequest = {
         model: input.requestedModel,
         messages,
-        stream: input.stream,
+        // Always streamed from the provider, whether or not the client streams: the journal then records every
+        // answer, so a call re-executed after a worker died reuses it (provider-calls.ts) and the tool calls it
+        // asked for keep their ids, which is how a tool that ran is recognised and not run again.
+        stream: true,
         ...(withTools ? { tools: offered } : {}),
       };
       const served = await callWithFailover(

@@ -55,6 +55,17 @@ export class StreamJournal {
     return rows.map((row) => ({ seq: row.seq, event: JSON.parse(row.data) as StreamEvent }));
   }
 
+  /** The event at one position, or null. */
+  async at(requestId: string, seq: number): Promise<SequencedStreamEvent | null> {
+    const rows = await this.orm.em
+      .fork()
+      .execute<Array<{ data: string }>>('select data from stream_chunks where request_id = ? and seq = ?', [
+        requestId,
+        seq,
+      ]);
+    return rows[0] ? { seq, event: JSON.parse(rows[0].data) as StreamEvent } : null;
+  }
+
   private async insert(requestId: string, batch: SequencedStreamEvent[]): Promise<void> {
     const placeholders = batch.map(() => '(?, ?, ?, now())').join(', ');
     const params = batch.flatMap((item) => [requestId, item.seq, JSON.stringify(item.event)]);

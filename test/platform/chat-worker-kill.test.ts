@@ -1,0 +1,174 @@
+/**
+ * A chat turn survives its worker: SIGKILL the whole platform (`npm start`) after the turn's tool ran and while
+ * its second model call is under way, restart it, and the turn finishes on its own: the tool is not run again (it
+ * appends a line to a sandbox file, so a second run would show), every model call is charged once, and the session
+ * holds the turn once.
+ */
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { EventSourceParserStream } from 'eventsource-parser/stream';
+import pg from 'pg';
+import { sandboxDirectory } from '../../activities/tools/sandbox.ts';
+import { simulatorControl, startSimulator, type RunningSimulator } from '../../simulator/server.ts';
+import { freePorts, startPlatformProcess, type PlatformProcess } from '../helpers/platform-process.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+/** The model call after the tool takes this long, so the platform is killed during it. */
+const secondCallLatencyMs = 6_000;
+
+let simulator: RunningSimulator;
+let platform: PlatformProcess | undefined;
+let dataDir: string;
+let environment: Record<string, string | undefined>;
+let apiUrl: string;
+let databaseUrl: string;
+let passed = false;
+
+const log = (line: string) => process.stderr.write(`[chat-worker-kill] ${line}\n`);
+
+beforeAll(async () => {
+  simulator = await startSimulator();
+  const control = simulatorControl(simulator.url);
+  // The turn's first model call (asking for the tool) answers at once; every later one is slow.
+  await control.addFault({ times: 1, fault: {} });
+  await control.addFault({ fault: { latency_ms: secondCallLatencyMs } });
+  await mkdir(`${root}.data`, { recursive: true });
+  dataDir = await mkdtemp(`${root}.data/chat-worker-kill-`);
+  await chmod(dataDir, 0o755);
+  const [port, temporalPort, uiPort, postgresPort] = (await freePorts(4)) as [number, number, number, number];
+  apiUrl = `http://127.0.0.1:${port}`;
+  databaseUrl = `postgres://postgres:postgres@127.0.0.1:${postgresPort}/tessera`;
+  environment = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    TESSERA_DATA_DIR: dataDir,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
+    TEMPORAL_UI_PORT: String(uiPort),
+    EMBEDDED_POSTGRES_PORT: String(postgresPort),
+    MASTER_KEY: `te_${randomBytes(24).toString('base64url')}`,
+    OPENAI_API_KEY: 'x',
+    OPENAI_BASE_URL: `${simulator.url}/v1`,
+    SANDBOX_DIR: join(dataDir, 'sandboxes'),
+  };
+});
+
+afterAll(async () => {
+  if (!passed && platform) log(`platform output (last lines):\n${platform.output(120)}`);
+  await platform?.stop(20_000);
+  await simulator?.close();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true, maxRetries: 5 });
+}, 60_000);
+
+async function sql<Row>(text: string, values: unknown[] = []): Promise<Row[]> {
+  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    return (await client.query(text, values)).rows as Row[];
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+it('finishes a turn killed mid-way after a restart, with its tool run once and each model call charged once', async () => {
+  platform = startPlatformProcess(environment);
+  await platform.waitForHttp(`${apiUrl}/health`, 180_000);
+  const created = await fetch(`${apiUrl}/api/v1/apikeys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${environment.MASTER_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ email: `kill-${randomBytes(4).toString('hex')}@example.com`, plan: 'business' }),
+  });
+  expect(created.status).toBe(201);
+  const { key, user_id: userId } = (await created.json()) as { key: string; user_id: string };
+
+  const sessionId = 'api:worker-kill';
+  const write = { path: 'runs.txt', content: 'ran\n', append: true };
+  const response = await fetch(`${apiUrl}/api/v1/chat/stream`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      message: `Note the run. [[call file_write ${JSON.stringify(write)}]]`,
+      session_id: sessionId,
+    }),
+  });
+  expect(response.status).toBe(200);
+  const turnId = response.headers.get('x-turn-id')!;
+  // Read the stream until the tool's result, then kill everything while the next model call waits upstream.
+  const events = response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
+  const seen: string[] = [];
+  const reader = events.getReader();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    seen.push(value.event ?? 'message');
+    if (value.event === 'tool_result') break;
+  }
+  expect(seen).toEqual(['start', 'tool_start', 'tool_result']);
+  await sleep(500);
+  await platform.kill();
+  await reader.cancel().catch(() => undefined);
+  log(`killed after ${seen.join(', ')} of ${turnId}`);
+
+  platform = startPlatformProcess(environment);
+  await platform.waitForHttp(`${apiUrl}/health`, 180_000);
+  const deadline = Date.now() + 120_000;
+  let status = 'running';
+  while (Date.now() < deadline) {
+    [{ status } = { status: 'missing' }] = await sql<{ status: string }>(
+      'select status from chat_turns where id = $1',
+      [turnId],
+    );
+    if (status !== 'running') break;
+    await sleep(500);
+  }
+  expect(status).toBe('done');
+
+  // The tool ran once: one line in the conversation's sandbox file.
+  const [conversation] = await sql<{ conversation_id: string }>(
+    'select conversation_id from chat_turns where id = $1',
+    [turnId],
+  );
+  const file = join(
+    sandboxDirectory({ sandboxRoot: environment.SANDBOX_DIR!, sandboxQuotaBytes: 0 }, conversation!.conversation_id),
+    'runs.txt',
+  );
+  expect(await readFile(file, 'utf8')).toBe('ran\n');
+
+  // Each model call (attempt) reserved once and settled once; the account holds nothing back.
+  const ledger = await sql<{ kind: string; attempt: number }>(
+    `select kind, attempt from credit_ledger where user_id = $1 and workflow_id = $2 order by id`,
+    [userId, turnId],
+  );
+  const byAttempt = new Map<number, string[]>();
+  for (const row of ledger) byAttempt.set(row.attempt, [...(byAttempt.get(row.attempt) ?? []), row.kind]);
+  expect([...byAttempt.values()]).toEqual([
+    ['reserve', 'settle'],
+    ['reserve', 'settle'],
+  ]);
+  const [account] = await sql<{ held: number }>('select credits_held as held from users where id = $1', [userId]);
+  expect(account!.held).toBe(0);
+
+  // The session holds the turn once: the question, the tool call, its result, the answer.
+  const session = (await (
+    await fetch(`${apiUrl}/api/v1/sessions/${sessionId}`, { headers: { authorization: `Bearer ${key}` } })
+  ).json()) as { messages: Array<{ role: string }> };
+  expect(session.messages.map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+
+  // The first model call (answered before the kill) was not made again: its answer came from the journal. The
+  // second was in flight at the kill and was made again.
+  expect((await simulatorControl(simulator.url).requests()).total).toBe(3);
+
+  // The resumed stream gives the rest of the turn from where the client was cut off.
+  const resumed = await fetch(`${apiUrl}/api/v1/chat/turns/${turnId}/stream`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
+  const text = await resumed.text();
+  expect(text).toContain('event: done');
+  passed = true;
+}, 420_000);
