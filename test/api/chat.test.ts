@@ -179,6 +179,98 @@ describe('a turn with a tool', () => {
   });
 });
 
+describe('each built-in tool in a whole turn', () => {
+  /** One turn with one scripted call; the tool's result as the stream reported it. */
+  async function turnWith(tool: string, args: unknown, sessionId = newSession()) {
+    const events = await chatStream({ message: `Please. ${call(tool, args)}`, session_id: sessionId });
+    expect(events.map((event) => event.event).at(-1)).toBe('done');
+    const result = events.find((event) => event.event === 'tool_result');
+    expect(result).toBeDefined();
+    return result!.data as Json;
+  }
+
+  it('weather, web_search and web_fetch reach the simulator', async () => {
+    const weather = await turnWith('weather', { location: 'Paris' });
+    expect(weather).toMatchObject({ tool: 'weather', ok: true });
+    expect(JSON.stringify(weather.result)).toContain('Paris');
+    const search = await turnWith('web_search', { query: 'durable execution' });
+    expect(search).toMatchObject({ tool: 'web_search', ok: true });
+    expect(JSON.stringify(search.result)).toContain('durable execution');
+    const page = await turnWith('web_fetch', { url: `${platform.simulatorUrl}/pages/article` });
+    expect(page).toMatchObject({ tool: 'web_fetch', ok: true });
+  });
+
+  it("file_write, file_list, file_read and code_execute share the conversation's sandbox", async () => {
+    const sessionId = newSession();
+    expect(
+      await turnWith('file_write', { path: 'notes/plan.md', content: '# Plan\nship it\n' }, sessionId),
+    ).toMatchObject({ ok: true });
+    const listed = await turnWith('file_list', { path: 'notes' }, sessionId);
+    expect(JSON.stringify(listed.result)).toContain('plan.md');
+    const read = await turnWith('file_read', { path: 'notes/plan.md' }, sessionId);
+    expect(JSON.stringify(read.result)).toContain('ship it');
+    const code = `const text = fs.readFile('notes/plan.md'); fs.writeFile('out.txt', text.toUpperCase()); text.length`;
+    const ran = await turnWith('code_execute', { language: 'javascript', code }, sessionId);
+    expect(ran).toMatchObject({ ok: true });
+    expect(ran.result.result).toBe(15);
+    expect(JSON.stringify(ran.result.files_written)).toContain('out.txt');
+    const back = await turnWith('file_read', { path: 'out.txt' }, sessionId);
+    expect(JSON.stringify(back.result)).toContain('SHIP IT');
+    // Another conversation's sandbox is another directory.
+    const elsewhere = await turnWith('file_read', { path: 'notes/plan.md' });
+    expect(elsewhere.ok).toBe(false);
+  });
+});
+
+describe('hostile tool calls end in a clear tool error, and nothing is reached or run', () => {
+  async function toolError(tool: string, args: unknown): Promise<string> {
+    const events = await chatStream({ message: `Try this. ${call(tool, args)}`, session_id: newSession() });
+    expect(events.map((event) => event.event).at(-1)).toBe('done');
+    const result = events.find((event) => event.event === 'tool_result')!.data as Json;
+    expect(result.ok).toBe(false);
+    return result.error as string;
+  }
+
+  it.each([
+    ['loopback', 'http://127.0.0.1:1/'],
+    ['the metadata address', 'http://169.254.169.254/latest/meta-data/'],
+    ['IPv6 loopback', 'http://[::1]/'],
+    ['a name resolving to loopback', 'http://localhost/'],
+    ['a private address', 'http://10.0.0.1/'],
+    ['a scheme other than http(s)', 'file:///etc/passwd'],
+  ])('web_fetch refuses %s', async (_label, url) => {
+    expect(await toolError('web_fetch', { url })).toMatch(/refus|not allowed|not public|only http/i);
+  });
+
+  it('web_fetch refuses a redirect to a private address', async () => {
+    const url = `${platform.simulatorUrl}/pages/redirect?to=${encodeURIComponent('http://192.168.1.1/admin')}`;
+    expect(await toolError('web_fetch', { url })).toMatch(/refus|not allowed|not public/i);
+  });
+
+  it.each([
+    ['an absolute path', '/etc/passwd'],
+    ['a path leaving the sandbox', '../../../../etc/passwd'],
+  ])('file_read refuses %s', async (_label, path) => {
+    expect(await toolError('file_read', { path })).toMatch(/absolute|\.\.|outside|leave/i);
+  });
+
+  it("code_execute cannot read the host's files or reach the network", async () => {
+    const read = await toolError('code_execute', { language: 'python', code: "open('/etc/passwd').read()" });
+    expect(read).not.toContain('root:');
+    const network = await toolError('code_execute', {
+      language: 'python',
+      code: "import urllib.request\nurllib.request.urlopen('http://example.com').read()",
+    });
+    expect(network).toMatch(/error|not|denied|unavailable/i);
+  });
+
+  it('code_execute stops an endless loop at its CPU limit', async () => {
+    const started = Date.now();
+    expect(await toolError('code_execute', { language: 'javascript', code: 'while (true) {}' })).toMatch(/CPU|time/i);
+    expect(Date.now() - started).toBeLessThan(40_000);
+  }, 60_000);
+});
+
 describe('sessions', () => {
   it('continues a session: the second turn sees the first', async () => {
     const sessionId = newSession();
