@@ -16,6 +16,11 @@ RUN (npm ci --omit=dev --no-audit --no-fund || npm install --omit=dev --no-audit
 
 COPY . .
 
+# Conversations' sandboxes (SANDBOX_DIR; compose mounts a volume here, shared by the API and the worker). code_execute
+# uses util-linux's prlimit and unshare when present (both are in the base image).
+RUN mkdir -p /data/sandboxes && chown node:node /data/sandboxes
+ENV SANDBOX_DIR=/data/sandboxes
+
 USER node
 EXPOSE 8080
 CMD ["node", "--max-semi-space-size=64", "api/server.ts"]

@@ -20,11 +20,13 @@ import { ensureTemporalServer } from './lib/temporal-server.ts';
 import { simulatedProviders, simulatedToolServices } from './lib/simulated-providers.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-// Local state (dev server store, embedded PostgreSQL, master key); the bench points it elsewhere.
+// Local state (dev server store, embedded PostgreSQL, master key, sandboxes); the bench points it elsewhere.
 const dataDir = resolve(process.env.TESSERA_DATA_DIR?.trim() || `${root}.data`);
 mkdirSync(dataDir, { recursive: true });
 const log = (line: string) => process.stdout.write(`[start] ${line}\n`);
 const environment: Record<string, string | undefined> = { ...process.env };
+// Conversations' sandboxes (file tools, code_execute) live with the rest of the local state.
+environment.SANDBOX_DIR ||= `${dataDir}/sandboxes`;
 
 const temporal = await ensureTemporalServer({
   address: environment.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
