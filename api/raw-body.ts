@@ -3,7 +3,8 @@
  * webhooks): they are mounted before the JSON body parser and read the body themselves.
  */
 import type { IncomingMessage } from 'node:http';
-import { ApiError } from './errors.ts';
+import type { z } from 'zod';
+import { ApiError, invalidRequest } from './errors.ts';
 
 export async function readRawBody(request: IncomingMessage, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -14,4 +15,17 @@ export async function readRawBody(request: IncomingMessage, limit: number): Prom
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
+}
+
+/** The raw body as JSON checked against `schema`: 400 `invalid_request` when it is not JSON or does not match. */
+export function parseJsonBody<Schema extends z.ZodType>(raw: Buffer, schema: Schema): z.infer<Schema> {
+  let json: unknown;
+  try {
+    json = JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw new ApiError('invalid_request', 'The body is not JSON');
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) throw invalidRequest(parsed.error);
+  return parsed.data;
 }

@@ -13,7 +13,7 @@ import type { IncomingCall, ProtocolHandler } from './protocols/protocol.ts';
 import { planReply } from './reply.ts';
 import { RequestLog } from './request-log.ts';
 import { simulatedServices } from './services/index.ts';
-import { pause, sendEvents, sendJson, sendJsonReply } from './transport.ts';
+import { pause, readJsonBody, sendEvents, sendJson, sendJsonReply } from './transport.ts';
 
 export { simulatorControl, type SimulatorControl } from './control-client.ts';
 export type { Fault, FaultRule } from './faults.ts';
@@ -91,7 +91,7 @@ async function handle(request: IncomingMessage, response: ServerResponse, state:
     return;
   }
   const { handler, path } = route;
-  const body = await readJson(request);
+  const body = await readJsonBody(request, maxBodyBytes);
   if (body === undefined) {
     sendJson(response, 400, handler.errorBody(400, 'The request body is not valid JSON.'));
     return;
@@ -171,7 +171,7 @@ async function handleControl(
 ): Promise<void> {
   const route = `${request.method} ${pathname}`;
   if (route === 'POST /_simulator/faults') {
-    const parsed = faultRuleSchema.safeParse(await readJson(request));
+    const parsed = faultRuleSchema.safeParse(await readJsonBody(request, maxBodyBytes));
     if (!parsed.success) {
       sendJson(response, 400, { error: { message: `Invalid fault rule: ${parsed.error.message}` } });
       return;
@@ -189,23 +189,6 @@ async function handleControl(
     sendJson(response, 200, { reset: true });
   } else {
     sendJson(response, 404, { error: { message: `No control route ${route}` } });
-  }
-}
-
-/** The parsed JSON body, or undefined when it is not JSON (or too large to be a chat request). */
-async function readJson(request: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request) {
-    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
-    size += buffer.length;
-    if (size > maxBodyBytes) return undefined;
-    chunks.push(buffer);
-  }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-  } catch {
-    return undefined;
   }
 }
 

@@ -123,11 +123,8 @@ function write(response: ServerResponse, text: string): Promise<void> {
   });
 }
 
-/** A request's JSON object body, or undefined when it is not one or passes `maxBytes`. */
-export async function readJsonObject(
-  request: AsyncIterable<unknown>,
-  maxBytes: number,
-): Promise<Record<string, unknown> | undefined> {
+/** A request's parsed JSON body, or undefined when it is not JSON or passes `maxBytes`. */
+export async function readJsonBody(request: AsyncIterable<unknown>, maxBytes: number): Promise<unknown> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of request) {
@@ -137,11 +134,19 @@ export async function readJsonObject(
     chunks.push(buffer);
   }
   try {
-    const value: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    return typeof value === 'object' && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : undefined;
+    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
   } catch {
     return undefined;
   }
+}
+
+/** A request's JSON object body, or undefined when it is not one or passes `maxBytes`. */
+export async function readJsonObject(
+  request: AsyncIterable<unknown>,
+  maxBytes: number,
+): Promise<Record<string, unknown> | undefined> {
+  const value = await readJsonBody(request, maxBytes);
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
 }

@@ -2,11 +2,12 @@
  * The whole platform as `npm start` runs it (scripts/start.ts: Temporal dev server, embedded PostgreSQL, API with
  * its worker, background worker), in a process group of its own, for tests that stop or crash all of it at once.
  */
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, mkdtemp } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { isRunning, processTree, startChild, waitForHttp } from '../../scripts/lib/processes.ts';
-
-export { freePorts } from '../../scripts/lib/processes.ts';
+import pg from 'pg';
+import { freePorts, isRunning, processTree, startChild, waitForHttp } from '../../scripts/lib/processes.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -63,4 +64,61 @@ export function startPlatformProcess(environment: Record<string, string | undefi
     },
     stop: (graceMs = 30_000) => child.stop(graceMs),
   };
+}
+
+export interface PlatformSetup {
+  dataDir: string;
+  environment: Record<string, string | undefined>;
+  apiUrl: string;
+  databaseUrl: string;
+  temporalAddress: string;
+}
+
+/**
+ * A data directory under .data/ and free ports for one `npm start` of a test (name: the directory's prefix), with
+ * OpenAI, pointed at the simulator, as the only provider; `extra` adds to the environment.
+ */
+export async function platformSetup(
+  name: string,
+  simulatorUrl: string,
+  extra: Record<string, string> = {},
+): Promise<PlatformSetup> {
+  await mkdir(`${root}.data`, { recursive: true });
+  const dataDir = await mkdtemp(`${root}.data/${name}-`);
+  // As root, the embedded PostgreSQL runs as an unprivileged user, which must be able to enter the directory.
+  await chmod(dataDir, 0o755);
+  const [port, temporalPort, uiPort, postgresPort] = (await freePorts(4)) as [number, number, number, number];
+  const temporalAddress = `127.0.0.1:${temporalPort}`;
+  return {
+    dataDir,
+    apiUrl: `http://127.0.0.1:${port}`,
+    databaseUrl: `postgres://postgres:postgres@127.0.0.1:${postgresPort}/tessera`,
+    temporalAddress,
+    environment: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      TESSERA_DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      TEMPORAL_ADDRESS: temporalAddress,
+      TEMPORAL_UI_PORT: String(uiPort),
+      EMBEDDED_POSTGRES_PORT: String(postgresPort),
+      MASTER_KEY: `te_${randomBytes(24).toString('base64url')}`,
+      OPENAI_API_KEY: 'x',
+      OPENAI_BASE_URL: `${simulatorUrl}/v1`,
+      ...extra,
+    },
+  };
+}
+
+/** One statement on a connection of its own (the platform's PostgreSQL may have just been killed or restarted). */
+export async function sqlOnce<Row>(databaseUrl: string, text: string, values: unknown[] = []): Promise<Row[]> {
+  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    return (await client.query(text, values)).rows as Row[];
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }

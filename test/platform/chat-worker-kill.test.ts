@@ -6,17 +6,14 @@
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
-import pg from 'pg';
 import { sandboxDirectory } from '../../activities/tools/sandbox.ts';
 import { simulatorControl, startSimulator, type RunningSimulator } from '../../simulator/server.ts';
-import { freePorts, startPlatformProcess, type PlatformProcess } from '../helpers/platform-process.ts';
+import { platformSetup, sqlOnce, startPlatformProcess, type PlatformProcess } from '../helpers/platform-process.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
 /** The model call after the tool takes this long, so the platform is killed during it. */
 const secondCallLatencyMs = 6_000;
 
@@ -36,26 +33,9 @@ beforeAll(async () => {
   // The turn's first model call (asking for the tool) answers at once; every later one is slow.
   await control.addFault({ times: 1, fault: {} });
   await control.addFault({ fault: { latency_ms: secondCallLatencyMs } });
-  await mkdir(`${root}.data`, { recursive: true });
-  dataDir = await mkdtemp(`${root}.data/chat-worker-kill-`);
-  await chmod(dataDir, 0o755);
-  const [port, temporalPort, uiPort, postgresPort] = (await freePorts(4)) as [number, number, number, number];
-  apiUrl = `http://127.0.0.1:${port}`;
-  databaseUrl = `postgres://postgres:postgres@127.0.0.1:${postgresPort}/tessera`;
-  environment = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    TESSERA_DATA_DIR: dataDir,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
-    TEMPORAL_UI_PORT: String(uiPort),
-    EMBEDDED_POSTGRES_PORT: String(postgresPort),
-    MASTER_KEY: `te_${randomBytes(24).toString('base64url')}`,
-    OPENAI_API_KEY: 'x',
-    OPENAI_BASE_URL: `${simulator.url}/v1`,
-    SANDBOX_DIR: join(dataDir, 'sandboxes'),
-  };
+  const setup = await platformSetup('chat-worker-kill', simulator.url);
+  ({ dataDir, apiUrl, databaseUrl } = setup);
+  environment = { ...setup.environment, SANDBOX_DIR: join(dataDir, 'sandboxes') };
 });
 
 afterAll(async () => {
@@ -65,16 +45,7 @@ afterAll(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true, maxRetries: 5 });
 }, 60_000);
 
-async function sql<Row>(text: string, values: unknown[] = []): Promise<Row[]> {
-  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
-  client.on('error', () => undefined);
-  await client.connect();
-  try {
-    return (await client.query(text, values)).rows as Row[];
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
+const sql = <Row>(text: string, values: unknown[] = []) => sqlOnce<Row>(databaseUrl, text, values);
 
 it('finishes a turn killed mid-way after a restart, with its tool run once and each model call charged once', async () => {
   platform = startPlatformProcess(environment);

@@ -4,19 +4,16 @@
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
-import pg from 'pg';
 import { CreditLedger } from '../../activities/credits/credit-ledger.ts';
 import { releaseStaleHolds } from '../../activities/credits/renewals.ts';
 import { openOrm } from '../../db/orm.ts';
 import { openPool } from '../../db/pool.ts';
 import { simulatorControl, startSimulator, type RunningSimulator } from '../../simulator/server.ts';
-import { freePorts, startPlatformProcess, type PlatformProcess } from '../helpers/platform-process.ts';
+import { platformSetup, sqlOnce, startPlatformProcess, type PlatformProcess } from '../helpers/platform-process.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
 const completions = 50;
 // 15 of the 50 stream, interleaved with the others.
 const streamed = (index: number) => index % 10 >= 7;
@@ -38,28 +35,10 @@ const log = (line: string) => process.stderr.write(`[crash-recovery] ${line}\n`)
 beforeAll(async () => {
   simulator = await startSimulator();
   await simulatorControl(simulator.url).addFault({ fault: { latency_ms: providerLatencyMs } });
-  await mkdir(`${root}.data`, { recursive: true });
-  dataDir = await mkdtemp(`${root}.data/crash-recovery-`);
-  // As root, the embedded PostgreSQL runs as an unprivileged user, which must be able to enter the directory.
-  await chmod(dataDir, 0o755);
-  const [port, temporalPort, uiPort, postgresPort] = (await freePorts(4)) as [number, number, number, number];
-  apiUrl = `http://127.0.0.1:${port}`;
-  temporalAddress = `127.0.0.1:${temporalPort}`;
-  databaseUrl = `postgres://postgres:postgres@127.0.0.1:${postgresPort}/tessera`;
-  environment = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    TESSERA_DATA_DIR: dataDir,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    TEMPORAL_ADDRESS: temporalAddress,
-    TEMPORAL_UI_PORT: String(uiPort),
-    EMBEDDED_POSTGRES_PORT: String(postgresPort),
-    MASTER_KEY: `te_${randomBytes(24).toString('base64url')}`,
-    // The only provider with a key, pointed at the simulator.
-    OPENAI_API_KEY: 'x',
-    OPENAI_BASE_URL: `${simulator.url}/v1`,
-  };
+  ({ dataDir, environment, apiUrl, databaseUrl, temporalAddress } = await platformSetup(
+    'crash-recovery',
+    simulator.url,
+  ));
 });
 
 afterAll(async () => {
@@ -70,16 +49,7 @@ afterAll(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true, maxRetries: 5 });
 }, 60_000);
 
-async function sql<Row>(text: string, values: unknown[] = []): Promise<Row[]> {
-  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
-  client.on('error', () => undefined);
-  await client.connect();
-  try {
-    return (await client.query(text, values)).rows as Row[];
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
+const sql = <Row>(text: string, values: unknown[] = []) => sqlOnce<Row>(databaseUrl, text, values);
 
 interface Described {
   status: string;
@@ -187,6 +157,15 @@ it('SIGKILLs the platform with 50 completions in flight; after a restart every a
     if (firstArrival !== undefined && Date.now() - firstArrival >= 2_000) break;
     await sleep(20);
   }
+  // Attempt 1's provider call starts alongside its workflow's start, so a call in flight does not mean a started
+  // workflow: on a loaded machine the starts lag. Wait until Temporal lists one (some are then started, others
+  // still not), at most until shortly before the first answers are due.
+  const observer = new Client({ connection: await Connection.connect({ address: temporalAddress }) });
+  const answersDue = (firstArrival ?? fired) + providerLatencyMs - 1_000;
+  while (Date.now() < answersDue && (await observer.workflow.count(`TesseraUser = '${userId}'`)).count === 0) {
+    await sleep(50);
+  }
+  await observer.connection.close();
   const killed = await platform.kill();
   // Nothing of the platform is left to write anything from here until the restart.
   const killedAt = new Date();

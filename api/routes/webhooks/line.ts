@@ -9,8 +9,8 @@ import Router from '@koa/router';
 import { validateSignature } from '@line/bot-sdk';
 import { z } from 'zod';
 import type { MessengerSettings } from '../../../activities/messengers/messenger.ts';
-import { ApiError, invalidRequest } from '../../errors.ts';
-import { readRawBody } from '../../raw-body.ts';
+import { ApiError } from '../../errors.ts';
+import { parseJsonBody, readRawBody } from '../../raw-body.ts';
 import type { MessengerInbox } from './inbound.ts';
 
 const sourceSchema = z.union([
@@ -46,15 +46,8 @@ export function lineWebhookRoutes(settings: MessengerSettings['line'], inbox: Me
     if (!signature || !validateSignature(raw, settings.channelSecret, signature)) {
       throw new ApiError('authentication_error', 'X-Line-Signature is missing or does not match the body');
     }
-    let json: unknown;
-    try {
-      json = JSON.parse(raw.toString('utf8'));
-    } catch {
-      throw new ApiError('invalid_request', 'The body is not JSON');
-    }
-    const parsed = callbackSchema.safeParse(json);
-    if (!parsed.success) throw invalidRequest(parsed.error);
-    for (const event of parsed.data.events) {
+    const { events } = parseJsonBody(raw, callbackSchema);
+    for (const event of events) {
       const chat = chatOf(event.source);
       if (!chat) continue;
       if (event.type === 'message') {

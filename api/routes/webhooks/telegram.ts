@@ -9,8 +9,8 @@ import Router from '@koa/router';
 import { timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { MessengerSettings } from '../../../activities/messengers/messenger.ts';
-import { ApiError, invalidRequest } from '../../errors.ts';
-import { readRawBody } from '../../raw-body.ts';
+import { ApiError } from '../../errors.ts';
+import { parseJsonBody, readRawBody } from '../../raw-body.ts';
 import type { MessengerInbox } from './inbound.ts';
 
 const updateSchema = z.object({
@@ -40,15 +40,7 @@ export function telegramWebhookRoutes(settings: MessengerSettings['telegram'], i
       throw new ApiError('authentication_error', 'X-Telegram-Bot-Api-Secret-Token is missing or wrong');
     }
     const raw = await readRawBody(context.req, bodyLimit);
-    let json: unknown;
-    try {
-      json = JSON.parse(raw.toString('utf8'));
-    } catch {
-      throw new ApiError('invalid_request', 'The body is not JSON');
-    }
-    const parsed = updateSchema.safeParse(json);
-    if (!parsed.success) throw invalidRequest(parsed.error);
-    const { update_id: updateId, message } = parsed.data;
+    const { update_id: updateId, message } = parseJsonBody(raw, updateSchema);
     if (message) {
       await inbox.receive({
         platform: 'telegram',
