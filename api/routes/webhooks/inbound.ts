@@ -44,6 +44,12 @@ export interface InboundMessage {
 
 /** An unstarted event younger than this is taken to be in the hands of another request. */
 const inFlightMs = 60_000;
+/**
+ * Started events are kept this long to recognise redeliveries (LINE redelivers for up to a day, Telegram for about
+ * as long), then swept hourly by each API process.
+ */
+const keepEventsMs = 7 * 24 * 3_600_000;
+const sweepIntervalMs = 3_600_000;
 /** Characters of a message the bot takes (the API's chat takes the same). */
 const maxMessageChars = 32_000;
 
@@ -63,6 +69,12 @@ export class MessengerInbox {
 
   constructor(dependencies: MessengerInbox['dependencies']) {
     this.dependencies = dependencies;
+    const sweeper = setInterval(() => {
+      dependencies.pool
+        .query('delete from messenger_events where started and created_at < $1', [new Date(Date.now() - keepEventsMs)])
+        .catch((error: unknown) => dependencies.logger.warn({ err: error }, 'messenger event sweep failed'));
+    }, sweepIntervalMs);
+    sweeper.unref();
   }
 
   /** Takes one message: resolves once it is durably in hand (or known to be a duplicate). */
