@@ -60,6 +60,13 @@ export const responseFormatSchema = z.discriminatedUnion('type', [
   }),
 ]);
 
+/**
+ * OpenAI's `reasoning_effort`, the one knob for reasoning this API has: OpenAI-compatible upstreams get it as is;
+ * on Anthropic and Gemini any value but `none` turns thinking on with a token budget for the effort, and the
+ * reasoning comes back as `reasoning_content` (activities/providers/reasoning.ts).
+ */
+export const reasoningEffortSchema = z.enum(['none', 'minimal', 'low', 'medium', 'high']);
+
 export const chatCompletionRequestSchema = z.object({
   model: z.string().min(1),
   messages: z.array(chatMessageSchema).min(1),
@@ -79,6 +86,7 @@ export const chatCompletionRequestSchema = z.object({
   tools: z.array(toolSchema).max(128).nullish(),
   tool_choice: toolChoiceSchema.nullish(),
   parallel_tool_calls: z.boolean().nullish(),
+  reasoning_effort: reasoningEffortSchema.nullish(),
 });
 
 export type ChatCompletionRequest = z.infer<typeof chatCompletionRequestSchema>;
@@ -87,6 +95,7 @@ export type Tool = z.infer<typeof toolSchema>;
 export type ToolChoice = z.infer<typeof toolChoiceSchema>;
 export type ToolCall = z.infer<typeof toolCallSchema>;
 export type ResponseFormat = z.infer<typeof responseFormatSchema>;
+export type ReasoningEffort = z.infer<typeof reasoningEffortSchema>;
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
 

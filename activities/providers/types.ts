@@ -5,6 +5,7 @@
 import type {
   ChatMessage,
   FinishReason,
+  ReasoningEffort,
   ResponseFormat,
   Tool,
   ToolCall,
@@ -31,10 +32,15 @@ export interface ProviderRequest {
   presencePenalty?: number;
   frequencyPenalty?: number;
   parallelToolCalls?: boolean;
+  /** Asks for reasoning; each adapter maps it onto its protocol's own switch (see ./reasoning.ts). */
+  reasoningEffort?: ReasoningEffort;
 }
 
 export interface ProviderResponse {
+  /** The answer only: reasoning never counts as content. */
   content: string | null;
+  /** The model's reasoning text, present when the provider returned some. */
+  reasoning?: string;
   toolCalls: ToolCall[];
   finishReason: FinishReason;
   /** Null when the provider reported none. */
@@ -49,7 +55,10 @@ export interface ProviderAdapter {
   readonly provider: string;
   readonly protocol: WireProtocol;
   generate(request: ProviderRequest, options?: CallOptions): Promise<ProviderResponse>;
-  /** Yields text and tool-call deltas, then exactly one `finish`, then `usage` when the provider sent it. */
+  /**
+   * Yields reasoning, text and tool-call deltas, then exactly one `finish`, then `usage` when the provider sent
+   * it. Reasoning comes as `reasoning-delta` parts, never as text.
+   */
   stream(request: ProviderRequest, options?: CallOptions): AsyncIterable<StreamPart>;
 }
 

@@ -1,5 +1,6 @@
 /** Request mapping and stream edge cases of the Anthropic adapter. */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { createProviderAdapter } from '../../activities/providers/index.ts';
 import type { ProviderRequest } from '../../activities/providers/types.ts';
 import {
   adapterReplaying,
@@ -123,6 +124,46 @@ describe('Anthropic request mapping', () => {
     expect(await lastBody()).toMatchObject({ tool_choice: expected });
   });
 
+  it('turns a reasoning effort into extended thinking and drops the sampling knobs thinking refuses', async () => {
+    await harness.adapter('anthropic').generate({
+      model: 'claude-test',
+      messages: [{ role: 'user', content: 'hi' }],
+      reasoningEffort: 'high',
+      maxTokens: 32_000,
+      temperature: 0.2,
+      topP: 0.5,
+    });
+    const body = await lastBody();
+    expect(body).toMatchObject({ max_tokens: 32_000, thinking: { type: 'enabled', budget_tokens: 24_576 } });
+    expect(body).not.toHaveProperty('temperature');
+    expect(body).not.toHaveProperty('top_p');
+  });
+
+  it('keeps the thinking budget inside max_tokens, and thinks not at all when it does not fit', async () => {
+    const messages = [{ role: 'user' as const, content: 'hi' }];
+    const adapter = harness.adapter('anthropic');
+    // The default max_tokens (4,096) also bounds thinking; the answer keeps 1,024 of it.
+    await adapter.generate({ model: 'claude-test', messages, reasoningEffort: 'high' });
+    expect(await lastBody()).toMatchObject({ max_tokens: 4096, thinking: { type: 'enabled', budget_tokens: 3072 } });
+    await adapter.generate({ model: 'claude-test', messages, reasoningEffort: 'low', maxTokens: 2000 });
+    expect(await lastBody()).not.toHaveProperty('thinking');
+    await adapter.generate({ model: 'claude-test', messages, reasoningEffort: 'none' });
+    expect(await lastBody()).not.toHaveProperty('thinking');
+  });
+
+  it('leaves thinking off when the caller forces a tool, which Anthropic refuses with thinking', async () => {
+    await harness.adapter('anthropic').generate({
+      model: 'claude-test',
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [weatherTool],
+      toolChoice: 'required',
+      reasoningEffort: 'medium',
+    });
+    const body = await lastBody();
+    expect(body).toMatchObject({ tool_choice: { type: 'any' } });
+    expect(body).not.toHaveProperty('thinking');
+  });
+
   it('asks for JSON through the system prompt', async () => {
     await harness.adapter('anthropic').generate({
       model: 'claude-test',
@@ -181,6 +222,65 @@ describe('Anthropic stream edge cases', () => {
       // Cached prompt tokens count as prompt tokens.
       { type: 'usage', usage: { prompt_tokens: 15, completion_tokens: 30, total_tokens: 45 } },
     ]);
+  });
+
+  it('yields thinking as reasoning, skips signatures and redacted thinking, and sets a later block apart', async () => {
+    const parts = await collect(
+      adapterStreaming([
+        { type: 'message_start', message: { usage: { input_tokens: 3, output_tokens: 1 } } },
+        { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '' } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'Two is' } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: ' prime.' } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'EqQBCgIYAh' } },
+        { type: 'content_block_stop', index: 0 },
+        { type: 'content_block_start', index: 1, content_block: { type: 'redacted_thinking', data: 'EmwKAhgB' } },
+        { type: 'content_block_stop', index: 1 },
+        { type: 'content_block_start', index: 2, content_block: { type: 'thinking', thinking: '' } },
+        { type: 'content_block_delta', index: 2, delta: { type: 'thinking_delta', thinking: 'So no.' } },
+        { type: 'content_block_delta', index: 2, delta: { type: 'signature_delta', signature: 'EqQBCgIYAi' } },
+        { type: 'content_block_stop', index: 2 },
+        { type: 'content_block_start', index: 3, content_block: { type: 'text', text: '' } },
+        { type: 'content_block_delta', index: 3, delta: { type: 'text_delta', text: 'No.' } },
+        { type: 'content_block_stop', index: 3 },
+        { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 12 } },
+        { type: 'message_stop' },
+      ]).stream(request),
+    );
+    expect(parts).toEqual([
+      { type: 'reasoning-delta', text: 'Two is' },
+      { type: 'reasoning-delta', text: ' prime.' },
+      { type: 'reasoning-delta', text: '\n\nSo no.' },
+      { type: 'text-delta', text: 'No.' },
+      { type: 'finish', reason: 'stop', rawReason: 'end_turn' },
+      { type: 'usage', usage: { prompt_tokens: 3, completion_tokens: 12, total_tokens: 15 } },
+    ]);
+  });
+
+  it('maps thinking blocks of a whole message to reasoning the same way', async () => {
+    const message = {
+      content: [
+        { type: 'thinking', thinking: 'Two is prime.', signature: 'EqQBCgIYAh' },
+        { type: 'redacted_thinking', data: 'EmwKAhgB' },
+        { type: 'thinking', thinking: 'So no.', signature: 'EqQBCgIYAi' },
+        { type: 'text', text: 'No.' },
+      ],
+      stop_reason: 'end_turn',
+      usage: { input_tokens: 3, output_tokens: 12 },
+    };
+    const adapter = createProviderAdapter({
+      provider: 'anthropic',
+      protocol: 'anthropic',
+      baseUrl: 'http://upstream.invalid',
+      apiKey: 'k',
+      fetch: async () => Response.json(message),
+    });
+    expect(await adapter.generate(request)).toEqual({
+      content: 'No.',
+      reasoning: 'Two is prime.\n\nSo no.',
+      toolCalls: [],
+      finishReason: 'stop',
+      usage: { prompt_tokens: 3, completion_tokens: 12, total_tokens: 15 },
+    });
   });
 
   it('turns an error event into a retryable ProviderError', async () => {

@@ -153,6 +153,23 @@ describe('Gemini request mapping', () => {
     });
   });
 
+  it.each([
+    ['low', { thinkingConfig: { includeThoughts: true, thinkingBudget: 1024 } }],
+    ['high', { thinkingConfig: { includeThoughts: true, thinkingBudget: 24_576 } }],
+  ] as const)('asks for thoughts with a budget for reasoning effort %s', async (reasoningEffort, expected) => {
+    const messages = [{ role: 'user' as const, content: 'hi' }];
+    await harness.adapter('gemini').generate({ model: 'gemini-test', messages, reasoningEffort });
+    expect((await harness.control.requests()).last?.body).toMatchObject({ generationConfig: expected });
+  });
+
+  it('leaves thinking to the model without an effort or with none', async () => {
+    const messages = [{ role: 'user' as const, content: 'hi' }];
+    for (const reasoningEffort of [undefined, 'none'] as const) {
+      await harness.adapter('gemini').generate({ model: 'gemini-test', messages, reasoningEffort });
+      expect((await harness.control.requests()).last?.body).not.toHaveProperty('generationConfig.thinkingConfig');
+    }
+  });
+
   it('streams from the SSE endpoint', async () => {
     await collect(
       harness.adapter('gemini').stream({ model: 'gemini-test', messages: [{ role: 'user', content: 'hi' }] }),
@@ -175,7 +192,7 @@ function adapterStreaming(chunks: unknown[]) {
 const request: ProviderRequest = { model: 'gemini-test', messages: [{ role: 'user', content: 'hi' }] };
 
 describe('Gemini stream edge cases', () => {
-  it('skips thought parts, numbers parallel calls and counts thinking tokens as completion', async () => {
+  it('yields thought parts as reasoning, numbers parallel calls and counts thinking tokens as completion', async () => {
     const parts = await collect(
       adapterStreaming([
         { candidates: [{ content: { role: 'model', parts: [{ text: 'pondering', thought: true }] } }] },
@@ -197,6 +214,7 @@ describe('Gemini stream edge cases', () => {
       ]).stream(request),
     );
     expect(parts).toEqual([
+      { type: 'reasoning-delta', text: 'pondering' },
       { type: 'tool-call-delta', index: 0, id: 'call_0', name: 'get_weather', argumentsDelta: '{"city":"Oslo"}' },
       { type: 'tool-call-delta', index: 1, id: 'call_1', name: 'get_time', argumentsDelta: '{}' },
       { type: 'finish', reason: 'tool_calls', rawReason: 'STOP' },

@@ -83,6 +83,13 @@ describe('OpenAI-compatible request mapping', () => {
     expect(body).not.toHaveProperty('parallel_tool_calls');
   });
 
+  it('passes reasoning_effort through only when the caller set it', async () => {
+    await harness.adapter('openai').generate({ ...fullRequest, reasoningEffort: 'high' });
+    expect((await lastRequest()).body).toMatchObject({ reasoning_effort: 'high' });
+    await harness.adapter('openai').generate(fullRequest);
+    expect((await lastRequest()).body).not.toHaveProperty('reasoning_effort');
+  });
+
   it('always asks a stream for usage', async () => {
     await collect(harness.adapter('openai').stream({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }));
     const { body } = await lastRequest();
@@ -127,6 +134,27 @@ describe('OpenAI-compatible stream edge cases', () => {
       { type: 'tool-call-delta', index: 0, argumentsDelta: ':1}' },
       { type: 'tool-call-delta', index: 1, argumentsDelta: '{}' },
       { type: 'finish', reason: 'tool_calls', rawReason: 'tool_calls' },
+    ]);
+  });
+
+  it('reads DeepSeek reasoning_content as reasoning, with null content beside it', async () => {
+    const chunk = (delta: unknown, finish: string | null = null) =>
+      `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const parts = await collect(
+      adapterStreaming(
+        chunk({ role: 'assistant', content: null, reasoning_content: '' }) +
+          chunk({ content: null, reasoning_content: 'Two is' }) +
+          chunk({ content: null, reasoning_content: ' even.' }) +
+          chunk({ content: 'Yes', reasoning_content: null }) +
+          chunk({}, 'stop') +
+          'data: [DONE]\n\n',
+      ).stream(request),
+    );
+    expect(parts).toEqual([
+      { type: 'reasoning-delta', text: 'Two is' },
+      { type: 'reasoning-delta', text: ' even.' },
+      { type: 'text-delta', text: 'Yes' },
+      { type: 'finish', reason: 'stop', rawReason: 'stop' },
     ]);
   });
 

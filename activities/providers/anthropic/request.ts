@@ -1,6 +1,7 @@
 /** Maps a provider-neutral request onto the Anthropic Messages wire body. */
 import { z } from 'zod';
 import type { ChatMessage, ResponseFormat, Tool, ToolChoice } from '../../../common/chat.ts';
+import { thinkingBudget } from '../reasoning.ts';
 import type { ProviderRequest } from '../types.ts';
 
 /** Anthropic requires max_tokens; this applies when the caller set none. */
@@ -40,7 +41,11 @@ export interface AnthropicMessagesBody {
   metadata?: { user_id: string };
   tools?: AnthropicTool[];
   tool_choice?: AnthropicToolChoice;
+  thinking?: { type: 'enabled'; budget_tokens: number };
 }
+
+/** Anthropic rejects smaller thinking budgets. */
+const minimumThinkingBudget = 1024;
 
 /**
  * Builds the request body. Anthropic has no seed, penalties or response_format: the first two are dropped,
@@ -54,21 +59,52 @@ export function toAnthropicMessagesBody(request: ProviderRequest, stream: boolea
     ...jsonInstruction(request.responseFormat),
   ].filter((text) => text !== '');
   const hasTools = request.tools !== undefined && request.tools.length > 0;
+  const maxTokens = request.maxTokens ?? defaultMaxTokens;
+  const thinking = thinkingOf(request, maxTokens);
+  // Thinking rejects a temperature other than 1 and a top_p below 0.95: the sampling knobs give way.
+  const sampling: Pick<ProviderRequest, 'temperature' | 'topP'> = thinking === undefined ? request : {};
   return {
     model: request.model,
-    max_tokens: request.maxTokens ?? defaultMaxTokens,
+    max_tokens: maxTokens,
     messages: toAnthropicMessages(request.messages),
     system: system.length > 0 ? system.join('\n\n') : undefined,
     stream: stream ? true : undefined,
     // The OpenAI range is 0..2, Anthropic's 0..1: values above 1 are clamped rather than rejected upstream.
-    temperature: request.temperature === undefined ? undefined : Math.min(request.temperature, 1),
+    temperature: sampling.temperature === undefined ? undefined : Math.min(sampling.temperature, 1),
     // Recent Claude models reject temperature and top_p together; temperature, the commoner knob, wins.
-    top_p: request.temperature === undefined ? request.topP : undefined,
+    top_p: sampling.temperature === undefined ? sampling.topP : undefined,
     stop_sequences: request.stop !== undefined && request.stop.length > 0 ? request.stop : undefined,
     metadata: request.user === undefined ? undefined : { user_id: request.user },
     tools: hasTools ? request.tools?.map(toAnthropicTool) : undefined,
     tool_choice: hasTools ? toAnthropicToolChoice(request.toolChoice, request.parallelToolCalls) : undefined,
+    thinking,
   };
+}
+
+/**
+ * Extended thinking for a request with a reasoning effort. `max_tokens` bounds thinking and answer together (as
+ * OpenAI's max_completion_tokens does, and as credit holds assume), so the budget leaves at least the minimum for
+ * the answer; a max_tokens too small for both gets no thinking. Thinking is also left off when the caller forces
+ * a tool (Anthropic refuses forced tool use with thinking) and in the later rounds of a tool loop: the API then
+ * wants the turn's signed thinking blocks back, which the OpenAI message format has no room for. Claude does not
+ * think again after a tool result anyway (without the interleaved-thinking beta).
+ */
+function thinkingOf(request: ProviderRequest, maxTokens: number): AnthropicMessagesBody['thinking'] {
+  const wanted = thinkingBudget(request.reasoningEffort);
+  if (wanted === undefined || forcesToolUse(request) || inToolLoop(request.messages)) return undefined;
+  const budget = Math.min(wanted, maxTokens - minimumThinkingBudget);
+  return budget < minimumThinkingBudget ? undefined : { type: 'enabled', budget_tokens: budget };
+}
+
+function forcesToolUse(request: ProviderRequest): boolean {
+  const hasTools = request.tools !== undefined && request.tools.length > 0;
+  return hasTools && (request.toolChoice === 'required' || typeof request.toolChoice === 'object');
+}
+
+/** True when the model already called tools since the user's last message: the answer is mid tool loop. */
+function inToolLoop(messages: ChatMessage[]): boolean {
+  const sinceUser = messages.slice(messages.findLastIndex((message) => message.role === 'user') + 1);
+  return sinceUser.some((message) => message.role === 'assistant' && (message.tool_calls ?? []).length > 0);
 }
 
 /**

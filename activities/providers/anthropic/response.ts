@@ -12,11 +12,12 @@ export const anthropicUsageSchema = z.object({
 });
 
 export const anthropicMessageSchema = z.object({
-  // Blocks of other types (thinking, server tools) pass validation and are skipped when mapping.
+  // Blocks of other types (redacted_thinking, server tools) pass validation and are skipped when mapping.
   content: z.array(
     z.object({
       type: z.string(),
       text: z.string().nullish(),
+      thinking: z.string().nullish(),
       id: z.string().nullish(),
       name: z.string().nullish(),
       input: z.unknown().optional(),
@@ -28,12 +29,18 @@ export const anthropicMessageSchema = z.object({
 
 type AnthropicMessage = z.infer<typeof anthropicMessageSchema>;
 
-/** Maps a Messages response: text blocks joined into content, tool_use blocks into tool calls. */
+/**
+ * Maps a Messages response: text blocks joined into content, thinking blocks into reasoning (their signatures
+ * are dropped: nothing sends them back), tool_use blocks into tool calls. A redacted_thinking block holds only
+ * encrypted data and adds no reasoning text.
+ */
 export function fromAnthropicMessage(message: AnthropicMessage): ProviderResponse {
   const texts: string[] = [];
+  const thoughts: string[] = [];
   const toolCalls: ToolCall[] = [];
   for (const block of message.content) {
     if (block.type === 'text' && block.text != null) texts.push(block.text);
+    if (block.type === 'thinking' && block.thinking != null && block.thinking !== '') thoughts.push(block.thinking);
     if (block.type === 'tool_use' && block.id != null && block.name != null) {
       toolCalls.push({
         id: block.id,
@@ -44,6 +51,7 @@ export function fromAnthropicMessage(message: AnthropicMessage): ProviderRespons
   }
   return {
     content: texts.length > 0 ? texts.join('') : null,
+    ...(thoughts.length > 0 ? { reasoning: thoughts.join('\n\n') } : {}),
     toolCalls,
     finishReason: mapAnthropicStopReason(message.stop_reason),
     usage: fromAnthropicUsage(message.usage),

@@ -13,12 +13,19 @@ const anthropicEventSchema = z.object({
   index: z.number().int().nonnegative().nullish(),
   message: z.object({ usage: anthropicUsageSchema.nullish() }).nullish(),
   content_block: z
-    .object({ type: z.string(), text: z.string().nullish(), id: z.string().nullish(), name: z.string().nullish() })
+    .object({
+      type: z.string(),
+      text: z.string().nullish(),
+      thinking: z.string().nullish(),
+      id: z.string().nullish(),
+      name: z.string().nullish(),
+    })
     .nullish(),
   delta: z
     .object({
       type: z.string().nullish(),
       text: z.string().nullish(),
+      thinking: z.string().nullish(),
       partial_json: z.string().nullish(),
       stop_reason: z.string().nullish(),
     })
@@ -41,10 +48,17 @@ const statusByErrorType: Record<string, number> = {
   overloaded_error: 529,
 };
 
-/** Holds what a Messages stream has said so far; finish and usage go out together at `message_stop`. */
+/**
+ * Holds what a Messages stream has said so far; finish and usage go out together at `message_stop`. A thinking
+ * block streams `thinking_delta`s as reasoning, then a `signature_delta` that is dropped (nothing sends it back);
+ * a redacted_thinking block carries only encrypted data and yields nothing.
+ */
 export class AnthropicStreamTranslator implements StreamTranslator {
   complete = false;
   private readonly provider: string;
+  /** Thinking blocks started, and the one whose text went out last: a later block's text is set apart. */
+  private thinkingBlocks = 0;
+  private reasonedBlock = 0;
   /** Content-block index → tool-call index: tool calls count only tool_use blocks, from 0. */
   private readonly toolIndexByBlock = new Map<number, number>();
   private readonly toolCallsWithArguments = new Set<number>();
@@ -94,6 +108,10 @@ export class AnthropicStreamTranslator implements StreamTranslator {
     if (block?.type === 'text' && block.text != null && block.text !== '') {
       return [{ type: 'text-delta', text: block.text }];
     }
+    if (block?.type === 'thinking') {
+      this.thinkingBlocks++;
+      return this.reasoning(block.thinking);
+    }
     if (block?.type !== 'tool_use') return [];
     const index = this.toolIndexByBlock.size;
     this.toolIndexByBlock.set(blockIndex, index);
@@ -106,11 +124,20 @@ export class AnthropicStreamTranslator implements StreamTranslator {
     if (delta?.type === 'text_delta' && delta.text != null && delta.text !== '') {
       return [{ type: 'text-delta', text: delta.text }];
     }
+    if (delta?.type === 'thinking_delta') return this.reasoning(delta.thinking);
     const index = this.toolIndexByBlock.get(blockIndex);
     if (delta?.type !== 'input_json_delta' || index === undefined || delta.partial_json == null) return [];
     if (delta.partial_json === '') return [];
     this.toolCallsWithArguments.add(index);
     return [{ type: 'tool-call-delta', index, argumentsDelta: delta.partial_json }];
+  }
+
+  /** Reasoning text; a new thinking block's is set apart from the last one's, as the non-streaming mapping does. */
+  private reasoning(text: string | null | undefined): StreamPart[] {
+    if (text == null || text === '') return [];
+    const separator = this.reasonedBlock > 0 && this.reasonedBlock < this.thinkingBlocks ? '\n\n' : '';
+    this.reasonedBlock = this.thinkingBlocks;
+    return [{ type: 'reasoning-delta', text: separator + text }];
   }
 
   /** A tool without parameters streams no input JSON; its arguments are `{}` as in the non-streaming body. */

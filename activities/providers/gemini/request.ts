@@ -1,6 +1,7 @@
 /** Maps a provider-neutral request onto the Gemini generateContent wire body. */
 import { z } from 'zod';
 import type { ChatMessage, ResponseFormat, Tool, ToolChoice } from '../../../common/chat.ts';
+import { thinkingBudget } from '../reasoning.ts';
 import type { ProviderRequest } from '../types.ts';
 import { hasNoProperties, toGeminiSchema } from './schema.ts';
 
@@ -38,6 +39,7 @@ interface GeminiGenerationConfig {
   frequencyPenalty?: number;
   responseMimeType?: string;
   responseSchema?: Record<string, unknown>;
+  thinkingConfig?: { includeThoughts: boolean; thinkingBudget: number };
 }
 
 /** The generateContent request body (the model goes in the URL); undefined fields are dropped. */
@@ -69,8 +71,19 @@ export function toGeminiBody(request: ProviderRequest): GeminiGenerateContentBod
       presencePenalty: request.presencePenalty,
       frequencyPenalty: request.frequencyPenalty,
       ...responseFormatConfig(request.responseFormat),
+      thinkingConfig: thinkingConfigOf(request),
     },
   };
+}
+
+/**
+ * Gemini 2.5 models think whether asked or not, but return their thought summaries (parts marked `thought`) only
+ * with `includeThoughts`; a reasoning effort asks for them and sets the budget. Without one the model's own
+ * default stands (2.5 Pro cannot turn thinking off, so `none` does not try).
+ */
+function thinkingConfigOf(request: ProviderRequest): GeminiGenerationConfig['thinkingConfig'] {
+  const budget = thinkingBudget(request.reasoningEffort);
+  return budget === undefined ? undefined : { includeThoughts: true, thinkingBudget: budget };
 }
 
 /**

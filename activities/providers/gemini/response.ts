@@ -43,8 +43,12 @@ export function fromGeminiResponse(response: GeminiResponse): ProviderResponse {
       function: { name: call.name, arguments: JSON.stringify(call.args ?? {}) },
     }));
   const text = parts.map((part) => part.text ?? '').join('');
+  const reasoning = thoughtParts(response)
+    .map((part) => part.text ?? '')
+    .join('');
   return {
     content: text === '' ? null : text,
+    ...(reasoning === '' ? {} : { reasoning }),
     toolCalls,
     finishReason: finishReasonOf(response, toolCalls.length > 0),
     usage: fromGeminiUsage(response.usageMetadata),
@@ -55,6 +59,12 @@ export function fromGeminiResponse(response: GeminiResponse): ProviderResponse {
 export function answerParts(response: GeminiResponse): GeminiPart[] {
   const parts = response.candidates?.[0]?.content?.parts ?? [];
   return parts.filter((part) => part.thought !== true);
+}
+
+/** The first candidate's thought summaries (sent with `thinkingConfig.includeThoughts`): its reasoning. */
+export function thoughtParts(response: GeminiResponse): GeminiPart[] {
+  const parts = response.candidates?.[0]?.content?.parts ?? [];
+  return parts.filter((part) => part.thought === true);
 }
 
 /** The candidate's finish reason, or the prompt's block reason when Gemini refused before answering. */

@@ -13,6 +13,7 @@ import {
   geminiResponseSchema,
   geminiToolCallId,
   rawFinishReason,
+  thoughtParts,
   type GeminiResponse,
 } from './response.ts';
 
@@ -52,6 +53,9 @@ export class GeminiStreamTranslator implements StreamTranslator {
     this.usage = fromGeminiUsage(chunk.usageMetadata) ?? this.usage;
     if (rawFinishReason(chunk) !== null) this.lastChunkWithReason = chunk;
     const parts: StreamPart[] = [];
+    for (const part of thoughtParts(chunk)) {
+      if (part.text != null && part.text !== '') parts.push({ type: 'reasoning-delta', text: part.text });
+    }
     for (const part of answerParts(chunk)) {
       if (part.text != null && part.text !== '') parts.push({ type: 'text-delta', text: part.text });
       if (part.functionCall != null) {

@@ -21,6 +21,7 @@ export interface OpenAIChatBody {
   tools?: ProviderRequest['tools'];
   tool_choice?: ProviderRequest['toolChoice'];
   parallel_tool_calls?: boolean;
+  reasoning_effort?: ProviderRequest['reasoningEffort'];
 }
 
 type OpenAIMessage = Exclude<ChatMessage, { role: 'developer' }>;
@@ -46,6 +47,8 @@ export function toOpenAIChatBody(provider: string, request: ProviderRequest, str
     // Servers reject tool settings without tools (OpenAI: "tool_choice is only allowed when tools are specified").
     tool_choice: hasTools ? request.toolChoice : undefined,
     parallel_tool_calls: hasTools ? request.parallelToolCalls : undefined,
+    // Only when the caller set it (and the model reasons, see provider-calls.ts): OpenAI rejects it otherwise.
+    reasoning_effort: request.reasoningEffort,
   };
 }
 

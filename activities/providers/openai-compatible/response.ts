@@ -16,6 +16,7 @@ export const openAIChatResponseSchema = z.object({
       z.object({
         message: z.object({
           content: z.string().nullish(),
+          reasoning_content: z.string().nullish(),
           refusal: z.string().nullish(),
           tool_calls: z
             .array(
@@ -35,7 +36,11 @@ export const openAIChatResponseSchema = z.object({
 
 type OpenAIChatResponse = z.infer<typeof openAIChatResponseSchema>;
 
-/** Maps the first choice of a Chat Completions response. */
+/**
+ * Maps the first choice of a Chat Completions response. Reasoning comes from DeepSeek's `reasoning_content`
+ * (also used by vLLM and others); OpenAI's own Chat Completions never returns reasoning text, its summaries exist
+ * only in the Responses API, which this adapter does not speak.
+ */
 export function fromOpenAIChatResponse(response: OpenAIChatResponse): ProviderResponse {
   // The schema requires at least one choice.
   const choice = response.choices[0]!;
@@ -47,6 +52,7 @@ export function fromOpenAIChatResponse(response: OpenAIChatResponse): ProviderRe
   return {
     // A structured-output refusal arrives in `refusal` with null content; the caller should still see it.
     content: choice.message.content ?? choice.message.refusal ?? null,
+    ...(choice.message.reasoning_content ? { reasoning: choice.message.reasoning_content } : {}),
     toolCalls,
     finishReason: mapOpenAIFinishReason(choice.finish_reason, toolCalls.length > 0),
     usage: fromOpenAIUsage(response.usage),

@@ -15,6 +15,8 @@ const openAIChunkSchema = z.object({
         delta: z
           .object({
             content: z.string().nullish(),
+            // DeepSeek's reasoning models stream their reasoning here before any content.
+            reasoning_content: z.string().nullish(),
             tool_calls: z
               .array(
                 z.object({
@@ -35,7 +37,11 @@ const openAIChunkSchema = z.object({
   error: z.object({ message: z.string().nullish(), code: z.union([z.string(), z.number()]).nullish() }).nullish(),
 });
 
-/** Holds what a Chat Completions stream has said so far; finish and usage go out together at `[DONE]`. */
+/**
+ * Holds what a Chat Completions stream has said so far; finish and usage go out together at `[DONE]`. Reasoning
+ * arrives as DeepSeek's `delta.reasoning_content`; OpenAI itself streams none in Chat Completions (reasoning
+ * summaries are a Responses API feature), so its reasoning models yield text only.
+ */
 export class OpenAIStreamTranslator implements StreamTranslator {
   complete = false;
   private readonly provider: string;
@@ -67,6 +73,8 @@ export class OpenAIStreamTranslator implements StreamTranslator {
     const parts: StreamPart[] = [];
     for (const choice of chunk.choices ?? []) {
       if (choice.finish_reason != null) this.rawFinishReason = choice.finish_reason;
+      const reasoning = choice.delta?.reasoning_content;
+      if (reasoning != null && reasoning !== '') parts.push({ type: 'reasoning-delta', text: reasoning });
       const content = choice.delta?.content;
       if (content != null && content !== '') parts.push({ type: 'text-delta', text: content });
       for (const [position, call] of (choice.delta?.tool_calls ?? []).entries()) {
