@@ -8,6 +8,7 @@
  * attempt is started by its local activity. A call nobody adopts (the workflow ran elsewhere) is aborted.
  */
 import type { LoadedCatalogue, ProviderEndpoint } from '../config/load-catalogue.ts';
+import { resolveModel } from '../common/catalogue.ts';
 import type { ChatCompletionRequest, FinishReason, Usage } from '../common/chat.ts';
 import {
   completionWorkflowId,
@@ -219,7 +220,7 @@ export class ProviderCalls {
       return { outcome: 'skipped', reason: 'circuit open; another replica holds the half-open probe' };
     }
     const adapter = this.adapterFor(endpoint);
-    const providerRequest = toProviderRequest(candidate, request);
+    const providerRequest = toProviderRequest(candidate, request, takesReasoningEffort(catalogue, candidate, endpoint));
     const startedAt = performance.now();
     let contentSent = false;
     let seq = input.seqBase ?? 0;
@@ -227,10 +228,17 @@ export class ProviderCalls {
       if (!request.stream) {
         const response = await adapter.generate(providerRequest, { signal });
         await breaker.recordSuccess(candidate.provider);
-        const usage =
-          response.usage ??
-          estimateUsage(request, countTokens(response.content ?? '') + countToolCallTokens(response.toolCalls));
-        const message = { content: response.content, toolCalls: response.toolCalls };
+        // Reasoning is generated, and billed, like the answer: an estimate counts it too.
+        const generatedTokens =
+          countTokens(response.reasoning ?? '') +
+          countTokens(response.content ?? '') +
+          countToolCallTokens(response.toolCalls);
+        const usage = response.usage ?? estimateUsage(request, generatedTokens);
+        const message: CompletionMessage = {
+          content: response.content,
+          toolCalls: response.toolCalls,
+          ...(response.reasoning === undefined ? {} : { reasoning: response.reasoning }),
+        };
         const finishReason = response.finishReason;
         // A response waiting in this process may be released now; the workflow records the same outcome.
         hub.publish(requestId, {
@@ -280,7 +288,8 @@ export class ProviderCalls {
             continue;
           }
           if (part.type === 'finish') finishReason = part.reason;
-          if (part.type === 'text-delta') completionText += part.text;
+          // Reasoning counts for an estimate (it is generated output), never for the collected message.
+          if (part.type === 'text-delta' || part.type === 'reasoning-delta') completionText += part.text;
           if (part.type === 'tool-call-delta') completionText += (part.name ?? '') + part.argumentsDelta;
           collected?.add(part);
           if (!contentSent) {
@@ -338,7 +347,7 @@ function ledgerWorkflowId(input: ProviderCallInput): string {
   return input.workflowId ?? completionWorkflowId(input.requestId);
 }
 
-/** Puts a streamed answer back together: its text, and its tool calls from their fragments. */
+/** Puts a streamed answer back together: its text, and its tool calls from their fragments (never its reasoning). */
 class MessageAssembler {
   private text = '';
   private readonly calls = new Map<number, { id: string; name: string; arguments: string }>();
@@ -407,7 +416,23 @@ function elapsed(startedAt: number): number {
   return Math.round(performance.now() - startedAt);
 }
 
-function toProviderRequest(candidate: Candidate, request: ChatCompletionRequest): ProviderRequest {
+/**
+ * Whether the upstream gets the request's reasoning_effort. OpenAI-compatible servers reject it for a model that
+ * does not reason (OpenAI: "Unsupported parameter"), and a failover may land on one, so there it goes only to
+ * catalogue models marked `reasoning`. The Anthropic and Gemini adapters turn it into their own thinking
+ * switches, which every catalogued model of theirs accepts.
+ */
+function takesReasoningEffort(catalogue: LoadedCatalogue, candidate: Candidate, endpoint: ProviderEndpoint): boolean {
+  if (endpoint.protocol !== 'openai') return true;
+  const resolved = resolveModel(catalogue.catalogue, candidate.modelId ?? candidate.model);
+  return resolved?.model.capabilities.includes('reasoning') ?? false;
+}
+
+function toProviderRequest(
+  candidate: Candidate,
+  request: ChatCompletionRequest,
+  withReasoningEffort: boolean,
+): ProviderRequest {
   return {
     model: candidate.upstreamModel,
     messages: request.messages,
@@ -423,6 +448,7 @@ function toProviderRequest(candidate: Candidate, request: ChatCompletionRequest)
     presencePenalty: request.presence_penalty ?? undefined,
     frequencyPenalty: request.frequency_penalty ?? undefined,
     parallelToolCalls: request.parallel_tool_calls ?? undefined,
+    reasoningEffort: withReasoningEffort ? (request.reasoning_effort ?? undefined) : undefined,
   };
 }
 

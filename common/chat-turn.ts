@@ -3,7 +3,7 @@
  * a chat turn workflow takes and returns. Workflow-safe: no Node built-ins, no I/O.
  */
 import { z } from 'zod';
-import type { Usage } from './chat.ts';
+import { reasoningEffortSchema, type ReasoningEffort, type Usage } from './chat.ts';
 import type { Candidate } from './completion.ts';
 
 export const defaultSessionKey = 'api:default';
@@ -20,6 +20,8 @@ export const chatRequestSchema = z
       .default(defaultSessionKey),
     channel: z.enum(httpChannels).default('api'),
     model: z.string().min(1).optional(),
+    /** Asks the model to reason (as on completions); what it exposes streams as `thinking` events. */
+    reasoning_effort: reasoningEffortSchema.optional(),
   })
   .strict();
 
@@ -98,6 +100,8 @@ export interface ChatTurnInput {
   requestedModel: string;
   candidates: Candidate[];
   stream: boolean;
+  /** The reasoning effort every model call of the turn asks for (absent: none asked). */
+  reasoningEffort?: ReasoningEffort;
   /** Tools offered to the model, by name. */
   tools: Record<string, OfferedTool>;
   /** Tokens the history may take (the first candidate's context window less room for the answer). */

@@ -112,7 +112,14 @@ export interface ChatCompletion {
   model: string;
   choices: Array<{
     index: number;
-    message: { role: 'assistant'; content: string | null; tool_calls?: ToolCall[]; refusal: null };
+    message: {
+      role: 'assistant';
+      content: string | null;
+      /** The model's reasoning, where its provider exposes it (DeepSeek's field name; never part of content). */
+      reasoning_content?: string;
+      tool_calls?: ToolCall[];
+      refusal: null;
+    };
     finish_reason: FinishReason;
     logprobs: null;
   }>;
@@ -130,6 +137,7 @@ export interface ChatCompletionChunk {
     delta: {
       role?: 'assistant';
       content?: string | null;
+      reasoning_content?: string;
       tool_calls?: Array<{
         index: number;
         id?: string;

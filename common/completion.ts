@@ -56,8 +56,14 @@ export interface Attempt {
 }
 
 export interface CompletionMessage {
+  /** The answer only; reasoning is never part of it. */
   content: string | null;
   toolCalls: ToolCall[];
+  /**
+   * A non-streamed answer's reasoning, when the provider returned some (shown as `reasoning_content`). Streamed
+   * reasoning goes to the client only: a collected streamed message has none.
+   */
+  reasoning?: string;
 }
 
 export interface CompletionResult {

@@ -81,6 +81,7 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
         // asked for keep their ids, which is how a tool that ran is recognised and not run again.
         stream: true,
         ...(withTools ? { tools: offered } : {}),
+        ...(input.reasoningEffort === undefined ? {} : { reasoning_effort: input.reasoningEffort }),
       };
       const served = await callWithFailover(
         {

@@ -1,4 +1,8 @@
-/** Shapes workflow results and stream events into the OpenAI chat-completion objects the SDK expects. */
+/**
+ * Shapes workflow results and stream events into the OpenAI chat-completion objects the SDK expects. Reasoning,
+ * where the provider exposes it, travels in DeepSeek's `reasoning_content` field (message and delta), never in
+ * `content`.
+ */
 import type { ChatCompletion, ChatCompletionChunk, Usage } from '../../common/chat.ts';
 import type { CompletionMessage, StreamEvent } from '../../common/completion.ts';
 
@@ -22,6 +26,7 @@ export function presentCompletion(id: string, created: number, result: Completio
         message: {
           role: 'assistant',
           content: toolCalls.length > 0 ? result.message?.content || null : (result.message?.content ?? ''),
+          ...(result.message?.reasoning ? { reasoning_content: result.message.reasoning } : {}),
           ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
           refusal: null,
         },
@@ -58,6 +63,10 @@ export class ChunkPresenter {
         return [this.chunk({ role: 'assistant', content: '' }, null)];
       case 'text-delta':
         return [this.chunk({ content: event.text }, null)];
+      // Reasoning passes through as DeepSeek sends it, in `delta.reasoning_content`, so it never mixes with the
+      // answer: the OpenAI SDK and clients that know only `content` ignore it, those that know DeepSeek show it.
+      case 'reasoning-delta':
+        return [this.chunk({ reasoning_content: event.text }, null)];
       case 'tool-call-delta':
         return [
           this.chunk(

@@ -181,6 +181,7 @@ export class ChatService {
       requestedModel,
       candidates,
       stream,
+      ...(body.reasoning_effort === undefined ? {} : { reasoningEffort: body.reasoning_effort }),
       tools,
       historyBudgetTokens: Math.max(1_024, contextWindow - answerReserveTokens - toolTokens),
       maxToolRounds: this.dependencies.maxToolRounds,
