@@ -11,6 +11,16 @@
  *   name, or a word of it of four letters or more: "weather" names `get_weather`), with arguments sampled from its
  *   schema; a message naming none is answered in text. `required` calls the first tool, a named choice that tool.
  * - After a tool result it answers in text, quoting the result.
+ *
+ * Reasoning: a request that turns reasoning on, by its own protocol's switch, is answered with reasoning first,
+ * rendered as that protocol really sends it:
+ * - OpenAI-compatible: a model whose id contains `reasoner` (as DeepSeek's `deepseek-reasoner`, which always
+ *   reasons), in `reasoning_content`. `reasoning_effort` alone adds none: OpenAI's Chat Completions return no
+ *   reasoning text.
+ * - Anthropic: `thinking` of type `enabled` or `adaptive`, as a thinking block with a signature before the answer.
+ * - Gemini: `generationConfig.thinkingConfig.includeThoughts`, as parts marked `thought: true`.
+ * The reasoning is `Simulated reasoning of <model> about: <the quoted user message or tool result>`, a word per
+ * token, before the text or the tool call. Its tokens count as completion tokens; max_tokens cuts only the answer.
  */
 import { z } from 'zod';
 
@@ -28,11 +38,16 @@ export interface SimulationInput {
   toolChoice: 'auto' | 'none' | 'required' | { name: string };
   maxTokens: number | undefined;
   stop: string[];
+  /** The request turned reasoning on, by its protocol's rule (see the header). */
+  reasoning: boolean;
 }
 
 interface ReplyCommon {
   promptTokens: number;
+  /** Every generated token: the reasoning's and the answer's. */
   completionTokens: number;
+  /** The reasoning's tokens, before the answer (none when the request did not turn reasoning on). */
+  reasoning: string[];
   finish: 'stop' | 'length' | 'tool_calls';
   /** The stop sequence that ended the text, when one did. */
   stopSequence: string | null;
@@ -57,6 +72,7 @@ const quotedToolResultChars = 200;
 /** Decides the reply: a tool call when tools are offered and usable, otherwise a sentence about the prompt. */
 export function planReply(input: SimulationInput): ReplyPlan {
   const promptTokens = Math.max(1, Math.ceil(input.promptChars / 4));
+  const reasoning = input.reasoning ? (reasoningText(input).match(/\s*\S+/g) ?? []) : [];
   const tool = chooseTool(input);
   if (tool !== undefined) {
     const toolArguments = tool.arguments ?? sampleArguments(tool.parameters);
@@ -70,7 +86,8 @@ export function planReply(input: SimulationInput): ReplyPlan {
       argumentChunks,
       complete,
       promptTokens,
-      completionTokens: argumentChunks.length,
+      completionTokens: reasoning.length + argumentChunks.length,
+      reasoning,
       finish: complete ? 'tool_calls' : 'length',
       stopSequence: null,
     };
@@ -82,7 +99,8 @@ export function planReply(input: SimulationInput): ReplyPlan {
     kind: 'text',
     tokens,
     promptTokens,
-    completionTokens: tokens.length,
+    completionTokens: reasoning.length + tokens.length,
+    reasoning,
     finish: tokens.length < allTokens.length ? 'length' : 'stop',
     stopSequence: tokens.length < allTokens.length ? null : stopSequence,
   };
@@ -94,6 +112,15 @@ export function replyText(input: SimulationInput): string {
     return `Simulated reply from ${input.model} with tool result: ${input.lastTurn.content.slice(0, quotedToolResultChars)}`.trim();
   }
   return `Simulated reply from ${input.model} to: ${input.lastTurn.text.slice(0, quotedUserChars)}`.trim();
+}
+
+/** What a reasoning model thinks before it answers: it names the model and quotes what it answers. */
+export function reasoningText(input: SimulationInput): string {
+  const quoted =
+    input.lastTurn.kind === 'tool-result'
+      ? input.lastTurn.content.slice(0, quotedUserChars)
+      : input.lastTurn.text.slice(0, quotedUserChars);
+  return `Simulated reasoning of ${input.model} about: ${quoted}`.trim();
 }
 
 interface ChosenTool {

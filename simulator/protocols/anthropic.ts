@@ -29,7 +29,12 @@ const contentBlockSchema = z.discriminatedUnion('type', [
     tool_use_id: z.string().min(1),
     content: z.union([z.string(), z.array(textBlockSchema)]).optional(),
   }),
+  // A previous answer's reasoning, sent back as received.
+  z.object({ type: z.literal('thinking'), thinking: z.string(), signature: z.string() }),
+  z.object({ type: z.literal('redacted_thinking'), data: z.string() }),
 ]);
+
+const minimumThinkingBudget = 1024;
 
 const requestSchema = z.object({
   model: z.string().min(1),
@@ -60,6 +65,13 @@ const requestSchema = z.object({
       z.object({ type: z.literal('any'), disable_parallel_tool_use: z.boolean().optional() }),
       z.object({ type: z.literal('none') }),
       z.object({ type: z.literal('tool'), name: z.string(), disable_parallel_tool_use: z.boolean().optional() }),
+    ])
+    .optional(),
+  thinking: z
+    .discriminatedUnion('type', [
+      z.object({ type: z.literal('enabled'), budget_tokens: z.number().int().min(minimumThinkingBudget) }),
+      z.object({ type: z.literal('adaptive') }),
+      z.object({ type: z.literal('disabled') }),
     ])
     .optional(),
 });
@@ -98,12 +110,54 @@ function parseMessagesRequest(call: IncomingCall): ParsedCall {
   }
   const parsed = requestSchema.safeParse(call.body);
   if (!parsed.success) return { ok: false, status: 400, message: z.prettifyError(parsed.error) };
+  const thinkingError = thinkingConflict(parsed.data);
+  if (thinkingError !== undefined) return { ok: false, status: 400, message: thinkingError };
   return {
     ok: true,
     input: toSimulationInput(parsed.data),
     stream: parsed.data.stream === true ? 'sse' : false,
     includeUsage: true,
   };
+}
+
+function thinkingOn(request: MessagesRequest): boolean {
+  return request.thinking !== undefined && request.thinking.type !== 'disabled';
+}
+
+/** What the real API refuses in a request with thinking on (its own messages), or undefined. */
+function thinkingConflict(request: MessagesRequest): string | undefined {
+  if (!thinkingOn(request)) return undefined;
+  if (request.thinking?.type === 'enabled' && request.thinking.budget_tokens >= request.max_tokens) {
+    return '`max_tokens` must be greater than `thinking.budget_tokens`.';
+  }
+  if (request.temperature !== undefined && request.temperature !== 1) {
+    return '`temperature` may only be set to 1 when thinking is enabled.';
+  }
+  if (request.top_p !== undefined && request.top_p < 0.95) {
+    return '`top_p` must be greater than or equal to 0.95 or unset when thinking is enabled.';
+  }
+  if (request.tool_choice?.type === 'any' || request.tool_choice?.type === 'tool') {
+    return 'Thinking may not be enabled when tool_choice forces tool use.';
+  }
+  // Mid tool loop, the assistant turn that called the tools must come back with its signed thinking.
+  const last = request.messages.at(-1);
+  const assistantIndex = request.messages.length - 2;
+  const assistant = request.messages[assistantIndex];
+  const answersTools = last !== undefined && blocksOf(last.content).some((block) => block.type === 'tool_result');
+  const first = assistant === undefined ? undefined : blocksOf(assistant.content)[0];
+  if (
+    answersTools &&
+    assistant?.role === 'assistant' &&
+    first?.type !== 'thinking' &&
+    first?.type !== 'redacted_thinking'
+  ) {
+    return (
+      `messages.${assistantIndex}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found ` +
+      `\`${first?.type ?? 'nothing'}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a ` +
+      'thinking block.'
+    );
+  }
+  return undefined;
 }
 
 function blocksOf(content: string | ContentBlock[]): ContentBlock[] {
@@ -113,6 +167,8 @@ function blocksOf(content: string | ContentBlock[]): ContentBlock[] {
 function blockText(block: ContentBlock): string {
   if (block.type === 'text') return block.text;
   if (block.type === 'tool_use') return JSON.stringify(block.input);
+  // Earlier reasoning is not read back as prompt text.
+  if (block.type === 'thinking' || block.type === 'redacted_thinking') return '';
   const content = block.content ?? '';
   return typeof content === 'string' ? content : content.map((part) => part.text).join('');
 }
@@ -148,6 +204,7 @@ function toSimulationInput(request: MessagesRequest): SimulationInput {
     toolChoice: toolChoiceOf(request.tool_choice),
     maxTokens: request.max_tokens,
     stop: request.stop_sequences ?? [],
+    reasoning: thinkingOn(request),
   };
 }
 
@@ -176,13 +233,23 @@ function toolInput(plan: Extract<ReplyPlan, { kind: 'tool-call' }>): Record<stri
   return plan.complete ? plan.arguments : {};
 }
 
+/** An opaque stand-in for the signature that authenticates a thinking block (stable for the same reasoning). */
+function thinkingSignature(plan: ReplyPlan): string {
+  return Buffer.from(`simulated thinking signature: ${plan.reasoning.join('')}`).toString('base64');
+}
+
 function renderMessage(plan: ReplyPlan, input: SimulationInput, options: { includeUsage: boolean }): unknown {
-  const content =
+  const thinking =
+    plan.reasoning.length > 0
+      ? [{ type: 'thinking', thinking: plan.reasoning.join(''), signature: thinkingSignature(plan) }]
+      : [];
+  const answer =
     plan.kind === 'text'
       ? plan.tokens.length === 0
         ? []
         : [{ type: 'text', text: plan.tokens.join('') }]
       : [{ type: 'tool_use', id: `toolu_${simulatedId()}`, name: plan.name, input: toolInput(plan) }];
+  const content = [...thinking, ...answer];
   return {
     id: `msg_${simulatedId()}`,
     type: 'message',
@@ -235,23 +302,33 @@ function renderMessageEvents(
       },
     }),
   ];
-  if (plan.kind === 'text') {
-    frames.push(event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }));
+  // A thinking block streams its text, then its signature just before it stops; the answer is the next block.
+  const index = plan.reasoning.length > 0 ? 1 : 0;
+  if (index === 1) {
+    frames.push(event('content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '' } }));
     frames.push(event('ping', {}));
+    for (const token of plan.reasoning) {
+      frames.push(event('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: token } }, 1));
+    }
+    const signature = { type: 'signature_delta', signature: thinkingSignature(plan) };
+    frames.push(event('content_block_delta', { index: 0, delta: signature }));
+    frames.push(event('content_block_stop', { index: 0 }));
+  }
+  if (plan.kind === 'text') {
+    frames.push(event('content_block_start', { index, content_block: { type: 'text', text: '' } }));
+    if (index === 0) frames.push(event('ping', {}));
     for (const token of plan.tokens) {
-      frames.push(event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: token } }, 1));
+      frames.push(event('content_block_delta', { index, delta: { type: 'text_delta', text: token } }, 1));
     }
   } else {
     const block = { type: 'tool_use', id: `toolu_${simulatedId()}`, name: plan.name, input: {} };
-    frames.push(event('content_block_start', { index: 0, content_block: block }));
-    frames.push(event('ping', {}));
+    frames.push(event('content_block_start', { index, content_block: block }));
+    if (index === 0) frames.push(event('ping', {}));
     for (const piece of plan.argumentChunks) {
-      frames.push(
-        event('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: piece } }, 1),
-      );
+      frames.push(event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: piece } }, 1));
     }
   }
-  frames.push(event('content_block_stop', { index: 0 }));
+  frames.push(event('content_block_stop', { index }));
   frames.push(
     event('message_delta', {
       delta: { stop_reason: stopReasonOf(plan), stop_sequence: plan.stopSequence },

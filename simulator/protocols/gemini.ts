@@ -58,7 +58,14 @@ const requestSchema = z.strictObject({
       candidateCount: z.number().int().positive().optional(),
       responseMimeType: z.string().optional(),
       responseSchema: z.record(z.string(), z.unknown()).optional(),
-      thinkingConfig: z.record(z.string(), z.unknown()).optional(),
+      thinkingConfig: z
+        .strictObject({
+          includeThoughts: z.boolean().optional(),
+          // -1 lets the model decide; 0 turns thinking off where the model allows it.
+          thinkingBudget: z.number().int().min(-1).optional(),
+          thinkingLevel: z.enum(['minimal', 'low', 'medium', 'high']).optional(),
+        })
+        .optional(),
     })
     .optional(),
   safetySettings: z.array(z.unknown()).optional(),
@@ -97,12 +104,7 @@ export const geminiProtocol: ProtocolHandler = {
       status: statusNames[status] ?? (status >= 500 ? 'INTERNAL' : 'FAILED_PRECONDITION'),
     },
   }),
-  renderBody: (plan, input, options) =>
-    responseOf(plan, input, options.includeUsage, {
-      responseId: simulatedId(22),
-      completionTokens: plan.completionTokens,
-      final: true,
-    }),
+  renderBody,
   renderEvents: renderStream,
 };
 
@@ -159,6 +161,8 @@ function toSimulationInput(model: string, request: GenerateContentRequest): Simu
     toolChoice: toolChoiceOf(request.toolConfig?.functionCallingConfig),
     maxTokens: request.generationConfig?.maxOutputTokens,
     stop: request.generationConfig?.stopSequences ?? [],
+    // Gemini 2.5 thinks either way, but returns its thought summaries only when asked.
+    reasoning: request.generationConfig?.thinkingConfig?.includeThoughts === true,
   };
 }
 
@@ -173,18 +177,20 @@ function toolChoiceOf(
 
 const finishReasons = { stop: 'STOP', length: 'MAX_TOKENS', tool_calls: 'STOP' } as const;
 
-/** One GenerateContentResponse: the whole answer, or a streamed piece of it. */
+/** One GenerateContentResponse: the whole answer, or a streamed piece of it, with the token counts so far. */
 function responseOf(
   plan: ReplyPlan,
   input: SimulationInput,
   includeUsage: boolean,
-  piece: { responseId: string; completionTokens: number; final: boolean; parts?: unknown[] },
+  piece: { responseId: string; answerTokens: number; thoughtTokens: number; final: boolean; parts: unknown[] },
 ): unknown {
-  const { completionTokens, final, parts = answerParts(plan) } = piece;
+  const { answerTokens, thoughtTokens, final, parts } = piece;
   const usage = {
     promptTokenCount: plan.promptTokens,
-    ...(final ? { candidatesTokenCount: completionTokens } : {}),
-    totalTokenCount: plan.promptTokens + completionTokens,
+    ...(final ? { candidatesTokenCount: answerTokens } : {}),
+    // Gemini counts thinking apart from the candidates; both are billed as output.
+    ...(thoughtTokens > 0 ? { thoughtsTokenCount: thoughtTokens } : {}),
+    totalTokenCount: plan.promptTokens + answerTokens + thoughtTokens,
     promptTokensDetails: [{ modality: 'TEXT', tokenCount: plan.promptTokens }],
   };
   return {
@@ -203,24 +209,46 @@ function answerParts(plan: ReplyPlan): unknown[] {
   return plan.complete ? [{ functionCall: { name: plan.name, args: plan.arguments } }] : [{ text: '' }];
 }
 
-/** Text arrives a word per event; a function call arrives whole, as Gemini never splits one. */
+/** The thought summary that precedes the answer, when the request asked for thoughts. */
+function thoughtParts(plan: ReplyPlan): unknown[] {
+  return plan.reasoning.length > 0 ? [{ text: plan.reasoning.join(''), thought: true }] : [];
+}
+
+function renderBody(plan: ReplyPlan, input: SimulationInput, options: { includeUsage: boolean }): unknown {
+  return responseOf(plan, input, options.includeUsage, {
+    responseId: simulatedId(22),
+    answerTokens: plan.completionTokens - plan.reasoning.length,
+    thoughtTokens: plan.reasoning.length,
+    final: true,
+    parts: [...thoughtParts(plan), ...answerParts(plan)],
+  });
+}
+
+/**
+ * Thoughts, then text, arrive a word per event; a function call arrives whole, as Gemini never splits one.
+ */
 function renderStream(plan: ReplyPlan, input: SimulationInput, options: { includeUsage: boolean }): EventFrame[] {
   const responseId = simulatedId(22);
+  const thoughtTokens = plan.reasoning.length;
+  const answerTokens = plan.completionTokens - thoughtTokens;
+  const thoughts = plan.reasoning.map((token, index) => {
+    const piece = { responseId, answerTokens: 0, thoughtTokens: index + 1, final: false };
+    const data = responseOf(plan, input, options.includeUsage, { ...piece, parts: [{ text: token, thought: true }] });
+    return { data, tokens: 1 };
+  });
   if (plan.kind === 'tool-call' || plan.tokens.length === 0) {
-    const data = responseOf(plan, input, options.includeUsage, {
-      responseId,
-      completionTokens: plan.completionTokens,
-      final: true,
-    });
-    return [{ data, tokens: plan.completionTokens }];
+    const piece = { responseId, answerTokens, thoughtTokens, final: true, parts: answerParts(plan) };
+    return [...thoughts, { data: responseOf(plan, input, options.includeUsage, piece), tokens: answerTokens }];
   }
-  return plan.tokens.map((token, index) => {
+  const answer = plan.tokens.map((token, index) => {
     const piece = {
       responseId,
-      completionTokens: index + 1,
+      answerTokens: index + 1,
+      thoughtTokens,
       final: index === plan.tokens.length - 1,
       parts: [{ text: token }],
     };
     return { data: responseOf(plan, input, options.includeUsage, piece), tokens: 1 };
   });
+  return [...thoughts, ...answer];
 }

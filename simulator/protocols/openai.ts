@@ -50,6 +50,7 @@ const requestSchema = z.object({
       z.object({ type: z.literal('function'), function: z.object({ name: z.string() }) }),
     ])
     .nullish(),
+  reasoning_effort: z.enum(['none', 'minimal', 'low', 'medium', 'high']).nullish(),
 });
 
 type ChatRequest = z.infer<typeof requestSchema>;
@@ -126,6 +127,8 @@ function toSimulationInput(request: ChatRequest): SimulationInput {
     toolChoice: typeof toolChoice === 'string' ? toolChoice : { name: toolChoice.function.name },
     maxTokens: request.max_completion_tokens ?? request.max_tokens ?? undefined,
     stop: typeof request.stop === 'string' ? [request.stop] : (request.stop ?? []),
+    // DeepSeek's reasoner always reasons; OpenAI's reasoning models take reasoning_effort but show no reasoning.
+    reasoning: request.model.includes('reasoner'),
   };
 }
 
@@ -135,17 +138,23 @@ function usageOf(plan: ReplyPlan) {
     completion_tokens: plan.completionTokens,
     total_tokens: plan.promptTokens + plan.completionTokens,
     prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
-    completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: plan.reasoning.length, audio_tokens: 0 },
   };
+}
+
+/** DeepSeek's field for the reasoning, on a message and on a delta. */
+function reasoningField(plan: ReplyPlan): { reasoning_content?: string } {
+  return plan.reasoning.length > 0 ? { reasoning_content: plan.reasoning.join('') } : {};
 }
 
 function renderCompletion(plan: ReplyPlan, input: SimulationInput, options: { includeUsage: boolean }): unknown {
   const message =
     plan.kind === 'text'
-      ? { role: 'assistant', content: plan.tokens.join(''), refusal: null, annotations: [] }
+      ? { role: 'assistant', content: plan.tokens.join(''), ...reasoningField(plan), refusal: null, annotations: [] }
       : {
           role: 'assistant',
           content: null,
+          ...reasoningField(plan),
           refusal: null,
           annotations: [],
           tool_calls: [
@@ -184,8 +193,15 @@ function renderChunks(plan: ReplyPlan, input: SimulationInput, options: { includ
     tokens,
   });
   const frames: EventFrame[] = [];
+  // DeepSeek opens with the role and streams its reasoning, with null content, before the answer.
+  const reasoning = plan.reasoning.length > 0;
+  if (reasoning) {
+    frames.push(chunk({ role: 'assistant', content: null, reasoning_content: '' }, null, 0));
+    for (const token of plan.reasoning) frames.push(chunk({ content: null, reasoning_content: token }, null, 1));
+  }
+  const role = reasoning ? {} : { role: 'assistant' };
   if (plan.kind === 'text') {
-    frames.push(chunk({ role: 'assistant', content: '', refusal: null }, null, 0));
+    frames.push(chunk({ ...role, content: '', refusal: null }, null, 0));
     for (const token of plan.tokens) frames.push(chunk({ content: token }, null, 1));
   } else {
     const call = {
@@ -194,7 +210,7 @@ function renderChunks(plan: ReplyPlan, input: SimulationInput, options: { includ
       type: 'function',
       function: { name: plan.name, arguments: '' },
     };
-    frames.push(chunk({ role: 'assistant', content: null, tool_calls: [call] }, null, 0));
+    frames.push(chunk({ ...role, content: null, tool_calls: [call] }, null, 0));
     for (const piece of plan.argumentChunks) {
       frames.push(chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] }, null, 1));
     }

@@ -78,6 +78,28 @@ describe('simulator authentication and validation', () => {
     expect(choiceWithoutTools.status).toBe(400);
   });
 
+  it('refuses what Anthropic refuses with thinking on, and takes a tool loop that sends its thinking back', async () => {
+    const headers = { 'x-api-key': 'k', 'anthropic-version': '2023-06-01' };
+    const thinking = { type: 'enabled', budget_tokens: 1024 };
+    const status = async (body: Record<string, unknown>) =>
+      (await post('/v1/messages', { ...anthropicBody, max_tokens: 2048, thinking, ...body }, headers)).status;
+    expect(await status({ thinking: { type: 'enabled', budget_tokens: 512 } })).toBe(400);
+    expect(await status({ max_tokens: 1024 })).toBe(400);
+    expect(await status({ temperature: 0.5 })).toBe(400);
+    const tools = [{ name: 'get_time', input_schema: { type: 'object' } }];
+    expect(await status({ tools, tool_choice: { type: 'any' } })).toBe(400);
+
+    const toolUse = { type: 'tool_use', id: 'toolu_1', name: 'get_time', input: {} };
+    const loop = (assistant: unknown[]) => [
+      { role: 'user', content: 'time?' },
+      { role: 'assistant', content: assistant },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'noon' }] },
+    ];
+    expect(await status({ tools, messages: loop([toolUse]) })).toBe(400);
+    const signed = { type: 'thinking', thinking: 'Ask the clock.', signature: 'c2ln' };
+    expect(await status({ tools, messages: loop([signed, toolUse]) })).toBe(200);
+  });
+
   it('accepts the Gemini key as a query parameter and streams a JSON array without alt=sse', async () => {
     const response = await post('/v1beta/models/gemini-sim:streamGenerateContent?key=k', geminiBody);
     expect(response.status).toBe(200);
