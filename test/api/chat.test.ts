@@ -122,6 +122,30 @@ describe('a turn with a tool', () => {
     expect(stored.body.messages.every((message: { channel: string }) => message.channel === 'web')).toBe(true);
   });
 
+  it('streams a reasoning model’s thinking before its tool call, and stores none of it', async () => {
+    const sessionId = newSession();
+    const events = await chatStream({
+      message: `Think, then compute ${call('calculator', { expression: '6 * 7' })}`,
+      session_id: sessionId,
+      model: 'claude-haiku-4-5',
+      reasoning_effort: 'low',
+    });
+    const names = events.map((event) => event.event);
+    const thinking = events.filter((event) => event.event === 'thinking');
+    expect(thinking.length).toBeGreaterThan(1);
+    expect(names.lastIndexOf('thinking')).toBeLessThan(names.indexOf('tool_start'));
+    // The round after the tool result goes without thinking: Anthropic would want this turn's signed blocks back.
+    expect(names.slice(names.indexOf('tool_result') + 1, -1).every((name) => name === 'content')).toBe(true);
+    for (const event of events) {
+      expect(chatStreamEvents[event.event as ChatStreamEventName].safeParse(event.data).success).toBe(true);
+    }
+    const reasoning = thinking.map((event) => (event.data as { delta: string }).delta).join('');
+    expect(reasoning).toMatch(/^Simulated reasoning of claude-haiku-4-5-\d+ about: Think, then compute/);
+
+    const stored = await session(sessionId);
+    expect(JSON.stringify(stored.body.messages)).not.toContain('Simulated reasoning');
+  });
+
   it('resumes a finished stream after Last-Event-ID from the journal', async () => {
     const events = await chatStream({
       message: `Sum ${call('calculator', { expression: '1+1' })}`,

@@ -198,6 +198,61 @@ describe('auto and pinned models', () => {
   });
 });
 
+describe('reasoning', () => {
+  type WithReasoning = { reasoning_content?: string | null };
+
+  it('returns a reasoner’s reasoning as reasoning_content, apart from the content', async () => {
+    const completion = await client.chat.completions.create({
+      model: 'deepseek-reasoner',
+      messages: [{ role: 'user', content: 'Think first' }],
+    });
+    const message = completion.choices[0]?.message;
+    expect(message?.content).toBe('Simulated reply from deepseek-reasoner to: Think first');
+    expect((message as WithReasoning | undefined)?.reasoning_content).toBe(
+      'Simulated reasoning of deepseek-reasoner about: Think first',
+    );
+  });
+
+  it.each([
+    ['deepseek-reasoner', undefined],
+    ['claude-haiku-4-5', 'low'],
+    ['gemini-2.5-flash', 'low'],
+  ] as const)('streams %s reasoning in delta.reasoning_content before the answer', async (model, effort) => {
+    const stream = await client.chat.completions.create({
+      model,
+      messages: [{ role: 'user', content: 'Think first' }],
+      stream: true,
+      ...(effort ? { reasoning_effort: effort } : {}),
+    });
+    let reasoning = '';
+    let content = '';
+    for await (const chunk of stream) {
+      const delta = chunk.choices[0]?.delta;
+      const piece = (delta as WithReasoning | undefined)?.reasoning_content ?? '';
+      if (piece !== '') expect(content).toBe('');
+      reasoning += piece;
+      content += delta?.content ?? '';
+    }
+    expect(reasoning).toMatch(/^Simulated reasoning of \S+ about: Think first$/);
+    expect(content).toMatch(/^Simulated reply from \S+ to: Think first$/);
+  });
+
+  it('sends reasoning_effort only to OpenAI-compatible models that reason', async () => {
+    await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'Hi' }],
+      reasoning_effort: 'low',
+    });
+    expect((await platform.simulator.requests()).last?.body).not.toHaveProperty('reasoning_effort');
+    await client.chat.completions.create({
+      model: 'o4-mini',
+      messages: [{ role: 'user', content: 'Hi' }],
+      reasoning_effort: 'low',
+    });
+    expect((await platform.simulator.requests()).last?.body).toMatchObject({ reasoning_effort: 'low' });
+  });
+});
+
 describe('errors', () => {
   it('401 authentication_error without a key or with a bad one', async () => {
     for (const key of ['te_not_a_real_key_at_all', 'sk-wrong']) {
