@@ -1,7 +1,7 @@
 /**
  * `calculator`: evaluates a mathematical expression with mathjs: arithmetic, functions (sqrt, sin, log, …),
  * matrices, units and conversions (`5 km/h to m/s`), constants. The expression runs in a worker thread with a
- * 64 MiB heap and a 2-second deadline (calculator-worker.ts): a runaway is killed and the worker started again,
+ * 256 MiB heap and a 2-second deadline (calculator-worker.ts): a runaway is killed and the worker started again,
  * so the calling process never stalls.
  */
 import { Worker } from 'node:worker_threads';
@@ -38,7 +38,10 @@ class Evaluator {
   private ensureWorker(): Worker {
     if (this.worker) return this.worker;
     const worker = new Worker(new URL('./calculator-worker.ts', import.meta.url), {
-      resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 16 },
+      // The old generation must stay well above the young one: the API and worker run with 64 MiB semi-spaces
+      // (--max-semi-space-size=64, process-wide), and with an old generation of 128 MiB or less V8 then collected
+      // the whole heap after every idle pause, about 50 ms of CPU per calculation (bench:chat found it).
+      resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 16 },
     });
     worker.unref();
     worker.on('message', (response: CalculatorResponse) => {
