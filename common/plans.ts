@@ -43,10 +43,7 @@ export function creditRate(plans: PlansFile, model: Pick<CatalogueModel, 'id' | 
   return Math.max(4, Math.ceil((blended * 8) / 3));
 }
 
-/** Credits for a number of tokens at a rate: rounded up, at least 1 for any request. */
-export function creditsFor(tokens: number, rate: number): number {
-  return Math.max(1, Math.ceil((tokens * rate) / 1000));
-}
+export { creditsFor } from './credits.ts';
 
 /** Whether a plan may use a model; the self-hosted fallback is open to every plan. */
 export function planAllows(plans: PlansFile, plan: PlanName, model: CatalogueModel): boolean {

@@ -18,7 +18,7 @@ import type { StoredMessage } from '../activities/conversations/conversation-sto
 import type { ChatCompletionRequest, ChatMessage, Tool, Usage } from '../common/chat.ts';
 import type { ChatTurnEvent, ChatTurnInput, ChatTurnResult } from '../common/chat-turn.ts';
 import type { Attempt, CompletionFailureDetails } from '../common/completion.ts';
-import { creditsFor } from '../common/plans.ts';
+import { creditsFor } from '../common/credits.ts';
 import { callWithFailover, modelCallFailure } from './model-call.ts';
 
 // Beginning waits for the previous turn of the conversation (bounded by that turn's own bounds); the rest are
