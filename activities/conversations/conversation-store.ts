@@ -101,21 +101,24 @@ const statements = {
     name: 'chat-turn-status',
     text: 'select status, created_at from chat_turns where id = $1',
   },
-  appendMessage: {
-    name: 'chat-append-message',
-    text: `insert into chat_messages (conversation_id, session_id, turn, seq, role, content, tool_calls, tool_call_id,
-                                      tool_name, channel, created_at)
-           values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now())
-           on conflict (conversation_id, turn, seq) do nothing`,
+  /** A turn's messages in one statement (arrays, one element per message), and the session's activity time. */
+  appendMessages: {
+    name: 'chat-append-messages',
+    text: `with added as (
+             insert into chat_messages (conversation_id, session_id, turn, seq, role, content, tool_calls, tool_call_id,
+                                        tool_name, channel, created_at)
+             select $1::text, $2::text, $3::int, $4::int + m.ordinality::int - 1, m.role, m.content, m.tool_calls::jsonb,
+                    m.tool_call_id, m.tool_name, $5::text, now()
+             from unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+                  with ordinality as m(role, content, tool_calls, tool_call_id, tool_name)
+             on conflict (conversation_id, turn, seq) do nothing
+           )
+           update chat_sessions set updated_at = now() where id = $2::text`,
   },
   history: {
     name: 'chat-history',
     text: `select role, content, tool_calls, tool_call_id from chat_messages
            where conversation_id = $1 and turn < $2 order by turn, seq`,
-  },
-  touchSession: {
-    name: 'chat-touch-session',
-    text: 'update chat_sessions set updated_at = now() where id = $1',
   },
 } as const;
 
@@ -187,21 +190,18 @@ export class ConversationStore {
     messages: StoredMessage[],
     firstSeq: number,
   ): Promise<void> {
-    for (const [index, message] of messages.entries()) {
-      await run(this.pool, statements.appendMessage, [
-        target.conversationId,
-        target.sessionId,
-        target.turn,
-        firstSeq + index,
-        message.role,
-        message.content,
-        message.toolCalls?.length ? JSON.stringify(message.toolCalls) : null,
-        message.toolCallId ?? null,
-        message.toolName ?? null,
-        target.channel,
-      ]);
-    }
-    await run(this.pool, statements.touchSession, [target.sessionId]);
+    await run(this.pool, statements.appendMessages, [
+      target.conversationId,
+      target.sessionId,
+      target.turn,
+      firstSeq,
+      target.channel,
+      messages.map((message) => message.role),
+      messages.map((message) => message.content),
+      messages.map((message) => (message.toolCalls?.length ? JSON.stringify(message.toolCalls) : null)),
+      messages.map((message) => message.toolCallId ?? null),
+      messages.map((message) => message.toolName ?? null),
+    ]);
   }
 
   /** The conversation's messages before turn `beforeTurn`, in order, as a model reads them. */
