@@ -4,7 +4,7 @@
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { CreditSettlement } from '../common/completion.ts';
-import { creditsFor } from '../common/plans.ts';
+import { creditsFor } from '../common/credits.ts';
 import type { CreditLedger } from './credits/credit-ledger.ts';
 import type { ProviderCallInput, ProviderCalls } from './provider-calls.ts';
 

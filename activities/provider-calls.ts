@@ -18,7 +18,7 @@ import {
 } from '../common/completion.ts';
 import type { CreditLedger } from './credits/credit-ledger.ts';
 import { countPromptTokens, countTokens, countToolCallTokens, worstCaseCredits } from './credits/tokens.ts';
-import { creditsFor } from '../common/plans.ts';
+import { creditsFor } from '../common/credits.ts';
 import { createProviderAdapter } from './providers/index.ts';
 import { ProviderError, type ProviderAdapter, type ProviderRequest } from './providers/types.ts';
 import type { CircuitBreaker } from './routing/circuit-breaker.ts';

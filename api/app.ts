@@ -118,7 +118,6 @@ export function createApp(dependencies: AppDependencies): Koa {
     linking,
     keys,
     limits: dependencies.rateLimits,
-    ledger: dependencies.ledger,
     logger,
   });
   // Webhooks authenticate by a signature over the raw body, so they come before the body parser.

@@ -43,8 +43,6 @@ export function creditRate(plans: PlansFile, model: Pick<CatalogueModel, 'id' | 
   return Math.max(4, Math.ceil((blended * 8) / 3));
 }
 
-export { creditsFor } from './credits.ts';
-
 /** Whether a plan may use a model; the self-hosted fallback is open to every plan. */
 export function planAllows(plans: PlansFile, plan: PlanName, model: CatalogueModel): boolean {
   if (model.tier === 'self-hosted') return true;

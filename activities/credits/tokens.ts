@@ -5,7 +5,7 @@
  */
 import { encode } from 'gpt-tokenizer';
 import type { ChatCompletionRequest, ChatMessage, ToolCall } from '../../common/chat.ts';
-import { creditsFor } from '../../common/plans.ts';
+import { creditsFor } from '../../common/credits.ts';
 
 /** Tokens of a text. */
 export function countTokens(text: string): number {

@@ -3,7 +3,7 @@
  * its worker, background worker), in a process group of its own, for tests that stop or crash all of it at once.
  */
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, mkdtemp } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -121,4 +121,31 @@ export async function sqlOnce<Row>(databaseUrl: string, text: string, values: un
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+/** A business-plan user with a key, made with the operator key of a platform started from `setup`. */
+export async function createBusinessKey(setup: PlatformSetup, label: string): Promise<{ key: string; userId: string }> {
+  const created = await fetch(`${setup.apiUrl}/api/v1/apikeys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${setup.environment.MASTER_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ email: `${label}-${randomBytes(4).toString('hex')}@example.com`, plan: 'business' }),
+  });
+  if (created.status !== 201) throw new Error(`creating a key answered ${created.status}: ${await created.text()}`);
+  const { key, user_id: userId } = (await created.json()) as { key: string; user_id: string };
+  return { key, userId };
+}
+
+/** After a platform test: the platform's output when it failed, then the platform, its simulator and its data go. */
+export async function tearDownPlatform(options: {
+  platform: PlatformProcess | undefined;
+  simulator: { close(): Promise<void> } | undefined;
+  dataDir: string | undefined;
+  passed: boolean;
+  log: (line: string) => void;
+}): Promise<void> {
+  if (!options.passed && options.platform)
+    options.log(`platform output (last lines):\n${options.platform.output(120)}`);
+  await options.platform?.stop(20_000);
+  await options.simulator?.close();
+  if (options.dataDir) await rm(options.dataDir, { recursive: true, force: true, maxRetries: 5 });
 }

@@ -5,19 +5,27 @@
  * holds the turn once.
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { randomBytes } from 'node:crypto';
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { sandboxDirectory } from '../../activities/tools/sandbox.ts';
 import { simulatorControl, startSimulator, type RunningSimulator } from '../../simulator/server.ts';
-import { platformSetup, sqlOnce, startPlatformProcess, type PlatformProcess } from '../helpers/platform-process.ts';
+import {
+  createBusinessKey,
+  platformSetup,
+  sqlOnce,
+  startPlatformProcess,
+  tearDownPlatform,
+  type PlatformProcess,
+  type PlatformSetup,
+} from '../helpers/platform-process.ts';
 
 /** The model call after the tool takes this long, so the platform is killed during it. */
 const secondCallLatencyMs = 6_000;
 
 let simulator: RunningSimulator;
+let setup: PlatformSetup;
 let platform: PlatformProcess | undefined;
 let dataDir: string;
 let environment: Record<string, string | undefined>;
@@ -33,16 +41,13 @@ beforeAll(async () => {
   // The turn's first model call (asking for the tool) answers at once; every later one is slow.
   await control.addFault({ times: 1, fault: {} });
   await control.addFault({ fault: { latency_ms: secondCallLatencyMs } });
-  const setup = await platformSetup('chat-worker-kill', simulator.url);
+  setup = await platformSetup('chat-worker-kill', simulator.url);
   ({ dataDir, apiUrl, databaseUrl } = setup);
   environment = { ...setup.environment, SANDBOX_DIR: join(dataDir, 'sandboxes') };
 });
 
 afterAll(async () => {
-  if (!passed && platform) log(`platform output (last lines):\n${platform.output(120)}`);
-  await platform?.stop(20_000);
-  await simulator?.close();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true, maxRetries: 5 });
+  await tearDownPlatform({ platform, simulator, dataDir, passed, log });
 }, 60_000);
 
 const sql = <Row>(text: string, values: unknown[] = []) => sqlOnce<Row>(databaseUrl, text, values);
@@ -50,13 +55,7 @@ const sql = <Row>(text: string, values: unknown[] = []) => sqlOnce<Row>(database
 it('finishes a turn killed mid-way after a restart, with its tool run once and each model call charged once', async () => {
   platform = startPlatformProcess(environment);
   await platform.waitForHttp(`${apiUrl}/health`, 180_000);
-  const created = await fetch(`${apiUrl}/api/v1/apikeys`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${environment.MASTER_KEY}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ email: `kill-${randomBytes(4).toString('hex')}@example.com`, plan: 'business' }),
-  });
-  expect(created.status).toBe(201);
-  const { key, user_id: userId } = (await created.json()) as { key: string; user_id: string };
+  const { key, userId } = await createBusinessKey(setup, 'kill');
 
   const sessionId = 'api:worker-kill';
   const write = { path: 'runs.txt', content: 'ran\n', append: true };

@@ -3,8 +3,6 @@
  * completions in flight, restart it, and every accepted one is recorded, settled or released, and charged at most once.
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { randomBytes } from 'node:crypto';
-import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { CreditLedger } from '../../activities/credits/credit-ledger.ts';
@@ -12,7 +10,15 @@ import { releaseStaleHolds } from '../../activities/credits/renewals.ts';
 import { openOrm } from '../../db/orm.ts';
 import { openPool } from '../../db/pool.ts';
 import { simulatorControl, startSimulator, type RunningSimulator } from '../../simulator/server.ts';
-import { platformSetup, sqlOnce, startPlatformProcess, type PlatformProcess } from '../helpers/platform-process.ts';
+import {
+  createBusinessKey,
+  platformSetup,
+  sqlOnce,
+  startPlatformProcess,
+  tearDownPlatform,
+  type PlatformProcess,
+  type PlatformSetup,
+} from '../helpers/platform-process.ts';
 
 const completions = 50;
 // 15 of the 50 stream, interleaved with the others.
@@ -21,6 +27,7 @@ const streamed = (index: number) => index % 10 >= 7;
 const providerLatencyMs = 3_000;
 
 let simulator: RunningSimulator;
+let setup: PlatformSetup;
 let platform: PlatformProcess | undefined;
 let connection: Connection | undefined;
 let dataDir: string;
@@ -35,18 +42,13 @@ const log = (line: string) => process.stderr.write(`[crash-recovery] ${line}\n`)
 beforeAll(async () => {
   simulator = await startSimulator();
   await simulatorControl(simulator.url).addFault({ fault: { latency_ms: providerLatencyMs } });
-  ({ dataDir, environment, apiUrl, databaseUrl, temporalAddress } = await platformSetup(
-    'crash-recovery',
-    simulator.url,
-  ));
+  setup = await platformSetup('crash-recovery', simulator.url);
+  ({ dataDir, environment, apiUrl, databaseUrl, temporalAddress } = setup);
 });
 
 afterAll(async () => {
   await connection?.close().catch(() => undefined);
-  if (!passed && platform) log(`platform output (last lines):\n${platform.output(120)}`);
-  await platform?.stop(20_000);
-  await simulator?.close();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true, maxRetries: 5 });
+  await tearDownPlatform({ platform, simulator, dataDir, passed, log });
 }, 60_000);
 
 const sql = <Row>(text: string, values: unknown[] = []) => sqlOnce<Row>(databaseUrl, text, values);
@@ -129,13 +131,7 @@ it('SIGKILLs the platform with 50 completions in flight; after a restart every a
   await platform.waitForHttp(`${apiUrl}/health`, 180_000);
   log(`platform up in ${((Date.now() - began) / 1000).toFixed(1)} s`);
 
-  const created = await fetch(`${apiUrl}/api/v1/apikeys`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${environment.MASTER_KEY}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ email: `crash-${randomBytes(4).toString('hex')}@example.com`, plan: 'business' }),
-  });
-  expect(created.status).toBe(201);
-  const { key, user_id: userId } = (await created.json()) as { key: string; user_id: string };
+  const { key, userId } = await createBusinessKey(setup, 'crash');
   const before = await accountOf(userId);
   expect(before.held).toBe(0);
   expect(before.balance).toBeGreaterThan(0);

@@ -63,13 +63,20 @@ export function ownerOf(chatter: Chatter): string {
 export class ChatService {
   private readonly dependencies: ChatServiceDependencies;
 
+  private toolOffer: ToolOffer | undefined;
+
   constructor(dependencies: ChatServiceDependencies) {
     this.dependencies = dependencies;
   }
 
-  /** The tools offered to the model (those the deployment has configured), as the turn's input carries them. */
-  offeredTools(): Record<string, OfferedTool> {
-    return Object.fromEntries(
+  /**
+   * The tools offered to the model (those the deployment has configured), as the turn's input carries them, with
+   * their specs and the prompt tokens those take. The settings are fixed for the process, so this is built once
+   * rather than converting every schema and counting its tokens on each message.
+   */
+  private offer(): ToolOffer {
+    if (this.toolOffer) return this.toolOffer;
+    const tools: Record<string, OfferedTool> = Object.fromEntries(
       configuredTools(this.dependencies.toolSettings).map((tool) => [
         tool.name,
         {
@@ -82,38 +89,47 @@ export class ChatService {
         },
       ]),
     );
+    const specs = Object.values(tools).map(toToolSpec);
+    const tokens = countPromptTokens([{ role: 'system', content: JSON.stringify(specs) }]);
+    this.toolOffer = { tools, specs, tokens };
+    return this.toolOffer;
   }
 
   /** Prepares the turn (`prepare`) and starts its workflow, eagerly, so it usually runs in this process. */
   async start(chatter: Chatter, body: ChatRequest, stream: boolean): Promise<StartedTurn> {
-    const { client, taskQueue, conversations, ledger, hub } = this.dependencies;
+    const { client, taskQueue, hub } = this.dependencies;
     const input = await this.prepare(chatter, body, stream);
-    const { userId, metered } = input;
-    const accepted = { turnId: input.turnId, turn: input.turn };
-    const subscription = hub.subscribe(accepted.turnId);
+    const subscription = hub.subscribe(input.turnId);
     try {
       const handle = await client.workflow.start<typeof chatTurn>('chatTurn', {
-        workflowId: accepted.turnId,
+        workflowId: input.turnId,
         taskQueue,
         args: [input],
         requestEagerStart: true,
         workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
         typedSearchAttributes: [
           { key: kindKey, value: 'chat-turn' },
-          { key: userKey, value: userId },
+          { key: userKey, value: input.userId },
           { key: modelKey, value: input.requestedModel },
         ],
         memo: { session: body.session_id, channel: body.channel, stream },
-        staticSummary: `Chat turn ${accepted.turn} of session ${body.session_id} (${body.channel}), for ${userId}`,
+        staticSummary: `Chat turn ${input.turn} of session ${body.session_id} (${body.channel}), for ${input.userId}`,
       });
       const local = handle.eagerlyStarted;
       if (!local) subscription.close();
-      return { turnId: accepted.turnId, sessionKey: body.session_id, local, subscription: local ? subscription : null };
+      return { turnId: input.turnId, sessionKey: body.session_id, local, subscription: local ? subscription : null };
     } catch (error) {
       subscription.close();
-      await conversations.finishTurn(accepted.turnId, 'failed');
-      if (metered) await ledger.release({ userId, workflowId: accepted.turnId, attempt: 1 });
+      await this.abandon(input);
       throw error;
+    }
+  }
+
+  /** Undoes a prepared turn whose workflow could not be started: the turn closes as failed, its hold is released. */
+  async abandon(input: ChatTurnInput): Promise<void> {
+    await this.dependencies.conversations.finishTurn(input.turnId, 'failed');
+    if (input.metered) {
+      await this.dependencies.ledger.release({ userId: input.userId, workflowId: input.turnId, attempt: 1 });
     }
   }
 
@@ -131,11 +147,11 @@ export class ChatService {
     const { router, conversations, ledger, catalogue } = this.dependencies;
     const principal = 'principal' in chatter ? chatter.principal : null;
     const requestedModel = body.model ?? this.dependencies.defaultModel;
-    const tools = this.offeredTools();
+    const { tools, specs, tokens: toolTokens } = this.offer();
     const probe: ChatCompletionRequest = {
       model: requestedModel,
       messages: [{ role: 'user', content: body.message }],
-      ...(Object.keys(tools).length ? { tools: Object.values(tools).map(toToolSpec) } : {}),
+      ...(specs.length ? { tools: specs } : {}),
     };
     const plan = await router.plan(
       probe,
@@ -166,7 +182,6 @@ export class ChatService {
     const contextWindow = first
       ? (resolveModel(catalogue.catalogue, first.model)?.model.contextWindow ?? 32_768)
       : 32_768;
-    const toolTokens = countPromptTokens([{ role: 'system', content: JSON.stringify(probe.tools ?? []) }]);
     const input: ChatTurnInput = {
       turnId: accepted.turnId,
       conversationId: session.conversationId,
@@ -264,6 +279,12 @@ function isFinal(
   event: SequencedStreamEvent['event'],
 ): event is Extract<ChatTurnEvent, { type: 'turn-done' | 'turn-error' }> {
   return event.type === 'turn-done' || event.type === 'turn-error';
+}
+
+interface ToolOffer {
+  tools: Record<string, OfferedTool>;
+  specs: Array<ReturnType<typeof toToolSpec>>;
+  tokens: number;
 }
 
 function toToolSpec(tool: OfferedTool) {

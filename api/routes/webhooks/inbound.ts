@@ -17,7 +17,6 @@ import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { ConversationStore } from '../../../activities/conversations/conversation-store.ts';
-import type { CreditLedger } from '../../../activities/credits/credit-ledger.ts';
 import type { MessengerPlatform } from '../../../activities/messengers/messenger.ts';
 import { kindKey, userKey } from '../../../common/search-attributes.ts';
 import type { Pool } from '../../../db/pool.ts';
@@ -63,7 +62,6 @@ export class MessengerInbox {
     linking: Linking;
     keys: ApiKeyService;
     limits: RateLimits | undefined;
-    ledger: CreditLedger;
     logger: Logger;
   };
 
@@ -173,7 +171,7 @@ export class MessengerInbox {
 
   /** Starts the event's workflow (a start that finds it already running or done is the same success). */
   private async launch(input: MessengerMessageInput): Promise<void> {
-    const { client, taskQueue, pool, conversations, ledger } = this.dependencies;
+    const { client, taskQueue, pool, chat } = this.dependencies;
     const workflowId = `messenger-${input.eventId.replace(':', '-')}`;
     try {
       await client.workflow.start<typeof messengerMessage>('messengerMessage', {
@@ -190,12 +188,7 @@ export class MessengerInbox {
       });
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) {
-        if (input.turn) {
-          await conversations.finishTurn(input.turn.turnId, 'failed');
-          if (input.turn.metered) {
-            await ledger.release({ userId: input.turn.userId, workflowId: input.turn.turnId, attempt: 1 });
-          }
-        }
+        if (input.turn) await chat.abandon(input.turn);
         throw error;
       }
     }

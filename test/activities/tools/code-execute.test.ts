@@ -14,7 +14,8 @@ import { fileReadTool } from '../../../activities/tools/file-read.ts';
 import { fileWriteTool } from '../../../activities/tools/file-write.ts';
 import { runTool, type ToolOutcome } from '../../../activities/tools/runtime.ts';
 import { openSandbox, sandboxUsage } from '../../../activities/tools/sandbox.ts';
-import type { ToolDefinition, ToolSettings } from '../../../activities/tools/tool.ts';
+import type { ToolDefinition } from '../../../activities/tools/tool.ts';
+import { testToolSettings } from '../../helpers/tool-settings.ts';
 
 /** Short limits, so the limit tests are quick; the 10-minute loops run with the real ones. */
 const quickTool = createCodeExecuteTool({ cpuMs: 2_000, wallMs: 8_000, memoryBytes: 128 * 1024 * 1024 });
@@ -41,15 +42,7 @@ afterAll(async () => {
 
 let conversations = 0;
 function context(quota = 1024 * 1024) {
-  const settings: ToolSettings = {
-    sandboxRoot: root,
-    sandboxQuotaBytes: quota,
-    geocodingApiUrl: 'http://127.0.0.1:9',
-    weatherApiUrl: 'http://127.0.0.1:9',
-    braveSearchApiUrl: 'http://127.0.0.1:9',
-    tavilyApiUrl: 'http://127.0.0.1:9',
-    fetchAllowedHosts: [],
-  };
+  const settings = testToolSettings({ sandboxRoot: root, sandboxQuotaBytes: quota });
   return { conversationId: `code-${++conversations}`, settings };
 }
 

@@ -12,6 +12,7 @@ import { fileWriteTool } from '../../../activities/tools/file-write.ts';
 import { runTool } from '../../../activities/tools/runtime.ts';
 import { deleteSandbox, openSandbox, sandboxDirectory } from '../../../activities/tools/sandbox.ts';
 import type { ToolDefinition, ToolSettings } from '../../../activities/tools/tool.ts';
+import { testToolSettings } from '../../helpers/tool-settings.ts';
 
 let root: string;
 let outside: string;
@@ -26,15 +27,7 @@ afterAll(async () => {
 });
 
 function settings(quota = 1024 * 1024): ToolSettings {
-  return {
-    sandboxRoot: root,
-    sandboxQuotaBytes: quota,
-    geocodingApiUrl: 'http://127.0.0.1:9',
-    weatherApiUrl: 'http://127.0.0.1:9',
-    braveSearchApiUrl: 'http://127.0.0.1:9',
-    tavilyApiUrl: 'http://127.0.0.1:9',
-    fetchAllowedHosts: [],
-  };
+  return testToolSettings({ sandboxRoot: root, sandboxQuotaBytes: quota });
 }
 
 let conversations = 0;

@@ -9,6 +9,7 @@ import { runTool } from '../../../activities/tools/runtime.ts';
 import { ToolError, type ToolSettings } from '../../../activities/tools/tool.ts';
 import { weatherTool } from '../../../activities/tools/weather.ts';
 import { startSimulator, type RunningSimulator } from '../../../simulator/server.ts';
+import { testToolSettings } from '../../helpers/tool-settings.ts';
 
 let simulator: RunningSimulator;
 beforeAll(async () => {
@@ -19,16 +20,7 @@ afterAll(async () => {
 });
 
 function settings(overrides: Partial<ToolSettings> = {}): ToolSettings {
-  return {
-    sandboxRoot: '/nonexistent',
-    sandboxQuotaBytes: 0,
-    geocodingApiUrl: `${simulator.url}/open-meteo/geocoding`,
-    weatherApiUrl: `${simulator.url}/open-meteo/forecast`,
-    braveSearchApiUrl: `${simulator.url}/brave`,
-    tavilyApiUrl: `${simulator.url}/tavily`,
-    fetchAllowedHosts: [],
-    ...overrides,
-  };
+  return testToolSettings(overrides, simulator.url);
 }
 
 function weather(args: unknown, overrides: Partial<ToolSettings> = {}, tool = weatherTool) {

@@ -10,6 +10,7 @@ import { runTool, toolJsonSchema } from '../../../activities/tools/runtime.ts';
 import { ToolError, type ToolSettings } from '../../../activities/tools/tool.ts';
 import { webFetchTool, type WebFetchResult } from '../../../activities/tools/web-fetch.ts';
 import { startSimulator, type RunningSimulator } from '../../../simulator/server.ts';
+import { testToolSettings } from '../../helpers/tool-settings.ts';
 
 let simulator: RunningSimulator;
 let trap: Server;
@@ -23,15 +24,7 @@ beforeAll(async () => {
   trap.on('connection', () => (trapConnections += 1));
   await new Promise<void>((resolve) => trap.listen(0, '127.0.0.1', resolve));
   trapPort = (trap.address() as AddressInfo).port;
-  settings = {
-    sandboxRoot: '/nonexistent',
-    sandboxQuotaBytes: 0,
-    geocodingApiUrl: 'http://127.0.0.1:9/geocoding',
-    weatherApiUrl: 'http://127.0.0.1:9/forecast',
-    braveSearchApiUrl: 'http://127.0.0.1:9/brave',
-    tavilyApiUrl: 'http://127.0.0.1:9/tavily',
-    fetchAllowedHosts: [`127.0.0.1:${simulator.port}`],
-  };
+  settings = testToolSettings({ fetchAllowedHosts: [`127.0.0.1:${simulator.port}`] });
 });
 
 afterAll(async () => {

@@ -7,6 +7,7 @@ import { runTool, toolJsonSchema } from '../../../activities/tools/runtime.ts';
 import { ToolError, type ToolSettings } from '../../../activities/tools/tool.ts';
 import { webSearchTool } from '../../../activities/tools/web-search.ts';
 import { startSimulator, type RunningSimulator } from '../../../simulator/server.ts';
+import { testToolSettings } from '../../helpers/tool-settings.ts';
 import { simulatedSearchKeys } from '../../../simulator/services/search.ts';
 
 let simulator: RunningSimulator;
@@ -19,16 +20,7 @@ afterAll(async () => {
 
 /** Settings with no engine configured; each test adds the one it means. */
 function settings(overrides: Partial<ToolSettings> = {}): ToolSettings {
-  return {
-    sandboxRoot: '/nonexistent',
-    sandboxQuotaBytes: 0,
-    geocodingApiUrl: `${simulator.url}/open-meteo/geocoding`,
-    weatherApiUrl: `${simulator.url}/open-meteo/forecast`,
-    braveSearchApiUrl: `${simulator.url}/brave`,
-    tavilyApiUrl: `${simulator.url}/tavily`,
-    fetchAllowedHosts: [],
-    ...overrides,
-  };
+  return testToolSettings(overrides, simulator.url);
 }
 
 const searxng = () => ({ searxngUrl: `${simulator.url}/searxng` });
