@@ -4,7 +4,7 @@
  */
 import type { Middleware } from 'koa';
 import { ApiError } from './errors.ts';
-import type { ApiKeyService, Principal } from './routes/apikeys/service.ts';
+import type { ApiKeyService, Principal } from './services/apikeys/service.ts';
 import type { ServerTiming } from './server-timing.ts';
 
 export interface AuthState {
@@ -35,4 +35,69 @@ function authenticate(keys: ApiKeyService, guestsAllowed: boolean): Middleware<A
     context.state.principal = principal;
     await next();
   };
+}
+
+/** Resolves a web session cookie to its user's principal (api/services/logins/: magic link and OAuth logins). */
+export interface WebSessionResolver {
+  readonly cookieName: string;
+  principal(token: string): Promise<Principal | null>;
+}
+
+export interface CallerState extends Partial<AuthState> {
+  /** How the caller proved who they are: a web session cookie, or an API key. */
+  via?: 'cookie' | 'key';
+}
+
+/**
+ * The agent service's authentication: an `Authorization: Bearer te_…` key, `X-API-Key` on `/api/v1/*` (spec 5), or
+ * the web session cookie. A credential that is sent must be valid (401 otherwise); a request with none goes on
+ * without a principal, and each route decides (`requireCaller`). A cookie-authenticated request that changes
+ * something (any method but GET, HEAD, OPTIONS) must come from an allowed origin (`sameOrigin`): the cookie is
+ * SameSite=Lax, which already keeps it off cross-site POSTs in browsers that honour it, and the origin check closes
+ * the rest (older browsers, same-site subdomains). Key-authenticated requests carry no ambient credential, so no check.
+ */
+export function authenticateCaller(
+  keys: ApiKeyService,
+  sessions: WebSessionResolver | null,
+  sameOrigin: (context: Parameters<Middleware>[0]) => boolean,
+): Middleware<CallerState> {
+  return async (context, next) => {
+    const header = context.get('authorization');
+    const apiKey = context.path.startsWith('/api/v1/') ? context.get('x-api-key') : '';
+    if (header || apiKey) {
+      const match = header ? /^Bearer\s+(\S+)$/i.exec(header) : ([apiKey, apiKey] as const);
+      if (!match) throw new ApiError('authentication_error', 'Send Authorization: Bearer <API_KEY>');
+      const principal = await keys.authenticate(match[1]!);
+      if (!principal) throw new ApiError('authentication_error', 'Invalid or revoked API key');
+      context.state.principal = principal;
+      context.state.via = 'key';
+      return next();
+    }
+    const token = sessions ? context.cookies.get(sessions.cookieName) : undefined;
+    if (token && sessions) {
+      const principal = await sessions.principal(token);
+      if (principal) {
+        if (!['GET', 'HEAD', 'OPTIONS'].includes(context.method) && !sameOrigin(context)) {
+          throw new ApiError(
+            'permission_denied',
+            'Cross-site request refused: a cookie-authenticated request must come from this service’s own origin',
+          );
+        }
+        context.state.principal = principal;
+        context.state.via = 'cookie';
+      }
+    }
+    return next();
+  };
+}
+
+/** The caller's principal, or a 401 naming the ways to log in. */
+export function requireCaller(state: CallerState): Principal {
+  if (!state.principal) {
+    throw new ApiError(
+      'authentication_error',
+      'Log in (POST /auth/register, or GET /auth/google) or send Authorization: Bearer <API_KEY>',
+    );
+  }
+  return state.principal;
 }

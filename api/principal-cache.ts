@@ -10,7 +10,7 @@
  */
 import pg from 'pg';
 import type { Logger } from '../process/logger.ts';
-import type { Principal } from './routes/apikeys/service.ts';
+import type { Principal } from './services/apikeys/service.ts';
 
 export const principalsChannel = 'tessera_principals';
 

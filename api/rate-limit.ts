@@ -18,7 +18,7 @@
  * seconds until every exhausted window has reset.
  *
  * One request consumes one point in every limited window with one upsert (`countingCte`); a completion's windows
- * are counted in the same statement as its credit reservation (api/admission.ts). When one window refuses, the
+ * are counted in the same statement as its credit reservation (api/gateway/admission.ts). When one window refuses, the
  * point taken from the other is given back, so a refused request never spends the allowance of a window that still
  * had room. (The exhausted window's own counter still grows past its maximum: harmless, since a window's reset time
  * is fixed.) Between the two statements another replica may see one point fewer: briefly stricter, never looser.
@@ -38,9 +38,10 @@ import type { PlanName, PlansFile } from '../common/plans.ts';
 import type { AuthState } from './auth.ts';
 import { ApiError } from './errors.ts';
 import type { Logger } from '../process/logger.ts';
-import type { Principal } from './routes/apikeys/service.ts';
+import type { Principal } from './services/apikeys/service.ts';
 
 const windows = [
+  { name: 'minute', seconds: 60, limitKey: 'per_minute' },
   { name: 'hour', seconds: 3600, limitKey: 'per_hour' },
   { name: 'day', seconds: 86_400, limitKey: 'per_day' },
 ] as const;
@@ -51,6 +52,8 @@ const sweepIntervalMs = 5 * 60_000;
 
 /** Maximum requests per window; null = unlimited. */
 export interface WindowLimits {
+  /** Only the agent service's per-IP limit has a minute window (spec 8: 30 requests per 60 seconds). */
+  per_minute?: number | null;
   per_hour: number | null;
   per_day: number | null;
 }
@@ -63,7 +66,7 @@ export interface Subject {
 }
 
 export interface WindowState {
-  window: 'hour' | 'day';
+  window: 'minute' | 'hour' | 'day';
   limit: number;
   remaining: number;
   /** Seconds until the window resets. */
@@ -247,7 +250,7 @@ export class RateLimits {
   private counters(subject: Subject | null): Counter[] {
     if (!subject) return [];
     return windows.flatMap((window) => {
-      const limit = subject.limits[window.limitKey];
+      const limit = subject.limits[window.limitKey] ?? null;
       return limit === null ? [] : [{ window, key: `rl:${window.name}:${subject.key}`, limit }];
     });
   }
@@ -276,7 +279,7 @@ function planScope(plan: PlanName): string {
 function setHeaders(context: Context, states: WindowState[]): void {
   if (states.length === 0) return;
   for (const state of states) {
-    const label = state.window === 'hour' ? 'Hour' : 'Day';
+    const label = { minute: 'Minute', hour: 'Hour', day: 'Day' }[state.window];
     context.set(`X-RateLimit-Limit-${label}`, String(state.limit));
     context.set(`X-RateLimit-Remaining-${label}`, String(state.remaining));
     context.set(`X-RateLimit-Reset-${label}`, String(state.resetSeconds));
@@ -294,7 +297,7 @@ function setHeaders(context: Context, states: WindowState[]): void {
 
 /**
  * Limits keyed requests by user; mount after `requireKey`. (A completion is limited by its admission instead, in
- * the statement that reserves its credits: see api/admission.ts.)
+ * the statement that reserves its credits: see api/gateway/admission.ts.)
  */
 export function limitKeyed(limits: RateLimits): Middleware<AuthState> {
   return async (context, next) => {

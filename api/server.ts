@@ -1,17 +1,21 @@
 /**
- * The gateway process: Koa API plus an in-process worker on the completions task queue sharing one
- * NativeConnection with the client, so completions start eagerly in this process. `npm run api`.
+ * The API process: the gateway (PORT) and the agent service (AGENT_PORT), each a Koa app of its own over one set of
+ * dependencies (database pools, Temporal connection, ledger, conversation store), plus an in-process worker on the
+ * task queue sharing one NativeConnection with the client, so turns and completions start eagerly in this process.
+ * `API_SERVICES` picks the services (`gateway`, `agents`, or both, the default). `npm run api`.
  * SIGTERM drains: stop accepting, let open streams finish (up to SHUTDOWN_GRACE_MS), stop the worker.
  */
 import { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
+import type Koa from 'koa';
 import type { Server } from 'node:http';
 import { loadCatalogue } from '../config/load-catalogue.ts';
 import { loadPlans } from '../config/load-plans.ts';
 import { readSettings } from '../config/settings.ts';
 import { openOrm } from '../db/orm.ts';
 import { createWorker, createWorkerDependencies, installTemporalRuntime, stopWorker } from '../worker/create-worker.ts';
-import { createApp } from './app.ts';
+import { createAgentApp } from './agents/app.ts';
+import { createApp } from './gateway/app.ts';
 import { createLogger } from '../process/logger.ts';
 import { stopOnSignals } from '../process/signals.ts';
 import { version } from '../process/version.ts';
@@ -19,15 +23,21 @@ import { ensureCreditRenewalSchedule } from '../worker/schedules.ts';
 import { Metrics } from './observability.ts';
 import { PrincipalCache } from './principal-cache.ts';
 import { RateLimits } from './rate-limit.ts';
-import { OpenStreams } from './routes/completions/routes.ts';
+import { OpenStreams } from './gateway/routes/completions/routes.ts';
 
-export interface RunningGateway {
+export interface RunningService {
   url: string;
   port: number;
+}
+
+export interface RunningGateway extends RunningService {
+  /** The agent service, when this process serves it. */
+  agents?: RunningService;
   /** Drains and stops everything this process started. */
   close(): Promise<void>;
 }
 
+/** Starts the API process with the services `API_SERVICES` names; `url` and `port` are the gateway's when it runs. */
 export async function startGateway(
   environment: Record<string, string | undefined> = process.env,
 ): Promise<RunningGateway> {
@@ -49,7 +59,7 @@ export async function startGateway(
   const rateLimits = new RateLimits(dependencies.pool, dependencies.plans, { logger });
   const principals = new PrincipalCache(settings.DATABASE_URL, logger);
   await principals.start();
-  const app = createApp({
+  const shared = {
     orm,
     catalogue,
     client,
@@ -59,30 +69,42 @@ export async function startGateway(
     version,
     logger,
     openStreams,
-    metrics,
     rateLimits,
     principals,
     billing: settings,
     chat: { defaultModel: settings.CHAT_DEFAULT_MODEL, maxToolRounds: settings.CHAT_MAX_TOOL_ROUNDS },
-  });
-  const server: Server = await new Promise((resolve) => {
-    const listening = app.listen(settings.PORT, settings.HOST, () => resolve(listening));
-  });
-  server.keepAliveTimeout = 65_000;
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : settings.PORT;
-  const host = settings.HOST === '0.0.0.0' ? '127.0.0.1' : settings.HOST;
+  };
+  const servers: Server[] = [];
+  const listen = async (app: Koa, port: number): Promise<RunningService> => {
+    const server: Server = await new Promise((resolve) => {
+      const listening = app.listen(port, settings.HOST, () => resolve(listening));
+    });
+    server.keepAliveTimeout = 65_000;
+    servers.push(server);
+    const address = server.address();
+    const bound = typeof address === 'object' && address ? address.port : port;
+    const host = settings.HOST === '0.0.0.0' ? '127.0.0.1' : settings.HOST;
+    return { url: `http://${host}:${bound}`, port: bound };
+  };
+  const gateway = settings.API_SERVICES.includes('gateway')
+    ? await listen(createApp({ ...shared, metrics }), settings.PORT)
+    : undefined;
+  const agents = settings.API_SERVICES.includes('agents')
+    ? await listen(createAgentApp({ ...shared, metrics: new Metrics(), settings, environment }), settings.AGENT_PORT)
+    : undefined;
 
   let closing: Promise<void> | null = null;
   const close = () => {
     closing ??= (async () => {
-      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
+      const stopped = Promise.all(
+        servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
+      );
+      for (const server of servers) server.closeIdleConnections();
       let graceTimer: NodeJS.Timeout | undefined;
       const grace = new Promise((resolve) => (graceTimer = setTimeout(resolve, settings.SHUTDOWN_GRACE_MS)));
       await Promise.race([openStreams.settled(), grace]);
       clearTimeout(graceTimer);
-      server.closeAllConnections();
+      for (const server of servers) server.closeAllConnections();
       await stopped;
       await stopWorker(worker, workerRun).catch((error: unknown) =>
         logger.error({ err: error }, 'worker stopped with an error'),
@@ -95,11 +117,12 @@ export async function startGateway(
     })();
     return closing;
   };
-  return { url: `http://${host}:${port}`, port, close };
+  const main = (gateway ?? agents)!;
+  return { url: main.url, port: main.port, ...(agents ? { agents } : {}), close };
 }
 
 if (import.meta.main) {
   const gateway = await startGateway();
-  createLogger('gateway').info({ url: gateway.url, version }, 'gateway listening');
+  createLogger('api').info({ url: gateway.url, agents: gateway.agents?.url, version }, 'api listening');
   stopOnSignals(gateway.close);
 }

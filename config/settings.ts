@@ -12,6 +12,19 @@ const optionalText = <T extends z.ZodType>(schema: T) =>
 const settingsSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().default('0.0.0.0'),
+  /** The agent service's port (README, "Agent service"). */
+  AGENT_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
+  /** Which HTTP services this API process serves: `gateway`, `agents`, or both (comma-separated). */
+  API_SERVICES: z
+    .string()
+    .default('gateway,agents')
+    .transform((value) =>
+      value
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.enum(['gateway', 'agents'])).min(1, 'name gateway, agents or both')),
   DATABASE_URL: z.string().min(1),
   TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().default('default'),
@@ -73,6 +86,37 @@ const settingsSchema = z.object({
    * host or host:port entries web_fetch may reach although they are not public (a local test server); a bare host
    * allows its default ports (80 and 443) only.
    */
+  // Agent service (README, "Agent service").
+  /** The agent service's public origin: magic links, OAuth redirects and the CSRF origin check use it. */
+  AGENT_PUBLIC_URL: optionalText(z.url({ protocol: /^https?$/ })),
+  /** Further origins allowed to send cookie-authenticated POSTs (comma-separated), e.g. a separate web front end. */
+  AGENT_ALLOWED_ORIGINS: z
+    .string()
+    .default('')
+    .transform((value) =>
+      value
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter(Boolean),
+    ),
+  /** SMTP server for magic links and the send_email tool (smtp://user:pass@host:port); unset: links are logged. */
+  SMTP_URL: optionalText(z.string()),
+  MAIL_FROM: z.string().default('Tessera <no-reply@tessera.local>'),
+  /** 32+ characters; encrypts OAuth refresh tokens at rest. `npm start` generates one into .data/ when unset. */
+  TOKEN_ENCRYPTION_KEY: optionalText(z.string().min(32)),
+  GOOGLE_CLIENT_ID: optionalText(z.string()),
+  GOOGLE_CLIENT_SECRET: optionalText(z.string()),
+  GOOGLE_ISSUER: z.url().default('https://accounts.google.com'),
+  /** The model agents answer with when their definition names none, and the fast model routing and suggestions use. */
+  AGENT_DEFAULT_MODEL: z.string().min(1).default('gpt-4o-mini'),
+  AGENT_ROUTER_MODEL: z.string().min(1).default('gpt-4o-mini'),
+  /** Agent catalogue YAML (default config/agents.yaml). */
+  AGENT_CATALOGUE_PATH: optionalText(z.string()),
+  /** Spec 8's per-IP limit on /chat, /api and /a2a: requests per 60 seconds (0: off). */
+  AGENT_IP_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(30),
+  /** Agent loops: iterations at most, and how long an approval request waits before it is rejected. */
+  AGENT_LOOP_MAX_ITERATIONS: z.coerce.number().int().min(1).max(200).default(20),
+  AGENT_APPROVAL_TIMEOUT: z.string().default('15 minutes'),
   FETCH_ALLOWED_HOSTS: z
     .string()
     .default('')

@@ -5,8 +5,8 @@
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { ApiKeyService } from '../api/routes/apikeys/service.ts';
-import { createKeySchema } from '../api/routes/apikeys/schema.ts';
+import { ApiKeyService } from '../api/services/apikeys/service.ts';
+import { createKeySchema } from '../api/gateway/routes/apikeys/schema.ts';
 import { migrate, openOrm } from '../db/orm.ts';
 import { openPool } from '../db/pool.ts';
 import { AccountPlans } from '../activities/credits/accounts.ts';

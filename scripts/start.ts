@@ -71,6 +71,8 @@ const banner = [
   '',
   `  Tessera ${version} is running`,
   `  Gateway API        ${gateway.url}   (OpenAI SDK base URL: ${gateway.url}/v1)`,
+  `  Agent service      ${gateway.agents?.url ?? 'off (API_SERVICES)'}`,
+  `  Login e-mail       ${environment.SMTP_URL ? `SMTP (${new URL(environment.SMTP_URL).host})` : 'no SMTP_URL: magic links are written to this log instead of sent'}`,
   `  Temporal Web UI    http://127.0.0.1:${environment.TEMPORAL_UI_PORT ?? 8233}${temporal.startedHere ? '' : '   (existing server)'}`,
   `  Temporal server    ${temporal.address}`,
   `  Database           ${database.embedded ? `embedded PostgreSQL under ${dataDir}/postgres` : 'DATABASE_URL'}`,

@@ -3,7 +3,7 @@
  * an `X-Line-Retry-Key`, which LINE honours for 24 hours, so a retried send is delivered once. The reply API would
  * be free of quota but its token is single-use and short-lived, and a reply whose outcome was lost cannot be
  * retried safely; durable turns may also answer after the token expired. Webhook signatures are checked with the
- * SDK's `validateSignature` (api/routes/webhooks/line.ts).
+ * SDK's `validateSignature` (api/gateway/routes/webhooks/line.ts).
  *
  * LINE has no deep link that passes a parameter when the bot is added (Telegram's `start`); its equivalent here is
  * the `oaMessage` URL, which opens the chat with the bot and a pre-filled message (the session id) that the user

@@ -1,7 +1,7 @@
 /**
  * The messaging apps (LINE and Telegram) as the chat sees them: where an answer goes (`MessengerTarget`), how a
  * platform takes text (`MessengerClient`), and their settings. Each platform's wire protocol is in its own file;
- * the webhooks that receive messages are in api/routes/webhooks/, and the activity that sends answers in
+ * the webhooks that receive messages are in api/gateway/routes/webhooks/, and the activity that sends answers in
  * messenger-activities.ts. Both the gateway and the agent service send through these.
  */
 export type MessengerPlatform = 'line' | 'telegram';

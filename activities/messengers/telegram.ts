@@ -2,7 +2,7 @@
  * Telegram's Bot API, plain HTTPS (no SDK: Telegram publishes none for Node, and the two methods used here are
  * one POST each): `sendMessage` for answers and `getMe` for the bot's username (deep links). Webhook updates are
  * authenticated by the secret token Telegram echoes in `X-Telegram-Bot-Api-Secret-Token` (set with setWebhook's
- * `secret_token`); see api/routes/webhooks/telegram.ts.
+ * `secret_token`); see api/gateway/routes/webhooks/telegram.ts.
  */
 import { z } from 'zod';
 import { MessengerRejection, type MessengerClient, type MessengerSettings } from './messenger.ts';

@@ -3,7 +3,7 @@ import { defineEntity, p } from '@mikro-orm/core';
 /**
  * An inbound messaging-app event (a LINE webhook event, a Telegram update), recorded before it is acted on so a
  * redelivery is recognised: `input` is the prepared `messengerMessage` workflow input, kept until the workflow has
- * started so an event whose handler died in between is started on its redelivery (api/routes/webhooks/inbound.ts).
+ * started so an event whose handler died in between is started on its redelivery (api/gateway/routes/webhooks/inbound.ts).
  */
 export const MessengerEvent = defineEntity({
   name: 'MessengerEvent',

@@ -70,6 +70,7 @@ export interface PlatformSetup {
   dataDir: string;
   environment: Record<string, string | undefined>;
   apiUrl: string;
+  agentsUrl: string;
   databaseUrl: string;
   temporalAddress: string;
 }
@@ -87,11 +88,18 @@ export async function platformSetup(
   const dataDir = await mkdtemp(`${root}.data/${name}-`);
   // As root, the embedded PostgreSQL runs as an unprivileged user, which must be able to enter the directory.
   await chmod(dataDir, 0o755);
-  const [port, temporalPort, uiPort, postgresPort] = (await freePorts(4)) as [number, number, number, number];
+  const [port, temporalPort, uiPort, postgresPort, agentPort] = (await freePorts(5)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const temporalAddress = `127.0.0.1:${temporalPort}`;
   return {
     dataDir,
     apiUrl: `http://127.0.0.1:${port}`,
+    agentsUrl: `http://127.0.0.1:${agentPort}`,
     databaseUrl: `postgres://postgres:postgres@127.0.0.1:${postgresPort}/tessera`,
     temporalAddress,
     environment: {
@@ -99,6 +107,7 @@ export async function platformSetup(
       HOME: process.env.HOME,
       TESSERA_DATA_DIR: dataDir,
       PORT: String(port),
+      AGENT_PORT: String(agentPort),
       HOST: '127.0.0.1',
       TEMPORAL_ADDRESS: temporalAddress,
       TEMPORAL_UI_PORT: String(uiPort),

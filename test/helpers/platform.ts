@@ -21,6 +21,10 @@ export interface TestPlatform {
   createKey(email?: string, plan?: string): Promise<{ id: string; key: string; user_id: string }>;
   openai(apiKey: string, options?: { maxRetries?: number }): OpenAI;
   fetch(path: string, init?: RequestInit & { key?: string }): Promise<Response>;
+  /** The agent service's URL (the same process serves both). */
+  agentsUrl: string;
+  /** A request to the agent service; `key` sends it as `Authorization: Bearer`, `cookie` as the Cookie header. */
+  agents(path: string, init?: RequestInit & { key?: string; cookie?: string }): Promise<Response>;
   close(): Promise<void>;
 }
 
@@ -34,6 +38,9 @@ export async function startTestPlatform(
     PATH: process.env.PATH,
     LOG_LEVEL: 'warn',
     PORT: '0',
+    AGENT_PORT: '0',
+    // The agent service's per-IP limit is tested on its own (test/api/agents-limits.test.ts): off elsewhere.
+    AGENT_IP_LIMIT_PER_MINUTE: '0',
     HOST: '127.0.0.1',
     DATABASE_URL: database.url,
     TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
@@ -53,8 +60,20 @@ export async function startTestPlatform(
     if (init.body && !headers.has('content-type')) headers.set('content-type', 'application/json');
     return fetch(`${gateway.url}${path}`, { ...init, headers });
   };
+  const agentsUrl = gateway.agents?.url ?? '';
+  const fetchAgents: TestPlatform['agents'] = (path, init = {}) => {
+    const headers = new Headers(init.headers);
+    if (init.key) headers.set('authorization', `Bearer ${init.key}`);
+    if (init.cookie) headers.set('cookie', init.cookie);
+    if (init.body && !headers.has('content-type')) headers.set('content-type', 'application/json');
+    // A browser sends its own origin with every POST; the CSRF check wants it for cookie-authenticated writes.
+    if (init.cookie && !headers.has('origin')) headers.set('origin', agentsUrl);
+    return fetch(`${agentsUrl}${path}`, { ...init, headers, redirect: init.redirect ?? 'manual' });
+  };
   return {
     gateway,
+    agentsUrl,
+    agents: fetchAgents,
     simulatorUrl: simulator.url,
     simulator: control,
     masterKey,

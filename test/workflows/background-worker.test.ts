@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { Router } from '../../activities/routing/router.ts';
-import { CompletionService } from '../../api/routes/completions/service.ts';
+import { CompletionService } from '../../api/gateway/routes/completions/service.ts';
 import { loadCatalogue } from '../../config/load-catalogue.ts';
 import { loadPlans } from '../../config/load-plans.ts';
 import { readSettings } from '../../config/settings.ts';

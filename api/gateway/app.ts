@@ -7,25 +7,25 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import type { Client } from '@temporalio/client';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { Router as CompletionRouter } from '../activities/routing/router.ts';
-import type { LoadedCatalogue } from '../config/load-catalogue.ts';
-import type { WorkerDependencies } from '../worker/create-worker.ts';
+import { Router as CompletionRouter } from '../../activities/routing/router.ts';
+import type { LoadedCatalogue } from '../../config/load-catalogue.ts';
+import type { WorkerDependencies } from '../../worker/create-worker.ts';
 import { Admission } from './admission.ts';
-import { optionalKey, requireKey, type AuthState } from './auth.ts';
-import { errorRenderer } from './errors.ts';
-import type { Logger } from '../process/logger.ts';
-import { Metrics, requestObserver } from './observability.ts';
-import type { PrincipalCache } from './principal-cache.ts';
-import { limitKeyed, type RateLimits } from './rate-limit.ts';
+import { optionalKey, requireKey, type AuthState } from '../auth.ts';
+import { errorRenderer } from '../errors.ts';
+import type { Logger } from '../../process/logger.ts';
+import { Metrics, requestObserver } from '../observability.ts';
+import type { PrincipalCache } from '../principal-cache.ts';
+import { limitKeyed, type RateLimits } from '../rate-limit.ts';
 import { accountRoutes } from './routes/account/routes.ts';
-import { AccountService } from './routes/account/service.ts';
+import { AccountService } from '../services/account/service.ts';
 import { apiKeyRoutes } from './routes/apikeys/routes.ts';
 import { billingRoutes, billingWebhookRoutes } from './routes/billing/routes.ts';
-import { BillingService, type BillingSettings } from './routes/billing/service.ts';
-import { ApiKeyService } from './routes/apikeys/service.ts';
+import { BillingService, type BillingSettings } from '../services/billing/service.ts';
+import { ApiKeyService } from '../services/apikeys/service.ts';
 import { chatRoutes, integrationRoutes } from './routes/chat/routes.ts';
-import { Linking } from './routes/chat/linking.ts';
-import { ChatService } from './routes/chat/service.ts';
+import { Linking } from '../services/chat/linking.ts';
+import { ChatService } from '../services/chat/service.ts';
 import { MessengerInbox } from './routes/webhooks/inbound.ts';
 import { lineWebhookRoutes } from './routes/webhooks/line.ts';
 import { telegramWebhookRoutes } from './routes/webhooks/telegram.ts';
@@ -156,7 +156,7 @@ export function createApp(dependencies: AppDependencies): Koa {
   admitted.use(completionRoutes(completions, admission, dependencies.openStreams, metrics).routes());
   app.use(admitted.routes()).use(admitted.allowedMethods({ throw: true }));
 
-  // Session chat: a key's user, or a guest without any key (api/routes/chat/routes.ts); limited per caller there.
+  // Session chat: a key's user, or a guest without any key (api/gateway/routes/chat/routes.ts); limited per caller there.
   const chatRouter = new Router<Partial<AuthState>>();
   chatRouter.use(optionalKey(keys));
   chatRouter.use(

@@ -16,17 +16,17 @@
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
-import type { ConversationStore } from '../../../activities/conversations/conversation-store.ts';
-import type { MessengerPlatform } from '../../../activities/messengers/messenger.ts';
-import { kindKey, userKey } from '../../../common/search-attributes.ts';
-import type { Pool } from '../../../db/pool.ts';
-import type { Logger } from '../../../process/logger.ts';
-import type { MessengerMessageInput, messengerMessage } from '../../../workflows/messenger-message.workflow.ts';
-import { ApiError } from '../../errors.ts';
-import type { RateLimits } from '../../rate-limit.ts';
-import type { ApiKeyService } from '../apikeys/service.ts';
-import { parseLinkCommand, type Linking } from '../chat/linking.ts';
-import type { ChatService, Chatter } from '../chat/service.ts';
+import type { ConversationStore } from '../../../../activities/conversations/conversation-store.ts';
+import type { MessengerPlatform } from '../../../../activities/messengers/messenger.ts';
+import { kindKey, userKey } from '../../../../common/search-attributes.ts';
+import type { Pool } from '../../../../db/pool.ts';
+import type { Logger } from '../../../../process/logger.ts';
+import type { MessengerMessageInput, messengerMessage } from '../../../../workflows/messenger-message.workflow.ts';
+import { ApiError } from '../../../errors.ts';
+import type { RateLimits } from '../../../rate-limit.ts';
+import type { ApiKeyService } from '../../../services/apikeys/service.ts';
+import { parseLinkCommand, type Linking } from '../../../services/chat/linking.ts';
+import type { ChatService, Chatter } from '../../../services/chat/service.ts';
 
 /** A message as the platforms' webhooks hand it on. */
 export interface InboundMessage {

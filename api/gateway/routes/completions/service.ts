@@ -10,7 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure, WorkflowIdConflictPolicy } from '@temporalio/common';
-import type { ChatCompletionRequest } from '../../../common/chat.ts';
+import type { ChatCompletionRequest } from '../../../../common/chat.ts';
 import {
   completionWorkflowId,
   type CompletionFailureDetails,
@@ -18,18 +18,18 @@ import {
   type CompletionResult,
   type Attempt,
   type SequencedStreamEvent,
-} from '../../../common/completion.ts';
-import { errorStatus, type ErrorType } from '../../../common/errors.ts';
-import { kindKey, modelKey, userKey } from '../../../common/search-attributes.ts';
-import type { ProviderCalls } from '../../../activities/provider-calls.ts';
-import type { Router } from '../../../activities/routing/router.ts';
-import type { CreditLedger, Reservation, ReservationOutcome } from '../../../activities/credits/credit-ledger.ts';
-import { worstCaseCredits } from '../../../activities/credits/tokens.ts';
-import type { Principal } from '../apikeys/service.ts';
-import type { StreamHub, StreamSubscription } from '../../../activities/streaming/stream-hub.ts';
-import type { StreamJournal } from '../../../activities/streaming/stream-journal.ts';
-import type { chatCompletion } from '../../../workflows/completion.workflow.ts';
-import { ApiError } from '../../errors.ts';
+} from '../../../../common/completion.ts';
+import { errorStatus, type ErrorType } from '../../../../common/errors.ts';
+import { kindKey, modelKey, userKey } from '../../../../common/search-attributes.ts';
+import type { ProviderCalls } from '../../../../activities/provider-calls.ts';
+import type { Router } from '../../../../activities/routing/router.ts';
+import type { CreditLedger, Reservation, ReservationOutcome } from '../../../../activities/credits/credit-ledger.ts';
+import { worstCaseCredits } from '../../../../activities/credits/tokens.ts';
+import type { Principal } from '../../../services/apikeys/service.ts';
+import type { StreamHub, StreamSubscription } from '../../../../activities/streaming/stream-hub.ts';
+import type { StreamJournal } from '../../../../activities/streaming/stream-journal.ts';
+import type { chatCompletion } from '../../../../workflows/completion.workflow.ts';
+import { ApiError } from '../../../errors.ts';
 
 export interface CompletionServiceDependencies {
   client: Client;

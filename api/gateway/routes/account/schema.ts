@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { planNames } from '../../../common/plans.ts';
+import { planNames } from '../../../../common/plans.ts';
 
 /** `GET /api/v1/usage` query: an optional time range (ISO 8601) and grouping by model. */
 export const usageQuerySchema = z

@@ -1,9 +1,9 @@
 /** API keys (spec 4.7). With MASTER_KEY: create a key for any user (created by e-mail when needed). */
 import Router from '@koa/router';
-import type { AuthState } from '../../auth.ts';
-import { ApiError, invalidRequest } from '../../errors.ts';
+import type { AuthState } from '../../../auth.ts';
+import { ApiError, invalidRequest } from '../../../errors.ts';
 import { createKeySchema } from './schema.ts';
-import type { ApiKeyService } from './service.ts';
+import type { ApiKeyService } from '../../../services/apikeys/service.ts';
 
 export function apiKeyRoutes(keys: ApiKeyService) {
   const router = new Router<AuthState>();

@@ -5,12 +5,12 @@
  * /api/v1/account/{id}` is the operator's: plan changes and business accounts' custom limits.
  */
 import Router from '@koa/router';
-import type { AuthState } from '../../auth.ts';
-import { ApiError, invalidRequest } from '../../errors.ts';
+import type { AuthState } from '../../../auth.ts';
+import { ApiError, invalidRequest } from '../../../errors.ts';
 import { accountUpdateSchema, usageQuerySchema } from './schema.ts';
-import type { AccountPlans } from '../../../activities/credits/accounts.ts';
-import type { AccountService } from './service.ts';
-import type { PrincipalCache } from '../../principal-cache.ts';
+import type { AccountPlans } from '../../../../activities/credits/accounts.ts';
+import type { AccountService } from '../../../services/account/service.ts';
+import type { PrincipalCache } from '../../../principal-cache.ts';
 
 export function accountRoutes(accounts: AccountService, plans: AccountPlans, principals?: PrincipalCache) {
   const router = new Router<AuthState>();

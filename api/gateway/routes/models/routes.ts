@@ -4,10 +4,10 @@
  * operator's deployment detail, shown in `/api/v1/providers`).
  */
 import Router from '@koa/router';
-import type { Catalogue, CatalogueModel } from '../../../common/catalogue.ts';
-import { resolveModel } from '../../../common/catalogue.ts';
-import { creditRates, type PlansFile } from '../../../common/plans.ts';
-import { ApiError } from '../../errors.ts';
+import type { Catalogue, CatalogueModel } from '../../../../common/catalogue.ts';
+import { resolveModel } from '../../../../common/catalogue.ts';
+import { creditRates, type PlansFile } from '../../../../common/plans.ts';
+import { ApiError } from '../../../errors.ts';
 
 function presentModel(id: string, model: CatalogueModel) {
   return { id, object: 'model' as const, created: model.created, owned_by: model.provider };

@@ -1,7 +1,7 @@
 /** `/api/v1/providers` (spec 4.8): providers, their models and live breaker state; `/health`. */
 import Router from '@koa/router';
-import type { Catalogue } from '../../../common/catalogue.ts';
-import type { CircuitBreaker } from '../../../activities/routing/circuit-breaker.ts';
+import type { Catalogue } from '../../../../common/catalogue.ts';
+import type { CircuitBreaker } from '../../../../activities/routing/circuit-breaker.ts';
 
 export function providerRoutes(catalogue: Catalogue, breaker: CircuitBreaker, version: string) {
   const router = new Router();

@@ -8,11 +8,11 @@
  * The operator key has no account, so it cannot buy a plan (400). Without Stripe settings: 503.
  */
 import Router from '@koa/router';
-import type { AuthState } from '../../auth.ts';
-import { readRawBody } from '../../raw-body.ts';
-import { ApiError, invalidRequest } from '../../errors.ts';
-import { checkoutBodySchema, couponBodySchema } from './schema.ts';
-import type { BillingService } from './service.ts';
+import type { AuthState } from '../../../auth.ts';
+import { readRawBody } from '../../../raw-body.ts';
+import { ApiError, invalidRequest } from '../../../errors.ts';
+import { checkoutBodySchema, couponBodySchema } from '../../../services/billing/schema.ts';
+import type { BillingService } from '../../../services/billing/service.ts';
 
 /** Stripe event payloads are well under this. */
 const webhookBodyLimit = 1024 * 1024;

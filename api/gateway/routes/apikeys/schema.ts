@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { planNames } from '../../../common/plans.ts';
+import { planNames } from '../../../../common/plans.ts';
 
 export const createKeySchema = z
   .object({

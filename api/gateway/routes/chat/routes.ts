@@ -14,21 +14,21 @@ import {
   type ChatRequest,
   type ChatTurnEvent,
   type ChatStreamEventName,
-} from '../../../common/chat-turn.ts';
-import type { SequencedStreamEvent } from '../../../common/completion.ts';
-import { errorStatus, type ErrorType } from '../../../common/errors.ts';
-import type { Usage } from '../../../common/chat.ts';
-import type { ConversationStore } from '../../../activities/conversations/conversation-store.ts';
-import { builtInTools } from '../../../activities/tools/index.ts';
-import { toolJsonSchema } from '../../../activities/tools/runtime.ts';
-import type { ToolSettings } from '../../../activities/tools/tool.ts';
-import type { AuthState } from '../../auth.ts';
-import { ApiError, invalidRequest } from '../../errors.ts';
-import type { RateLimits } from '../../rate-limit.ts';
-import { openSse, type SseWriter } from '../../sse.ts';
+} from '../../../../common/chat-turn.ts';
+import type { SequencedStreamEvent } from '../../../../common/completion.ts';
+import { errorStatus, type ErrorType } from '../../../../common/errors.ts';
+import type { Usage } from '../../../../common/chat.ts';
+import type { ConversationStore } from '../../../../activities/conversations/conversation-store.ts';
+import { builtInTools } from '../../../../activities/tools/index.ts';
+import { toolJsonSchema } from '../../../../activities/tools/runtime.ts';
+import type { ToolSettings } from '../../../../activities/tools/tool.ts';
+import type { AuthState } from '../../../auth.ts';
+import { ApiError, invalidRequest } from '../../../errors.ts';
+import type { RateLimits } from '../../../rate-limit.ts';
+import { openSse, type SseWriter } from '../../../sse.ts';
 import type { OpenStreams } from '../completions/routes.ts';
-import { parseLinkCommand, type Linking } from './linking.ts';
-import { ownerOf, type ChatService, type Chatter } from './service.ts';
+import { parseLinkCommand, type Linking } from '../../../services/chat/linking.ts';
+import { ownerOf, type ChatService, type Chatter } from '../../../services/chat/service.ts';
 
 type ChatState = Partial<AuthState>;
 

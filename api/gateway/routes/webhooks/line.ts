@@ -8,9 +8,9 @@
 import Router from '@koa/router';
 import { validateSignature } from '@line/bot-sdk';
 import { z } from 'zod';
-import type { MessengerSettings } from '../../../activities/messengers/messenger.ts';
-import { ApiError } from '../../errors.ts';
-import { parseJsonBody, readRawBody } from '../../raw-body.ts';
+import type { MessengerSettings } from '../../../../activities/messengers/messenger.ts';
+import { ApiError } from '../../../errors.ts';
+import { parseJsonBody, readRawBody } from '../../../raw-body.ts';
 import type { MessengerInbox } from './inbound.ts';
 
 const sourceSchema = z.union([

@@ -1,14 +1,14 @@
 /** `POST /v1/chat/completions` (spec 4.1) and `GET /api/v1/requests/{id}`, the completion's trace. */
 import Router from '@koa/router';
-import { chatCompletionRequestSchema } from '../../../common/chat.ts';
-import type { AuthState } from '../../auth.ts';
-import { ApiError, invalidRequest } from '../../errors.ts';
+import { chatCompletionRequestSchema } from '../../../../common/chat.ts';
+import type { AuthState } from '../../../auth.ts';
+import { ApiError, invalidRequest } from '../../../errors.ts';
 import { ChunkPresenter, presentCompletion } from '../../presenters/completion.ts';
-import { openSse } from '../../sse.ts';
-import type { Metrics } from '../../observability.ts';
+import { openSse } from '../../../sse.ts';
+import type { Metrics } from '../../../observability.ts';
 import type { CompletionService, StartedCompletion } from './service.ts';
-import type { Usage } from '../../../common/chat.ts';
-import type { SequencedStreamEvent } from '../../../common/completion.ts';
+import type { Usage } from '../../../../common/chat.ts';
+import type { SequencedStreamEvent } from '../../../../common/completion.ts';
 import type { Context } from 'koa';
 import type { Admission } from '../../admission.ts';
 

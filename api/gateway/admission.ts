@@ -5,7 +5,7 @@
  * RateLimits does for any request. A request that needs neither (the operator's) costs no statement at all.
  */
 import type { Context } from 'koa';
-import { run, type Pool } from '../db/pool.ts';
+import { run, type Pool } from '../../db/pool.ts';
 import {
   reservationCtes,
   reservationOutcome,
@@ -14,9 +14,9 @@ import {
   type CreditLedger,
   type Reservation,
   type ReservationOutcome,
-} from '../activities/credits/credit-ledger.ts';
-import { countingCte, type CountedRow, type RateLimits } from './rate-limit.ts';
-import type { Principal } from './routes/apikeys/service.ts';
+} from '../../activities/credits/credit-ledger.ts';
+import { countingCte, type CountedRow, type RateLimits } from '../rate-limit.ts';
+import type { Principal } from '../services/apikeys/service.ts';
 
 const admitStatement = {
   name: 'admit-completion',
