@@ -29,6 +29,7 @@ export function toolByName(name: string): ToolDefinition | undefined {
   return byName.get(name);
 }
 
+/** The tools the gateway's session chat offers: configured, and neither agents-only nor needing approval. */
 export function configuredTools(settings: ToolSettings): ToolDefinition[] {
-  return builtInTools.filter((tool) => tool.configured(settings));
+  return builtInTools.filter((tool) => tool.configured(settings) && !tool.agentsOnly && !tool.needsApproval);
 }

@@ -29,9 +29,29 @@ export interface ToolSettings {
   fetchAllowedHosts: string[];
 }
 
+/**
+ * What tools with effects beyond the sandbox use, given by the process (the tools never open their own connections).
+ * Absent in a process that does not offer such tools.
+ */
+export interface ToolServices {
+  /** The caller's long-term memories (activities/memory/). */
+  memories?: {
+    save(userId: string, content: string, importance: number): Promise<{ id: string }>;
+  };
+  /** Outgoing mail (activities/mail/). `idempotencyKey` makes a retried send go out once. */
+  mail?: {
+    send(message: { to: string; subject: string; text: string; idempotencyKey: string }): Promise<{ id: string }>;
+  };
+}
+
 export interface ToolContext {
   /** The conversation the tool runs for: its sandbox directory is derived from this. */
   conversationId: string;
+  /** The account the tool acts for (`null` for guests and messaging-app chats without an account). */
+  userId?: string | null;
+  /** This call's id (the model's tool-call id, unique in its turn): the idempotency key of an outside effect. */
+  callKey?: string;
+  services?: ToolServices;
   settings: ToolSettings;
   /** Aborted when the tool's timeout passes or the turn is cancelled. */
   signal: AbortSignal;
@@ -46,6 +66,13 @@ export interface ToolDefinition<Input extends z.ZodType = z.ZodType> {
   retry: ToolRetryPolicy;
   /** Characters of output the model gets at most (the rest is cut with a note). */
   maxOutputChars: number;
+  /**
+   * Whether a person must approve each call before it runs (sending mail, publishing: anything with an effect
+   * outside the conversation). Only the agent service offers such tools: its turns pause for the decision.
+   */
+  needsApproval?: boolean;
+  /** Offered by the agent service only (it needs an account, or services the gateway's session chat lacks). */
+  agentsOnly?: boolean;
   /** Whether the deployment can run it (e.g. a search engine is configured); unconfigured tools are not offered. */
   configured(settings: ToolSettings): boolean;
   /** Runs the tool; throws `ToolError` for a failure the model should read (bad input, not found, refused). */
