@@ -6,7 +6,7 @@
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ChatMessage } from '../common/chat.ts';
-import type { ChatTurnEvent } from '../common/chat-turn.ts';
+import type { ChatTurnEvent, RoutedAgent } from '../common/chat-turn.ts';
 import type { SequencedStreamEvent } from '../common/completion.ts';
 import type { ConversationStore, StoredMessage } from './conversations/conversation-store.ts';
 import { countPromptTokens } from './credits/tokens.ts';
@@ -14,7 +14,7 @@ import type { StreamHub } from './streaming/stream-hub.ts';
 import type { StreamJournal } from './streaming/stream-journal.ts';
 import { toolByName } from './tools/index.ts';
 import { runTool } from './tools/runtime.ts';
-import { ToolError, type ToolSettings } from './tools/tool.ts';
+import { ToolError, type ToolServices, type ToolSettings } from './tools/tool.ts';
 
 export interface ChatActivityDependencies {
   conversations: ConversationStore;
@@ -23,6 +23,16 @@ export interface ChatActivityDependencies {
   toolSettings: ToolSettings;
   /** Whether a workflow still runs (a predecessor turn whose row says running may have been terminated). */
   isRunning(workflowId: string): Promise<boolean>;
+  /** The agent service's memories: those relevant to a message are loaded into the agent's context. */
+  memories?: { relevant(userId: string, text: string, limit: number): Promise<LoadedMemory[]> };
+  /** What tools with outside effects use (memories, mail). */
+  toolServices?: ToolServices;
+}
+
+export interface LoadedMemory {
+  id: string;
+  content: string;
+  importance: number;
 }
 
 export interface TurnTarget {
@@ -63,20 +73,60 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
         message: string;
         model: string;
         historyBudgetTokens: number;
+        agent?: RoutedAgent;
+        memories?: { userId: string; limit: number };
       },
-    ): Promise<{ messages: ChatMessage[]; droppedMessages: number }> {
+    ): Promise<{ messages: ChatMessage[]; droppedMessages: number; memories: LoadedMemory[]; nextSeq: number }> {
       if (input.previousTurnId) await waitForTurn(input.previousTurnId);
       await conversations.appendMessages(input, [{ role: 'user', content: input.message }], 0);
-      await publish(input.turnId, [
-        {
-          seq: 0,
-          event: { type: 'turn-start', turnId: input.turnId, sessionId: input.sessionKey, model: input.model },
-        },
-      ]);
+      const start: ChatTurnEvent = {
+        type: 'turn-start',
+        turnId: input.turnId,
+        sessionId: input.sessionKey,
+        model: input.model,
+        ...(input.agent ? { agent: input.agent } : {}),
+      };
+      const events: SequencedStreamEvent[] = [{ seq: 0, event: start }];
+      let memories: LoadedMemory[] = [];
+      if (input.memories && dependencies.memories) {
+        memories = await dependencies.memories.relevant(input.memories.userId, input.message, input.memories.limit);
+        events.push({ seq: 1, event: { type: 'memories-loaded', memories } satisfies ChatTurnEvent });
+      }
+      await publish(input.turnId, events);
       const history = await conversations.history(input.conversationId, input.turn);
       const current: ChatMessage = { role: 'user', content: input.message };
       const kept = trimHistory(history, input.historyBudgetTokens - countPromptTokens([current]));
-      return { messages: [...kept, current], droppedMessages: history.length - kept.length };
+      return {
+        messages: [...kept, current],
+        droppedMessages: history.length - kept.length,
+        memories,
+        nextSeq: events.length,
+      };
+    },
+
+    /**
+     * The context of a loop turn that continued as new: the history before it (trimmed to the budget) and everything
+     * this turn stored so far, in order.
+     */
+    async resumeTurn(input: {
+      conversationId: string;
+      turn: number;
+      historyBudgetTokens: number;
+    }): Promise<{ messages: ChatMessage[] }> {
+      const earlier = await conversations.history(input.conversationId, input.turn);
+      const own = (await conversations.history(input.conversationId, input.turn + 1)).slice(earlier.length);
+      const kept = trimHistory(earlier, input.historyBudgetTokens - countPromptTokens(own));
+      return { messages: [...kept, ...own] };
+    },
+
+    /** Stores messages of a turn still running (a loop's finished iterations) from position `firstSeq` on. */
+    async storeMessages(input: TurnTarget & { messages: StoredMessage[]; firstSeq: number }): Promise<void> {
+      await conversations.appendMessages(input, input.messages, input.firstSeq);
+    },
+
+    /** Publishes events the workflow itself produces (plans, approvals, iterations) at their positions. */
+    async publishEvents(input: { turnId: string; events: SequencedStreamEvent[] }): Promise<void> {
+      await publish(input.turnId, input.events);
     },
 
     /**
@@ -91,6 +141,9 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
       name: string;
       arguments: string;
       seq: number;
+      userId?: string | null;
+      /** Tools the turn offers beyond the gateway's defaults (the agent's agents-only tools). */
+      agentTools?: boolean;
     }): Promise<{ ok: boolean; content: string }> {
       // A tool whose result is already in the journal ran before this worker (or an earlier attempt) lost the
       // local activity's record: that result is the outcome, and the tool is not run again.
@@ -107,14 +160,20 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
       await publish(input.turnId, [{ seq: input.seq, event: start }]);
       const tool = toolByName(input.name);
       let outcome: { ok: boolean; content: string };
-      if (!tool || !tool.configured(dependencies.toolSettings)) {
+      if (!tool || !tool.configured(dependencies.toolSettings) || (tool.agentsOnly && !input.agentTools)) {
         outcome = { ok: false, content: `There is no tool named ${input.name}` };
       } else {
         try {
           outcome = await runTool(
             tool,
             input.arguments,
-            { conversationId: input.conversationId, settings: dependencies.toolSettings },
+            {
+              conversationId: input.conversationId,
+              settings: dependencies.toolSettings,
+              userId: input.userId ?? null,
+              callKey: `${input.turnId}:${input.callId}`,
+              services: dependencies.toolServices ?? {},
+            },
             Context.current().cancellationSignal,
           );
         } catch (error) {
@@ -140,9 +199,11 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
         messages: StoredMessage[];
         seq: number;
         final: ChatTurnEvent;
+        /** Position of the first message (a loop stored its earlier iterations already). Default 1. */
+        firstSeq?: number;
       },
     ): Promise<void> {
-      await conversations.appendMessages(input, input.messages, 1);
+      await conversations.appendMessages(input, input.messages, input.firstSeq ?? 1);
       await conversations.finishTurn(input.turnId, input.status);
       await publish(input.turnId, [{ seq: input.seq, event: input.final }]);
     },

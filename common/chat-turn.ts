@@ -29,9 +29,21 @@ export type ChatRequest = z.infer<typeof chatRequestSchema>;
 
 /** A turn's events as they travel (in-process hub and stream journal), beside its model calls' stream parts. */
 export type ChatTurnEvent =
-  | { type: 'turn-start'; turnId: string; sessionId: string; model: string }
+  | { type: 'turn-start'; turnId: string; sessionId: string; model: string; agent?: RoutedAgent }
+  | { type: 'memories-loaded'; memories: Array<{ id: string; content: string; importance: number }> }
+  | { type: 'plan'; change: 'created' | 'step' | 'done'; steps: PlanStep[]; step?: PlanStep & { index: number } }
   | { type: 'tool-start'; callId: string; name: string; arguments: string }
   | { type: 'tool-result'; callId: string; name: string; ok: boolean; content: string }
+  | {
+      type: 'approval-required';
+      approvalId: string;
+      callId: string;
+      name: string;
+      arguments: string;
+      expiresAt: string;
+    }
+  | { type: 'approval-decided'; approvalId: string; approved: boolean; by: string; reason: string }
+  | { type: 'iteration'; iteration: number; marker: 'continue' | 'done' | 'none'; stop?: LoopStop }
   | {
       type: 'turn-done';
       turnId: string;
@@ -40,8 +52,66 @@ export type ChatTurnEvent =
       usage: Usage;
       credits: number;
       response: string;
+      /** What the turn cost at the serving models' list prices (USD). */
+      costUsd?: number;
+      iterations?: number;
+      stop?: LoopStop;
     }
   | { type: 'turn-error'; errorType: string; message: string };
+
+/** The agent a message was routed to, how, and how sure the router was (0..1). */
+export interface RoutedAgent {
+  id: string;
+  name: string;
+  confidence: number;
+  method: 'model' | 'keywords' | 'preferred' | 'named';
+}
+
+/** A step of the plan an agent keeps with `update_plan`. */
+export interface PlanStep {
+  title: string;
+  status: 'pending' | 'in_progress' | 'completed';
+}
+
+/** Why an agent loop stopped. */
+export type LoopStop = 'done' | 'no_marker' | 'max_iterations' | 'budget' | 'cancelled';
+
+/** An agent loop's bounds (`POST /chat/loop/{session_id}`). */
+export interface LoopOptions {
+  maxIterations: number;
+  /** Credits the loop may spend (null: the account's balance is the only bound). */
+  budgetCredits: number | null;
+}
+
+/** What a loop carries into its next run when it continues as new (the rest is in the conversation store). */
+export interface LoopCarry {
+  iteration: number;
+  seq: number;
+  nextAttempt: number;
+  credits: number;
+  costUsd: number;
+  usage: Usage;
+  model: string;
+  /** Messages of this turn stored so far (their positions continue from here). */
+  storedMessages: number;
+  plan: PlanStep[];
+}
+
+/** The marker an agent loop's iteration ends with. */
+export function loopMarker(text: string): 'continue' | 'done' | 'none' {
+  const tail = text.trimEnd();
+  if (tail.endsWith('[[CONTINUE]]')) return 'continue';
+  if (tail.endsWith('[[DONE]]')) return 'done';
+  return 'none';
+}
+
+/** The user message that asks a loop's agent for its next iteration. */
+export const loopContinuePrompt =
+  'Continue with the next step. End your answer with [[CONTINUE]] if more steps remain, or [[DONE]] when the task is complete.';
+
+/** The instruction added to a loop agent's system prompt. */
+export const loopSystemInstruction =
+  'You are working in iterations on a task. Each answer does one step of the work. End every answer with [[CONTINUE]] when more steps remain, or with [[DONE]] when the task is complete.';
 
 /**
  * The SSE events of `POST /api/v1/chat/stream`, each a `event: <name>` with a JSON `data:` line and an `id:` for
@@ -74,6 +144,8 @@ export type ChatStreamEventName = keyof typeof chatStreamEvents;
 /** A tool as the turn offers it: what the model reads, and how a call runs (its local activity's options). */
 export interface OfferedTool {
   name: string;
+  /** A person approves each call first (the turn waits for the decision, up to `ChatTurnInput.approvalTimeout`). */
+  needsApproval?: boolean;
   description: string;
   /** JSON schema of its arguments. */
   parameters: Record<string, unknown>;
@@ -108,6 +180,38 @@ export interface ChatTurnInput {
   historyBudgetTokens: number;
   maxToolRounds: number;
   created: number;
+  /** The agent service's agent for this turn: routed (`turn-start` says how), with its system prompt. */
+  agent?: RoutedAgent & { systemPrompt: string; temperature?: number };
+  /** Load the memories relevant to the message into the system prompt (the agent service; the account's). */
+  memories?: { userId: string; limit: number };
+  /** How long an approval request waits before it counts as rejected (ms). Default 15 minutes. */
+  approvalTimeoutMs?: number;
+  /** Who may decide approvals: the session's owner (`user:<id>`). */
+  owner?: string;
+  /** Images attached to the message (data: URLs), for a vision-capable model; not stored in the history. */
+  images?: string[];
+  /** An agent loop: iterations until `[[DONE]]` or a bound (see LoopOptions). */
+  loop?: LoopOptions & { carry?: LoopCarry; iterationsPerRun: number };
+}
+
+/** A decision on a tool call waiting for approval, delivered to the turn as a Temporal update. */
+export interface ApprovalDecision {
+  approvalId: string;
+  approve: boolean;
+  /** Who decided: the session's owner (`user:<id>`). */
+  by: string;
+  reason?: string;
+}
+
+/** The approval id of a turn's tool call: the turn's id and the call's stream position. */
+export function approvalId(turnId: string, seq: number): string {
+  return `${turnId}~${seq}`;
+}
+
+/** The turn an approval id belongs to, or null for a malformed id. */
+export function turnOfApproval(id: string): string | null {
+  const match = /^(chat-[A-Za-z0-9_-]+-\d+)~\d+$/.exec(id);
+  return match ? match[1]! : null;
 }
 
 export interface ChatTurnResult {

@@ -1,5 +1,7 @@
 /** Process settings from the environment, validated once at start-up. Every variable is in .env.example. */
 import { resolve } from 'node:path';
+import type { Duration } from '@temporalio/common';
+import { msToNumber } from '@temporalio/common/lib/time.js';
 import { z } from 'zod';
 import { completionsTaskQueue } from '../common/completion.ts';
 import type { MessengerSettings } from '../activities/messengers/messenger.ts';
@@ -116,7 +118,26 @@ const settingsSchema = z.object({
   AGENT_IP_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(30),
   /** Agent loops: iterations at most, and how long an approval request waits before it is rejected. */
   AGENT_LOOP_MAX_ITERATIONS: z.coerce.number().int().min(1).max(200).default(20),
-  AGENT_APPROVAL_TIMEOUT: z.string().default('15 minutes'),
+  /** A Temporal duration ('15 minutes', '90s'); read as milliseconds. */
+  AGENT_APPROVAL_TIMEOUT: z
+    .string()
+    .default('15 minutes')
+    .transform((value, context) => {
+      try {
+        const parsed = msToNumber(value as Duration);
+        if (parsed > 0) return parsed;
+      } catch {
+        // reported below
+      }
+      context.addIssue({ code: 'custom', message: 'must be a duration such as "15 minutes" or "90s"' });
+      return z.NEVER;
+    }),
+  /** A loop continues as new after this many iterations, so its workflow history stays small. */
+  AGENT_LOOP_ITERATIONS_PER_RUN: z.coerce.number().int().min(1).max(100).default(10),
+  /** Memories loaded into an agent's context per message at most. */
+  AGENT_MEMORY_LIMIT: z.coerce.number().int().min(0).max(50).default(5),
+  /** Answers a message with an image when the routed agent's model cannot see images. */
+  AGENT_VISION_MODEL: z.string().min(1).default('gpt-4o'),
   FETCH_ALLOWED_HOSTS: z
     .string()
     .default('')
@@ -152,6 +173,7 @@ export function toolSettingsOf(settings: Settings): ToolSettings {
     tavilyApiKey: settings.TAVILY_API_KEY,
     tavilyApiUrl: settings.TAVILY_API_URL,
     fetchAllowedHosts: settings.FETCH_ALLOWED_HOSTS,
+    mailConfigured: !!settings.SMTP_URL,
   };
 }
 

@@ -5,25 +5,49 @@
  * asks for (each a local activity with the tool's own timeout and retry policy; a tool that ran is recorded and not
  * run again on replay), and loops until the model answers: at most `maxToolRounds` rounds with tools, then one more
  * without them. What the turn added is stored when it ends; its events stream as it goes (never through history).
+ *
+ * The same workflow serves the agent service (input `agent`): the routed agent's system prompt, the memories
+ * relevant to the message, tools that need a person's approval (the turn waits for the `decideApproval` update, up to
+ * a durable deadline, then counts silence as a rejection), plans the agent keeps with `update_plan`, and the cost at
+ * list prices. With `loop` the turn is an agent loop: it works in iterations, each ending with `[[CONTINUE]]` or
+ * `[[DONE]]`, until done, a bound or the `cancelLoop` signal; it stores each iteration as it ends and continues as new
+ * every `iterationsPerRun` iterations, so its history stays small however long it runs.
  */
 import {
   ActivityFailure,
   ApplicationFailure,
+  condition,
+  continueAsNew,
   defineQuery,
+  defineSignal,
+  defineUpdate,
   proxyLocalActivities,
   setHandler,
 } from '@temporalio/workflow';
 import type { ChatActivities } from '../activities/chat-activities.ts';
 import type { StoredMessage } from '../activities/conversations/conversation-store.ts';
-import type { ChatCompletionRequest, ChatMessage, Tool, Usage } from '../common/chat.ts';
-import type { ChatTurnEvent, ChatTurnInput, ChatTurnResult } from '../common/chat-turn.ts';
+import type { ChatCompletionRequest, ChatMessage, Tool, ToolCall, Usage } from '../common/chat.ts';
+import {
+  approvalId as approvalIdOf,
+  loopContinuePrompt,
+  loopMarker,
+  loopSystemInstruction,
+  type ApprovalDecision,
+  type ChatTurnEvent,
+  type ChatTurnInput,
+  type ChatTurnResult,
+  type LoopCarry,
+  type LoopStop,
+  type PlanStep,
+} from '../common/chat-turn.ts';
+import type { SequencedStreamEvent } from '../common/completion.ts';
 import type { Attempt, CompletionFailureDetails } from '../common/completion.ts';
 import { creditsFor } from '../common/credits.ts';
 import { callWithFailover, modelCallFailure } from './model-call.ts';
 
 // Beginning waits for the previous turn of the conversation (bounded by that turn's own bounds); the rest are
 // idempotent writes, retried until the database answers.
-const { beginTurn, finishTurn } = proxyLocalActivities<ChatActivities>({
+const { beginTurn, finishTurn, resumeTurn, storeMessages, publishEvents } = proxyLocalActivities<ChatActivities>({
   startToCloseTimeout: '30 minutes',
   retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '10s' },
 });
@@ -32,14 +56,62 @@ export interface ChatTurnTrace {
   status: 'running';
   attempts: Attempt[];
   toolCalls: Array<{ name: string; ok: boolean }>;
+  /** The tool call waiting for a person's decision, if any. */
+  pendingApproval: { approvalId: string; tool: string; expiresAt: string } | null;
+  iteration: number;
 }
 
 export const chatTurnTraceQuery = defineQuery<ChatTurnTrace>('trace');
 
+/** A person's decision on a tool call waiting for approval; refused unless that call waits and `by` owns the turn. */
+export const decideApprovalUpdate = defineUpdate<{ approved: boolean }, [ApprovalDecision]>('decideApproval');
+
+/** Stops an agent loop after its current iteration. */
+export const cancelLoopSignal = defineSignal<[{ by: string }]>('cancelLoop');
+
+const defaultApprovalTimeoutMs = 15 * 60_000;
+
 export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
+  const carry = input.loop?.carry;
   const attempts: Attempt[] = [];
   const toolCalls: ChatTurnTrace['toolCalls'] = [];
-  setHandler(chatTurnTraceQuery, () => ({ status: 'running', attempts, toolCalls }));
+  let pending: (ChatTurnTrace['pendingApproval'] & { decision?: ApprovalDecision }) | null = null;
+  const decided = new Set<string>();
+  let cancelled: { by: string } | null = null;
+  let iteration = carry?.iteration ?? 1;
+  setHandler(chatTurnTraceQuery, () => ({
+    status: 'running',
+    attempts,
+    toolCalls,
+    pendingApproval: pending && { approvalId: pending.approvalId, tool: pending.tool, expiresAt: pending.expiresAt },
+    iteration,
+  }));
+  setHandler(
+    decideApprovalUpdate,
+    (decision) => {
+      pending!.decision = decision;
+      return { approved: decision.approve };
+    },
+    {
+      validator: (decision) => {
+        if (decided.has(decision.approvalId)) {
+          throw ApplicationFailure.create({ type: 'conflict', message: 'This approval was already decided' });
+        }
+        if (!pending || pending.approvalId !== decision.approvalId || pending.decision) {
+          throw ApplicationFailure.create({ type: 'not_found', message: `No approval ${decision.approvalId} is waiting` });
+        }
+        if (!input.owner || decision.by !== input.owner) {
+          throw ApplicationFailure.create({
+            type: 'permission_denied',
+            message: "Only the session's owner may decide",
+          });
+        }
+      },
+    },
+  );
+  setHandler(cancelLoopSignal, (request) => {
+    cancelled ??= request;
+  });
   const target = {
     turnId: input.turnId,
     conversationId: input.conversationId,
@@ -47,32 +119,66 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
     channel: input.channel,
     turn: input.turn,
   };
-  const added: StoredMessage[] = [];
-  let seq = 1;
+  // Messages of this turn not stored yet, and how many are (a loop stores each iteration as it ends).
+  let added: StoredMessage[] = [];
+  let stored = carry?.storedMessages ?? 0;
+  let seq = carry?.seq ?? 1;
+  const publish = async (events: ChatTurnEvent[]) => {
+    const sequenced: SequencedStreamEvent[] = events.map((event) => ({ seq: seq++, event }));
+    await publishEvents({ turnId: input.turnId, events: sequenced });
+  };
   try {
     if (input.candidates.length === 0) {
       throw modelCallFailure('upstream_error', 'No provider is available for this model', attempts);
     }
-    const begun = await beginTurn({
-      ...target,
-      previousTurnId: input.previousTurnId,
-      sessionKey: input.sessionKey,
-      message: input.message,
-      model: input.requestedModel,
-      historyBudgetTokens: input.historyBudgetTokens,
-    });
-    const messages: ChatMessage[] = [...begun.messages];
+    let messages: ChatMessage[];
+    if (carry) {
+      ({ messages } = await resumeTurn({
+        conversationId: input.conversationId,
+        turn: input.turn,
+        historyBudgetTokens: input.historyBudgetTokens,
+      }));
+    } else {
+      const begun = await beginTurn({
+        ...target,
+        previousTurnId: input.previousTurnId,
+        sessionKey: input.sessionKey,
+        message: input.message,
+        model: input.requestedModel,
+        historyBudgetTokens: input.historyBudgetTokens,
+        ...(input.agent
+          ? {
+              agent: {
+                id: input.agent.id,
+                name: input.agent.name,
+                confidence: input.agent.confidence,
+                method: input.agent.method,
+              },
+            }
+          : {}),
+        ...(input.memories ? { memories: input.memories } : {}),
+      });
+      seq = begun.nextSeq;
+      messages = [...begun.messages];
+      if (input.images?.length) attachImages(messages, input.images);
+      if (input.agent) messages.unshift({ role: 'system', content: systemPrompt(input, begun.memories) });
+    }
+    if (carry && input.agent) messages.unshift({ role: 'system', content: systemPrompt(input, []) });
     const offered: Tool[] = Object.values(input.tools).map((tool) => ({
       type: 'function',
       function: { name: tool.name, description: tool.description, parameters: tool.parameters },
     }));
-    let nextAttempt = 1;
-    let credits = 0;
-    let usage: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
-    let model = input.requestedModel;
+    let nextAttempt = carry?.nextAttempt ?? 1;
+    let credits = carry?.credits ?? 0;
+    let costUsd = carry?.costUsd ?? 0;
+    let usage: Usage = carry?.usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+    let model = carry?.model ?? input.requestedModel;
+    let plan: PlanStep[] = carry?.plan ?? [];
     let response = '';
-    for (let round = 0; ; round++) {
-      const withTools = round < input.maxToolRounds && offered.length > 0;
+    let stop: LoopStop | undefined;
+
+    /** One model call with failover, its usage, credits and cost added to the turn's. */
+    const callModel = async (withTools: boolean) => {
       const request: ChatCompletionRequest = {
         model: input.requestedModel,
         messages,
@@ -82,6 +188,7 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
         stream: true,
         ...(withTools ? { tools: offered } : {}),
         ...(input.reasoningEffort === undefined ? {} : { reasoning_effort: input.reasoningEffort }),
+        ...(input.agent?.temperature === undefined ? {} : { temperature: input.agent.temperature }),
       };
       const served = await callWithFailover(
         {
@@ -108,39 +215,160 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
         completion_tokens: usage.completion_tokens + served.usage.completion_tokens,
         total_tokens: usage.total_tokens + served.usage.total_tokens,
       };
+      costUsd +=
+        (served.usage.prompt_tokens * served.candidate.price.input_per_1m +
+          served.usage.completion_tokens * served.candidate.price.output_per_1m) /
+        1_000_000;
       if (input.metered && served.candidate.creditRate !== undefined) {
         credits += creditsFor(served.usage.total_tokens, served.candidate.creditRate);
       }
-      const message = served.message ?? { content: '', toolCalls: [] };
-      const calls = withTools ? message.toolCalls : [];
-      messages.push({ role: 'assistant', content: message.content, ...(calls.length ? { tool_calls: calls } : {}) });
-      added.push({ role: 'assistant', content: message.content, toolCalls: calls });
-      if (calls.length === 0) {
-        response = message.content ?? '';
-        break;
-      }
-      for (const call of calls) {
-        const policy = input.tools[call.function.name];
-        const { runToolCall } = proxyLocalActivities<ChatActivities>({
-          // The tool's own deadline is enforced inside; this one only bounds a stuck activity.
-          startToCloseTimeout: `${(policy?.timeoutMs ?? 30_000) + 10_000}ms`,
-          retry: {
-            maximumAttempts: policy?.maximumAttempts ?? 1,
-            initialInterval: `${Math.max(policy?.initialIntervalMs ?? 500, 1)}ms`,
+      return served.message ?? { content: '', toolCalls: [] };
+    };
+
+    /** Runs one tool call, after a person approved it when the tool needs approval; its result for the model. */
+    const runCall = async (call: ToolCall): Promise<{ ok: boolean; content: string }> => {
+      const policy = input.tools[call.function.name];
+      if (policy?.needsApproval) {
+        const id = approvalIdOf(input.turnId, seq);
+        const timeoutMs = input.approvalTimeoutMs ?? defaultApprovalTimeoutMs;
+        const expiresAt = new Date(Date.now() + timeoutMs).toISOString();
+        pending = { approvalId: id, tool: call.function.name, expiresAt };
+        await publish([
+          {
+            type: 'approval-required',
+            approvalId: id,
+            callId: call.id,
+            name: call.function.name,
+            arguments: call.function.arguments,
+            expiresAt,
           },
-        });
-        const outcome = await runToolCall({
-          turnId: input.turnId,
-          conversationId: input.conversationId,
-          callId: call.id,
-          name: call.function.name,
-          arguments: call.function.arguments,
+        ]);
+        const answered = await condition(() => pending?.decision !== undefined, timeoutMs);
+        const decision: ApprovalDecision = answered
+          ? pending.decision!
+          : { approvalId: id, approve: false, by: 'timeout', reason: 'nobody answered before the deadline' };
+        decided.add(id);
+        pending = null;
+        await publish([
+          {
+            type: 'approval-decided',
+            approvalId: id,
+            approved: decision.approve,
+            by: decision.by,
+            reason: decision.reason ?? '',
+          },
+        ]);
+        if (!decision.approve) {
+          const content = `The user did not approve this ${call.function.name} call${decision.reason ? ` (${decision.reason})` : ''}; it was not run.`;
+          await publish([
+            { type: 'tool-start', callId: call.id, name: call.function.name, arguments: call.function.arguments },
+            { type: 'tool-result', callId: call.id, name: call.function.name, ok: false, content },
+          ]);
+          return { ok: false, content };
+        }
+      }
+      const { runToolCall } = proxyLocalActivities<ChatActivities>({
+        // The tool's own deadline is enforced inside; this one only bounds a stuck activity.
+        startToCloseTimeout: `${(policy?.timeoutMs ?? 30_000) + 10_000}ms`,
+        retry: {
+          maximumAttempts: policy?.maximumAttempts ?? 1,
+          initialInterval: `${Math.max(policy?.initialIntervalMs ?? 500, 1)}ms`,
+        },
+      });
+      // A call to a tool the turn does not offer (a confused model, or a prompt asking for another agent's tool)
+      // is answered as an unknown tool and never run.
+      const outcome = policy
+        ? await runToolCall({
+            turnId: input.turnId,
+            conversationId: input.conversationId,
+            callId: call.id,
+            name: call.function.name,
+            arguments: call.function.arguments,
+            seq,
+            userId: input.userId === 'guest' ? null : input.userId,
+            agentTools: !!input.agent,
+          })
+        : await refuseUnknown(call, seq);
+      seq += 2;
+      if (outcome.ok && call.function.name === 'update_plan') {
+        const changes = planChanges(plan, call.function.arguments);
+        plan = changes.steps;
+        if (changes.events.length) await publish(changes.events);
+      }
+      return outcome;
+    };
+
+    const refuseUnknown = async (call: ToolCall, at: number) => {
+      const content = `There is no tool named ${call.function.name} available to this agent`;
+      await publishEvents({
+        turnId: input.turnId,
+        events: [
+          {
+            seq: at,
+            event: { type: 'tool-start', callId: call.id, name: call.function.name, arguments: call.function.arguments },
+          },
+          { seq: at + 1, event: { type: 'tool-result', callId: call.id, name: call.function.name, ok: false, content } },
+        ],
+      });
+      return { ok: false, content };
+    };
+
+    for (;;) {
+      // One answer: model rounds with tools until the model answers in text.
+      for (let round = 0; ; round++) {
+        const withTools = round < input.maxToolRounds && offered.length > 0;
+        const message = await callModel(withTools);
+        const calls = withTools ? message.toolCalls : [];
+        messages.push({ role: 'assistant', content: message.content, ...(calls.length ? { tool_calls: calls } : {}) });
+        added.push({ role: 'assistant', content: message.content, toolCalls: calls });
+        if (calls.length === 0) {
+          response = message.content ?? '';
+          break;
+        }
+        for (const call of calls) {
+          const outcome = await runCall(call);
+          toolCalls.push({ name: call.function.name, ok: outcome.ok });
+          messages.push({ role: 'tool', tool_call_id: call.id, content: outcome.content });
+          added.push({ role: 'tool', content: outcome.content, toolCallId: call.id, toolName: call.function.name });
+        }
+      }
+      if (!input.loop) break;
+      const marker = loopMarker(response);
+      const budget = input.loop.budgetCredits;
+      stop =
+        marker === 'done'
+          ? 'done'
+          : marker === 'none'
+            ? 'no_marker'
+            : cancelled
+              ? 'cancelled'
+              : iteration >= input.loop.maxIterations
+                ? 'max_iterations'
+                : budget !== null && credits >= budget
+                  ? 'budget'
+                  : undefined;
+      await publish([{ type: 'iteration', iteration, marker, ...(stop ? { stop } : {}) }]);
+      if (stop) break;
+      // The next iteration: this one is stored, and the agent is asked to go on.
+      messages.push({ role: 'user', content: loopContinuePrompt });
+      added.push({ role: 'user', content: loopContinuePrompt });
+      await storeMessages({ ...target, messages: added, firstSeq: stored + 1 });
+      stored += added.length;
+      added = [];
+      iteration++;
+      if ((iteration - 1) % input.loop.iterationsPerRun === 0) {
+        const next: LoopCarry = {
+          iteration,
           seq,
-        });
-        seq += 2;
-        toolCalls.push({ name: call.function.name, ok: outcome.ok });
-        messages.push({ role: 'tool', tool_call_id: call.id, content: outcome.content });
-        added.push({ role: 'tool', content: outcome.content, toolCallId: call.id, toolName: call.function.name });
+          nextAttempt,
+          credits,
+          costUsd,
+          usage,
+          model,
+          storedMessages: stored,
+          plan,
+        };
+        await continueAsNew<typeof chatTurn>({ ...input, loop: { ...input.loop, carry: next } });
       }
     }
     const final: ChatTurnEvent = {
@@ -151,8 +379,10 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
       usage,
       credits,
       response,
+      ...(input.agent ? { costUsd } : {}),
+      ...(input.loop ? { iterations: iteration, ...(stop ? { stop } : {}) } : {}),
     };
-    await finishTurn({ ...target, status: 'done', messages: added, seq, final });
+    await finishTurn({ ...target, status: 'done', messages: added, seq, final, firstSeq: stored + 1 });
     return { turnId: input.turnId, response, model, usage, credits, toolCalls: toolCalls.length };
   } catch (error) {
     const cause = error instanceof ActivityFailure ? error.cause : error;
@@ -165,7 +395,59 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
       errorType: failure?.type ?? 'internal_error',
       message: failure?.message ?? (error instanceof Error ? error.message : String(error)),
     };
-    await finishTurn({ ...target, status: 'failed', messages: added, seq, final });
+    await finishTurn({ ...target, status: 'failed', messages: added, seq, final, firstSeq: stored + 1 });
     throw error;
   }
+}
+
+/** The agent's system prompt: its own, the loop's rule, and what it remembers about the user. */
+function systemPrompt(input: ChatTurnInput, memories: Array<{ content: string }>): string {
+  const parts = [input.agent!.systemPrompt];
+  if (input.loop) parts.push(loopSystemInstruction);
+  if (memories.length) {
+    parts.push(
+      `What you remember about the user (most relevant first):\n${memories.map((memory) => `- ${memory.content}`).join('\n')}`,
+    );
+  }
+  return parts.join('\n\n');
+}
+
+/** Puts the message's images beside its text, in the last (current) user message. */
+function attachImages(messages: ChatMessage[], images: string[]): void {
+  const last = messages.at(-1);
+  if (!last || last.role !== 'user') return;
+  const text = typeof last.content === 'string' ? last.content : '';
+  (last as { content: unknown }).content = [
+    { type: 'text', text },
+    ...images.map((url) => ({ type: 'image_url', image_url: { url } })),
+  ];
+}
+
+/**
+ * What an `update_plan` call changed: the first plan is `created`, each step whose status or title changed (or that
+ * is new) a `step`, and a plan whose steps are all completed `done`.
+ */
+function planChanges(previous: PlanStep[], rawArguments: string): { steps: PlanStep[]; events: ChatTurnEvent[] } {
+  let steps: PlanStep[];
+  try {
+    steps = (JSON.parse(rawArguments) as { steps: PlanStep[] }).steps;
+  } catch {
+    return { steps: previous, events: [] };
+  }
+  if (!Array.isArray(steps)) return { steps: previous, events: [] };
+  const events: ChatTurnEvent[] = [];
+  if (previous.length === 0) events.push({ type: 'plan', change: 'created', steps });
+  else {
+    steps.forEach((step, index) => {
+      const before = previous[index];
+      if (!before || before.status !== step.status || before.title !== step.title) {
+        events.push({ type: 'plan', change: 'step', steps, step: { ...step, index } });
+      }
+    });
+  }
+  const wasDone = previous.length > 0 && previous.every((step) => step.status === 'completed');
+  if (steps.length > 0 && steps.every((step) => step.status === 'completed') && !wasDone) {
+    events.push({ type: 'plan', change: 'done', steps });
+  }
+  return { steps, events };
 }

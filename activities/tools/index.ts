@@ -7,6 +7,8 @@ import { codeExecuteTool } from './code-execute.ts';
 import { fileListTool } from './file-list.ts';
 import { fileReadTool } from './file-read.ts';
 import { fileWriteTool } from './file-write.ts';
+import { sendEmailTool } from './send-email.ts';
+import { updatePlanTool } from './update-plan.ts';
 import { weatherTool } from './weather.ts';
 import { webFetchTool } from './web-fetch.ts';
 import { webSearchTool } from './web-search.ts';
@@ -21,6 +23,8 @@ export const builtInTools: ToolDefinition[] = [
   fileWriteTool,
   fileListTool,
   codeExecuteTool,
+  updatePlanTool,
+  sendEmailTool,
 ];
 
 const byName = new Map(builtInTools.map((tool) => [tool.name, tool]));

@@ -27,6 +27,8 @@ export interface ToolSettings {
   tavilyApiUrl: string;
   /** Hosts web_fetch may reach although they are not public (tests and the bench point it at loopback). */
   fetchAllowedHosts: string[];
+  /** An SMTP server is configured (send_email). */
+  mailConfigured?: boolean;
 }
 
 /**

@@ -77,17 +77,7 @@ export class ChatService {
   private offer(): ToolOffer {
     if (this.toolOffer) return this.toolOffer;
     const tools: Record<string, OfferedTool> = Object.fromEntries(
-      configuredTools(this.dependencies.toolSettings).map((tool) => [
-        tool.name,
-        {
-          name: tool.name,
-          description: tool.description,
-          parameters: toolJsonSchema(tool),
-          timeoutMs: tool.timeoutMs,
-          maximumAttempts: tool.retry.maximumAttempts,
-          initialIntervalMs: tool.retry.initialIntervalMs,
-        },
-      ]),
+      configuredTools(this.dependencies.toolSettings).map((tool) => [tool.name, offeredTool(tool)]),
     );
     const specs = Object.values(tools).map(toToolSpec);
     const tokens = countPromptTokens([{ role: 'system', content: JSON.stringify(specs) }]);
@@ -97,8 +87,19 @@ export class ChatService {
 
   /** Prepares the turn (`prepare`) and starts its workflow, eagerly, so it usually runs in this process. */
   async start(chatter: Chatter, body: ChatRequest, stream: boolean): Promise<StartedTurn> {
-    const { client, taskQueue, hub } = this.dependencies;
     const input = await this.prepare(chatter, body, stream);
+    return this.launch(input, {
+      memo: { session: body.session_id, channel: body.channel, stream },
+      summary: `Chat turn ${input.turn} of session ${body.session_id} (${body.channel}), for ${input.userId}`,
+    });
+  }
+
+  /** Starts a prepared turn's workflow (abandoning the turn when it cannot start). */
+  async launch(
+    input: ChatTurnInput,
+    described: { memo: Record<string, unknown>; summary: string; kind?: string },
+  ): Promise<StartedTurn> {
+    const { client, taskQueue, hub } = this.dependencies;
     const subscription = hub.subscribe(input.turnId);
     try {
       const handle = await client.workflow.start<typeof chatTurn>('chatTurn', {
@@ -108,16 +109,16 @@ export class ChatService {
         requestEagerStart: true,
         workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
         typedSearchAttributes: [
-          { key: kindKey, value: 'chat-turn' },
+          { key: kindKey, value: described.kind ?? 'chat-turn' },
           { key: userKey, value: input.userId },
           { key: modelKey, value: input.requestedModel },
         ],
-        memo: { session: body.session_id, channel: body.channel, stream },
-        staticSummary: `Chat turn ${input.turn} of session ${body.session_id} (${body.channel}), for ${input.userId}`,
+        memo: described.memo,
+        staticSummary: described.summary,
       });
       const local = handle.eagerlyStarted;
       if (!local) subscription.close();
-      return { turnId: input.turnId, sessionKey: body.session_id, local, subscription: local ? subscription : null };
+      return { turnId: input.turnId, sessionKey: input.sessionKey, local, subscription: local ? subscription : null };
     } catch (error) {
       subscription.close();
       await this.abandon(input);
@@ -143,11 +144,12 @@ export class ChatService {
     body: Omit<ChatRequest, 'channel'> & { channel: string },
     stream: boolean,
     session?: SessionRef,
+    agentTurn?: AgentTurnOptions,
   ): Promise<ChatTurnInput> {
     const { router, conversations, ledger, catalogue } = this.dependencies;
     const principal = 'principal' in chatter ? chatter.principal : null;
     const requestedModel = body.model ?? this.dependencies.defaultModel;
-    const { tools, specs, tokens: toolTokens } = this.offer();
+    const { tools, specs, tokens: toolTokens } = agentTurn ? offerOf(agentTurn.tools) : this.offer();
     const probe: ChatCompletionRequest = {
       model: requestedModel,
       messages: [{ role: 'user', content: body.message }],
@@ -198,9 +200,22 @@ export class ChatService {
       stream,
       ...(body.reasoning_effort === undefined ? {} : { reasoningEffort: body.reasoning_effort }),
       tools,
-      historyBudgetTokens: Math.max(1_024, contextWindow - answerReserveTokens - toolTokens),
+      historyBudgetTokens: Math.max(
+        1_024,
+        contextWindow - answerReserveTokens - toolTokens - (agentTurn ? countPromptTokens([systemOf(agentTurn)]) : 0),
+      ),
       maxToolRounds: this.dependencies.maxToolRounds,
       created: Math.floor(Date.now() / 1000),
+      ...(agentTurn
+        ? {
+            agent: agentTurn.agent,
+            owner: ownerOf(chatter),
+            approvalTimeoutMs: agentTurn.approvalTimeoutMs,
+            ...(agentTurn.memories ? { memories: agentTurn.memories } : {}),
+            ...(agentTurn.images?.length ? { images: agentTurn.images } : {}),
+            ...(agentTurn.loop ? { loop: agentTurn.loop } : {}),
+          }
+        : {}),
     };
     // Attempt 1's worst case is held before the turn starts: a refusal answers 402 and the turn is closed unused.
     if (metered && first?.creditRate !== undefined) {
@@ -233,6 +248,7 @@ export class ChatService {
   ): AsyncGenerator<SequencedStreamEvent> {
     let lastSeq = afterSeq;
     if (started.subscription) {
+      let handedOff = false;
       try {
         for await (const item of started.subscription) {
           // In-process signals of the model calls (seq -1) and repeats of a retried step are skipped.
@@ -240,13 +256,20 @@ export class ChatService {
           lastSeq = item.seq;
           yield item;
           if (isFinal(item.event)) return;
+          // A turn that waits for a person, or a loop that may continue as new, may go on in another worker
+          // process: from here its events are read from the journal, which every process writes.
+          const type = (item.event as ChatTurnEvent).type;
+          if (type === 'approval-required' || type === 'iteration') {
+            handedOff = true;
+            break;
+          }
         }
       } finally {
         started.subscription.close();
       }
-      return;
+      if (!handedOff) return;
     }
-    const deadline = Date.now() + 30 * 60_000;
+    const deadline = Date.now() + 60 * 60_000;
     while (Date.now() < deadline) {
       for (const item of await this.dependencies.journal.read(started.turnId, lastSeq)) {
         lastSeq = item.seq;
@@ -279,6 +302,41 @@ function isFinal(
   event: SequencedStreamEvent['event'],
 ): event is Extract<ChatTurnEvent, { type: 'turn-done' | 'turn-error' }> {
   return event.type === 'turn-done' || event.type === 'turn-error';
+}
+
+/** What makes a turn an agent's (the agent service): the routed agent, its tools, memories, images, a loop. */
+export interface AgentTurnOptions {
+  agent: NonNullable<ChatTurnInput['agent']>;
+  tools: OfferedTool[];
+  memories?: { userId: string; limit: number };
+  images?: string[];
+  approvalTimeoutMs: number;
+  loop?: NonNullable<ChatTurnInput['loop']>;
+}
+
+function systemOf(options: AgentTurnOptions) {
+  return { role: 'system' as const, content: options.agent.systemPrompt };
+}
+
+/** The tools of an agent's turn, as the turn's input carries them, with their specs and prompt tokens. */
+function offerOf(list: OfferedTool[]): ToolOffer {
+  const tools = Object.fromEntries(list.map((tool) => [tool.name, tool]));
+  const specs = list.map(toToolSpec);
+  const tokens = specs.length ? countPromptTokens([{ role: 'system', content: JSON.stringify(specs) }]) : 0;
+  return { tools, specs, tokens };
+}
+
+/** A built-in tool as a turn offers it. */
+export function offeredTool(tool: ReturnType<typeof configuredTools>[number]): OfferedTool {
+  return {
+    name: tool.name,
+    description: tool.description,
+    parameters: toolJsonSchema(tool),
+    timeoutMs: tool.timeoutMs,
+    maximumAttempts: tool.retry.maximumAttempts,
+    initialIntervalMs: tool.retry.initialIntervalMs,
+    ...(tool.needsApproval ? { needsApproval: true } : {}),
+  };
 }
 
 interface ToolOffer {

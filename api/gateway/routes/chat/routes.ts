@@ -202,14 +202,16 @@ export function chatRoutes(dependencies: {
 export function integrationRoutes(toolSettings: ToolSettings, channels: Record<string, boolean>) {
   const router = new Router();
   router.get('/api/v1/integrations', (context) => {
-    const tools = builtInTools.map((tool) => ({
-      name: tool.name,
-      type: 'tool' as const,
-      description: tool.description,
-      configured: tool.configured(toolSettings),
-      parameters: toolJsonSchema(tool),
-      timeout_ms: tool.timeoutMs,
-    }));
+    const tools = builtInTools
+      .filter((tool) => !tool.agentsOnly)
+      .map((tool) => ({
+        name: tool.name,
+        type: 'tool' as const,
+        description: tool.description,
+        configured: tool.configured(toolSettings),
+        parameters: toolJsonSchema(tool),
+        timeout_ms: tool.timeoutMs,
+      }));
     context.body = {
       object: 'list',
       tools,

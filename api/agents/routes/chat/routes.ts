@@ -1,0 +1,224 @@
+/**
+ * The agent service's chat (spec 4.1, 4.11, 6), all needing a login (cookie, bearer key, or X-API-Key on /api/v1):
+ *
+ * - `POST /chat/stream/{session_id}` `{message, session_id?, image_data?, preferred_agents?, preset_instruction?}`:
+ *   routes the message, runs it as a durable turn, streams it (events.ts).
+ * - `POST /chat/loop/{session_id}` `{message, agent_id?, preferred_agents?, image_data?, preset_instruction?,
+ *   max_iterations?, budget_credits?}`: an agent loop, streamed the same way with `iteration` events.
+ * - `GET /chat/turns/{turn_id}/stream`: re-attaches to a turn or loop (from `Last-Event-ID`, or the start).
+ * - `POST /chat/turns/{turn_id}/cancel`: stops a loop after its current iteration.
+ * - `POST /chat/approvals/{id}/approve` and `/reject` `{reason?}`: decide a tool call waiting for approval.
+ * - `POST /api/v1/chat` `{message, session_id, agent_id?}`: the external API's chat, the same stream.
+ *
+ * The answer starts once the turn is accepted (routing and refusals come before as plain HTTP errors); a client that
+ * hangs up does not stop the turn. A workspace agent for a user without the Google login answers 302 to
+ * `/auth/google` (spec 7.2) with the error as JSON.
+ */
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { requireCaller, type CallerState } from '../../../auth.ts';
+import { ApiError, invalidRequest } from '../../../errors.ts';
+import type { SequencedStreamEvent } from '../../../../common/completion.ts';
+import { openSse } from '../../../sse.ts';
+import type { OpenStreams } from '../../../gateway/routes/completions/routes.ts';
+import type { AgentChat, AgentMessage } from '../../../services/agents/agent-chat.ts';
+import { WorkspaceLoginRequired } from '../../../services/agents/agent-chat.ts';
+import type { ChatService } from '../../../services/chat/service.ts';
+import { presentAgentEvent } from './events.ts';
+
+const sessionKey = z.string().regex(/^[A-Za-z0-9:_.@-]{1,128}$/, 'must be 1-128 letters, digits or : _ . @ -');
+
+/**
+ * An image as base64 (or a data: URL) of a PNG, JPEG, GIF or WebP. At most 1 MB of base64 (about 750 KB of image):
+ * the image travels in the turn's workflow input, and Temporal refuses payloads over 2 MB.
+ */
+export const maxImageBase64Chars = 1_000_000;
+
+const imageData = z
+  .string()
+  .max(maxImageBase64Chars + 40, `must be at most ${maxImageBase64Chars} characters of base64 (about 750 KB)`)
+  .transform((value, context) => {
+    if (value === '') return undefined;
+    const url = toImageDataUrl(value);
+    if (!url) {
+      context.addIssue({ code: 'custom', message: 'must be a base64 PNG, JPEG, GIF or WebP image' });
+      return z.NEVER;
+    }
+    return url;
+  });
+
+const messageFields = {
+  message: z.string().trim().min(1).max(32_000),
+  session_id: sessionKey.optional(),
+  image_data: imageData.optional(),
+  preferred_agents: z.array(z.string().min(1).max(64)).max(32).optional(),
+  preset_instruction: z.string().max(4_000).optional(),
+};
+
+const streamBody = z.object(messageFields).strict();
+const loopBody = z
+  .object({
+    ...messageFields,
+    agent_id: z.string().min(1).max(64).optional(),
+    max_iterations: z.number().int().min(1).max(200).optional(),
+    budget_credits: z.number().int().min(1).optional(),
+  })
+  .strict();
+const externalBody = z
+  .object({ message: messageFields.message, session_id: sessionKey, agent_id: z.string().min(1).max(64).optional() })
+  .strict();
+const decisionBody = z.object({ reason: z.string().max(500).optional() }).strict();
+
+export function agentChatRoutes(dependencies: { agentChat: AgentChat; chat: ChatService; openStreams: OpenStreams }) {
+  const { agentChat, chat, openStreams } = dependencies;
+  const router = new Router<CallerState>();
+
+  const parse = <T extends z.ZodType>(schema: T, context: Context): z.infer<T> => {
+    const parsed = schema.safeParse(context.request.body ?? {});
+    if (!parsed.success) throw invalidRequest(parsed.error);
+    return parsed.data;
+  };
+
+  const pathSession = (context: Context & { params: Record<string, string> }, bodySession?: string): string => {
+    const key = sessionKey.safeParse(context.params.session_id);
+    if (!key.success) throw new ApiError('invalid_request', 'session_id: must be 1-128 letters, digits or : _ . @ -');
+    if (bodySession !== undefined && bodySession !== key.data) {
+      throw new ApiError('invalid_request', 'session_id in the body differs from the one in the path', {
+        param: 'session_id',
+      });
+    }
+    return key.data;
+  };
+
+  const begin = async (context: Context & { state: CallerState }, request: AgentMessage) => {
+    const principal = requireCaller(context.state);
+    try {
+      const started = await agentChat.start(principal, request);
+      context.set('X-Turn-Id', started.turnId);
+      relay(context, openStreams, chat.events(started));
+    } catch (error) {
+      if (error instanceof WorkspaceLoginRequired) {
+        context.status = 302;
+        context.set('Location', '/auth/google');
+        context.body = error.body();
+        return;
+      }
+      throw error;
+    }
+  };
+
+  router.post('/chat/stream/:session_id', async (context) => {
+    const body = parse(streamBody, context);
+    await begin(context, {
+      sessionKey: pathSession(context, body.session_id),
+      channel: 'web',
+      message: body.message,
+      ...(body.image_data ? { images: [body.image_data] } : {}),
+      ...(body.preferred_agents?.length ? { preferredAgents: body.preferred_agents } : {}),
+      ...(body.preset_instruction ? { presetInstruction: body.preset_instruction } : {}),
+    });
+  });
+
+  router.post('/chat/loop/:session_id', async (context) => {
+    const body = parse(loopBody, context);
+    await begin(context, {
+      sessionKey: pathSession(context, body.session_id),
+      channel: 'web',
+      message: body.message,
+      ...(body.image_data ? { images: [body.image_data] } : {}),
+      ...(body.preferred_agents?.length ? { preferredAgents: body.preferred_agents } : {}),
+      ...(body.agent_id ? { agentId: body.agent_id } : {}),
+      ...(body.preset_instruction ? { presetInstruction: body.preset_instruction } : {}),
+      loop: { maxIterations: body.max_iterations, budgetCredits: body.budget_credits ?? null },
+    });
+  });
+
+  router.post('/api/v1/chat', async (context) => {
+    const body = parse(externalBody, context);
+    await begin(context, {
+      sessionKey: body.session_id,
+      channel: 'api',
+      message: body.message,
+      ...(body.agent_id ? { agentId: body.agent_id } : {}),
+    });
+  });
+
+  router.get('/chat/turns/:turn_id/stream', async (context) => {
+    const principal = requireCaller(context.state);
+    const turnId = context.params.turn_id!;
+    const lastEventId = context.get('last-event-id') || String(context.query.after ?? '');
+    const afterSeq = lastEventId === '' ? -1 : Number(lastEventId);
+    if (!Number.isInteger(afterSeq) || afterSeq < -1) {
+      throw new ApiError('invalid_request', 'Last-Event-ID must be the integer id of an event', {
+        param: 'Last-Event-ID',
+      });
+    }
+    if (!(await chat.ownsTurn({ principal }, turnId))) throw new ApiError('not_found', `No chat turn ${turnId}`);
+    relay(context, openStreams, chat.events({ turnId, subscription: null }, afterSeq));
+  });
+
+  router.post('/chat/turns/:turn_id/cancel', async (context) => {
+    const principal = requireCaller(context.state);
+    await agentChat.cancel(principal, context.params.turn_id!);
+    context.status = 202;
+    context.body = { turn_id: context.params.turn_id, cancelling: true };
+  });
+
+  for (const decision of ['approve', 'reject'] as const) {
+    router.post(`/chat/approvals/:id/${decision}`, async (context) => {
+      const principal = requireCaller(context.state);
+      const body = parse(decisionBody, context);
+      await agentChat.decide(principal, context.params.id!, decision === 'approve', body.reason);
+      context.body = { id: context.params.id, approved: decision === 'approve' };
+    });
+  }
+
+  return router;
+}
+
+/**
+ * Relays a turn's events as `data:` lines with their positions as ids, then `data: [DONE]`. Headers go out at once;
+ * failures after that arrive as an `error` event. A client that hangs up does not stop the turn.
+ */
+function relay(context: Context, openStreams: OpenStreams, events: AsyncGenerator<SequencedStreamEvent>): void {
+  const sse = openSse(context);
+  const relaying = (async () => {
+    let ended = false;
+    try {
+      for await (const item of events) {
+        const payload = presentAgentEvent(item.event);
+        if (!payload) continue;
+        sse.send(payload, item.seq);
+        if (payload.type === 'cost' || payload.type === 'error') ended = true;
+      }
+      if (!ended) sse.send({ type: 'error', error_type: 'internal_error', message: 'The turn did not finish in time' });
+    } catch (error) {
+      if (!ended) sse.send({ type: 'error', error_type: 'internal_error', message: (error as Error).message });
+    } finally {
+      sse.done();
+      sse.end();
+    }
+  })();
+  const responseClosed = new Promise<void>((resolve) => context.res.once('close', () => resolve()));
+  openStreams.track(relaying.then(() => responseClosed));
+}
+
+const signatures: Array<{ mime: string; test: (bytes: Buffer) => boolean }> = [
+  { mime: 'image/png', test: (b) => b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) },
+  { mime: 'image/jpeg', test: (b) => b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff },
+  { mime: 'image/gif', test: (b) => b.subarray(0, 4).toString('latin1') === 'GIF8' },
+  {
+    mime: 'image/webp',
+    test: (b) => b.subarray(0, 4).toString('latin1') === 'RIFF' && b.subarray(8, 12).toString('latin1') === 'WEBP',
+  },
+];
+
+/** A data: URL for base64 image data (bare, or already a data: URL), its type read from its first bytes. */
+function toImageDataUrl(value: string): string | null {
+  const match = /^(?:data:image\/[a-z+.-]+;base64,)?([A-Za-z0-9+/]+={0,2})$/.exec(value.replace(/\s+/g, ''));
+  if (!match) return null;
+  const head = Buffer.from(match[1]!.slice(0, 24), 'base64');
+  const kind = signatures.find((signature) => signature.test(head));
+  return kind ? `data:${kind.mime};base64,${match[1]}` : null;
+}

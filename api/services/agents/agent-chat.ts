@@ -1,0 +1,204 @@
+/**
+ * The agent service's chat (spec 4.1, 6): routes a message to an agent, then runs it as the conversation's next turn
+ * of the one chat-turn workflow (api/services/chat/service.ts, workflows/chat-turn.workflow.ts) with that agent's
+ * system prompt, model, tools and the caller's relevant memories, or as an agent loop. Approvals and loop
+ * cancellation reach the running workflow as a Temporal update and signal.
+ */
+import type { Client } from '@temporalio/client';
+import { WorkflowUpdateFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { toolByName } from '../../../activities/tools/index.ts';
+import type { ToolSettings } from '../../../activities/tools/tool.ts';
+import { turnOfApproval, type ChatTurnInput, type RoutedAgent } from '../../../common/chat-turn.ts';
+import type { ErrorType } from '../../../common/errors.ts';
+import { errorStatus } from '../../../common/errors.ts';
+import { cancelLoopSignal, decideApprovalUpdate } from '../../../workflows/chat-turn.workflow.ts';
+import { ApiError } from '../../errors.ts';
+import type { Principal } from '../apikeys/service.ts';
+import { offeredTool, ownerOf, type ChatService, type StartedTurn } from '../chat/service.ts';
+import type { AgentRouter, RoutableAgent } from './agent-router.ts';
+
+/** An agent as a turn needs it (the caller's view: their model choice applied). */
+export interface ChatAgent extends RoutableAgent {
+  systemPrompt: string;
+  model: string;
+  tools: string[];
+  /** A workspace agent (mail, calendar, …) needs the Google login. */
+  workspace?: string | null;
+  temperature?: number | null;
+}
+
+/** Where the caller's agents come from (api/services/agents/service.ts). */
+export interface AgentSource {
+  list(principal: Principal): Promise<ChatAgent[]>;
+}
+
+export interface AgentChatSettings {
+  maxIterations: number;
+  approvalTimeoutMs: number;
+  /** Loop iterations per workflow run before it continues as new. */
+  iterationsPerRun: number;
+  /** Memories loaded into a turn at most. */
+  memoryLimit: number;
+}
+
+export interface AgentMessage {
+  sessionKey: string;
+  channel: 'web' | 'api';
+  message: string;
+  images?: string[];
+  preferredAgents?: string[];
+  /** The agent named by the caller (the external API's `agent_id`): no routing. */
+  agentId?: string;
+  presetInstruction?: string;
+  loop?: { maxIterations?: number; budgetCredits?: number | null };
+}
+
+export interface StartedAgentTurn extends StartedTurn {
+  routed: RoutedAgent;
+}
+
+export class AgentChat {
+  private readonly dependencies: {
+    client: Client;
+    chat: ChatService;
+    router: AgentRouter;
+    agents: AgentSource;
+    toolSettings: ToolSettings;
+    settings: AgentChatSettings;
+    /** Whether the user completed the Google login with the workspace scopes (absent: never). */
+    workspaceConnected?: (userId: string) => Promise<boolean>;
+  };
+
+  constructor(dependencies: AgentChat['dependencies']) {
+    this.dependencies = dependencies;
+  }
+
+  /** Routes the message and starts its turn (or loop). Refusals are ApiErrors, and nothing is left running. */
+  async start(principal: Principal, request: AgentMessage): Promise<StartedAgentTurn> {
+    const { chat, router, agents, settings } = this.dependencies;
+    const all = await agents.list(principal);
+    let candidates = all;
+    let routed: RoutedAgent;
+    let agent: ChatAgent;
+    if (request.agentId !== undefined) {
+      const named = all.find((candidate) => candidate.id === request.agentId);
+      if (!named) throw new ApiError('not_found', `No agent ${request.agentId}`, { param: 'agent_id' });
+      agent = named;
+      routed = { id: agent.id, name: agent.name, confidence: 1, method: 'named' };
+    } else {
+      if (request.preferredAgents?.length) {
+        const unknown = request.preferredAgents.filter((id) => !all.some((candidate) => candidate.id === id));
+        if (unknown.length) {
+          throw new ApiError('invalid_request', `Unknown agents in preferred_agents: ${unknown.join(', ')}`, {
+            param: 'preferred_agents',
+          });
+        }
+        candidates = all.filter((candidate) => request.preferredAgents!.includes(candidate.id));
+      }
+      const decision = await router.route(principal, request.message, candidates);
+      agent = decision.agent as ChatAgent;
+      routed = { id: agent.id, name: agent.name, confidence: decision.confidence, method: decision.method };
+    }
+    if (agent.workspace && !(await this.dependencies.workspaceConnected?.(principal.userId))) {
+      throw new WorkspaceLoginRequired(agent);
+    }
+    const tools = agent.tools.flatMap((name) => {
+      const tool = toolByName(name);
+      return tool && tool.configured(this.dependencies.toolSettings) ? [offeredTool(tool)] : [];
+    });
+    const systemPrompt = request.presetInstruction
+      ? `${agent.systemPrompt}\n\n${request.presetInstruction}`
+      : agent.systemPrompt;
+    const loop: ChatTurnInput['loop'] = request.loop
+      ? {
+          maxIterations: Math.min(request.loop.maxIterations ?? settings.maxIterations, settings.maxIterations),
+          budgetCredits: request.loop.budgetCredits ?? null,
+          iterationsPerRun: settings.iterationsPerRun,
+        }
+      : undefined;
+    const input = await chat.prepare(
+      { principal },
+      { message: request.message, session_id: request.sessionKey, channel: request.channel, model: agent.model },
+      true,
+      undefined,
+      {
+        agent: {
+          ...routed,
+          systemPrompt,
+          ...(agent.temperature !== null && agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
+        },
+        tools,
+        memories: { userId: principal.userId, limit: settings.memoryLimit },
+        approvalTimeoutMs: settings.approvalTimeoutMs,
+        ...(request.images?.length ? { images: request.images } : {}),
+        ...(loop ? { loop } : {}),
+      },
+    );
+    const kind = loop ? 'agent-loop' : 'agent-turn';
+    const started = await chat.launch(input, {
+      kind,
+      memo: { session: request.sessionKey, channel: request.channel, agent: agent.id, confidence: routed.confidence },
+      summary: `${loop ? 'Agent loop' : 'Agent turn'} ${input.turn} of session ${request.sessionKey}: ${agent.name} (routed by ${routed.method}, confidence ${routed.confidence}), for ${principal.userId}`,
+    });
+    return { ...started, routed };
+  }
+
+  /** Delivers a decision on a waiting tool call (`POST /chat/approvals/{id}/approve|reject`). */
+  async decide(principal: Principal, approvalId: string, approve: boolean, reason?: string): Promise<void> {
+    const turnId = turnOfApproval(approvalId);
+    if (!turnId || !(await this.dependencies.chat.ownsTurn({ principal }, turnId))) {
+      throw new ApiError('not_found', `No approval ${approvalId}`);
+    }
+    const handle = this.dependencies.client.workflow.getHandle(turnId);
+    try {
+      await handle.executeUpdate(decideApprovalUpdate, {
+        args: [{ approvalId, approve, by: ownerOf({ principal }), ...(reason ? { reason } : {}) }],
+      });
+    } catch (error) {
+      throw updateRefusal(error, approvalId);
+    }
+  }
+
+  /** Asks a running loop to stop after its current iteration. */
+  async cancel(principal: Principal, turnId: string): Promise<void> {
+    if (!(await this.dependencies.chat.ownsTurn({ principal }, turnId))) {
+      throw new ApiError('not_found', `No chat turn ${turnId}`);
+    }
+    try {
+      await this.dependencies.client.workflow
+        .getHandle(turnId)
+        .signal(cancelLoopSignal, { by: ownerOf({ principal }) });
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) {
+        throw new ApiError('conflict', `Turn ${turnId} has already finished`);
+      }
+      throw error;
+    }
+  }
+}
+
+/** A workspace agent was chosen for a user without the Google login: they are sent to `/auth/google`. */
+export class WorkspaceLoginRequired extends ApiError {
+  readonly agent: ChatAgent;
+  constructor(agent: ChatAgent) {
+    super(
+      'permission_denied',
+      `The ${agent.name} agent works with your Google ${agent.workspace}: log in with Google first (GET /auth/google)`,
+    );
+    this.agent = agent;
+  }
+}
+
+function updateRefusal(error: unknown, approvalId: string): ApiError {
+  if (error instanceof WorkflowNotFoundError) return new ApiError('not_found', `No approval ${approvalId} is waiting`);
+  const cause = error instanceof WorkflowUpdateFailedError ? error.cause : error;
+  if (cause instanceof ApplicationFailure && cause.type && cause.type in errorStatus) {
+    return new ApiError(cause.type as ErrorType, cause.message);
+  }
+  // A finished workflow cannot take updates: the approval is no longer waiting.
+  if ((error as Error).message?.includes('completed')) {
+    return new ApiError('conflict', `Approval ${approvalId} is no longer waiting: its turn has finished`);
+  }
+  throw error;
+}

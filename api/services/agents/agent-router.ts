@@ -1,0 +1,179 @@
+/**
+ * Routing (spec 1, 4.1): which agent answers a message.
+ *
+ * 1. A fast model classifies (AGENT_ROUTER_MODEL, default gpt-4o-mini): it reads every candidate agent's description
+ *    and routing keywords and scores each 0-10 for the message, answering JSON under a strict JSON schema
+ *    (`{scores: {<agent id>: integer}}`). The call is an ordinary metered completion workflow (failover, breaker,
+ *    credits), so it is in the ledger and in Temporal like any other model call.
+ * 2. When no model answers (every candidate failed, or the answer is not the JSON asked for), the agents' keyword
+ *    hints decide: each keyword found in the message (a whole word, or a word sharing its first five letters) adds
+ *    its weight; an agent's name found counts double.
+ *
+ * Confidence is the chosen agent's share of a softmax over the scores (temperature `softmaxTemperature`): 1.0 when
+ * one agent takes all, 1/n when the scores cannot tell the agents apart. It is computed from the scores of this
+ * message, never a constant. Ties go to the agent listed first (the catalogue's order: `general` first), and a
+ * message that scores zero everywhere goes to the first candidate at 1/n.
+ *
+ * `preferred_agents` restricts the candidates; one candidate is chosen without a model call (confidence 1).
+ */
+import type { ChatCompletionRequest } from '../../../common/chat.ts';
+import type { CreditLedger } from '../../../activities/credits/credit-ledger.ts';
+import type { CompletionService } from '../../gateway/routes/completions/service.ts';
+import type { Principal } from '../apikeys/service.ts';
+import type { RoutedAgent } from '../../../common/chat-turn.ts';
+
+export interface RoutableAgent {
+  id: string;
+  name: string;
+  description: string;
+  keywords: string[];
+}
+
+export interface RouteDecision {
+  agent: RoutableAgent;
+  confidence: number;
+  method: RoutedAgent['method'];
+  scores: Record<string, number>;
+}
+
+/** Softmax temperature over 0-10 scores: a lead of 3 points gives about 0.9 between two agents. */
+export const softmaxTemperature = 1.4;
+const maxScore = 10;
+
+export class AgentRouter {
+  private readonly completions: CompletionService;
+  private readonly ledger: CreditLedger;
+  private readonly model: string;
+
+  constructor(dependencies: { completions: CompletionService; ledger: CreditLedger; model: string }) {
+    this.completions = dependencies.completions;
+    this.ledger = dependencies.ledger;
+    this.model = dependencies.model;
+  }
+
+  async route(principal: Principal, message: string, candidates: RoutableAgent[]): Promise<RouteDecision> {
+    if (candidates.length === 1) {
+      return { agent: candidates[0]!, confidence: 1, method: 'preferred', scores: { [candidates[0]!.id]: maxScore } };
+    }
+    const scores = (await this.classify(principal, message, candidates)) ?? null;
+    if (scores) return decide(candidates, scores, 'model');
+    return decide(candidates, keywordScores(message, candidates), 'keywords');
+  }
+
+  /** The fast model's scores, or null when no model answered with them. */
+  private async classify(
+    principal: Principal,
+    message: string,
+    candidates: RoutableAgent[],
+  ): Promise<Record<string, number> | null> {
+    const request: ChatCompletionRequest = {
+      model: this.model,
+      temperature: 0,
+      max_tokens: 40 + 12 * candidates.length,
+      messages: [
+        {
+          role: 'system',
+          content:
+            'You route a user message to the assistant agents best able to answer it. Score every agent from 0 ' +
+            '(cannot help) to 10 (exactly its specialty) for the message, judging by its description.',
+        },
+        { role: 'user', content: message.slice(0, 4_000) },
+      ],
+      response_format: {
+        type: 'json_schema',
+        json_schema: {
+          name: 'agent_scores',
+          strict: true,
+          schema: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['scores'],
+            properties: {
+              scores: {
+                type: 'object',
+                additionalProperties: false,
+                required: candidates.map((agent) => agent.id),
+                properties: Object.fromEntries(
+                  candidates.map((agent) => [
+                    agent.id,
+                    {
+                      type: 'integer',
+                      minimum: 0,
+                      maximum: maxScore,
+                      description: `${agent.name}: ${agent.description} (topics: ${agent.keywords.join(', ')})`,
+                    },
+                  ]),
+                ),
+              },
+            },
+          },
+        },
+      },
+    };
+    try {
+      const started = await this.completions.start(principal, request, {
+        admit: async (reservation) => (reservation ? this.ledger.reserve(reservation) : null),
+      });
+      const answer = await this.completions.answer(started);
+      const content = answer.message?.content;
+      return parseScores(typeof content === 'string' ? content : '', candidates);
+    } catch {
+      // No model answered (or none this plan allows, or credits ran short): the keywords decide.
+      return null;
+    }
+  }
+}
+
+/** The scores a classifier answered, clamped to 0-10; null unless every candidate has one. */
+export function parseScores(text: string, candidates: RoutableAgent[]): Record<string, number> | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  const scores = (parsed as { scores?: Record<string, unknown> } | null)?.scores;
+  if (!scores || typeof scores !== 'object') return null;
+  const result: Record<string, number> = {};
+  for (const agent of candidates) {
+    const value = scores[agent.id];
+    if (typeof value !== 'number' || !Number.isFinite(value)) return null;
+    result[agent.id] = Math.min(maxScore, Math.max(0, value));
+  }
+  return result;
+}
+
+const wordPattern = /[\p{L}\p{N}]+/gu;
+
+/** Keyword scores (0-10) of each agent for the message: matched hints, the agent's name counting double. */
+export function keywordScores(message: string, candidates: RoutableAgent[]): Record<string, number> {
+  const words = new Set((message.toLowerCase().match(wordPattern) ?? []).filter((word) => word.length >= 2));
+  const stems = new Set([...words].filter((word) => word.length >= 5).map((word) => word.slice(0, 5)));
+  const matches = (hint: string) => {
+    const parts = hint.toLowerCase().match(wordPattern) ?? [];
+    return (
+      parts.length > 0 &&
+      parts.every((part) => words.has(part) || (part.length >= 5 && stems.has(part.slice(0, 5))))
+    );
+  };
+  return Object.fromEntries(
+    candidates.map((agent) => {
+      const hits = agent.keywords.filter(matches).length + (matches(agent.name) || matches(agent.id) ? 2 : 0);
+      return [agent.id, Math.min(maxScore, hits * 2)];
+    }),
+  );
+}
+
+/** The best-scoring candidate (the first on a tie) and its softmax share. */
+export function decide(
+  candidates: RoutableAgent[],
+  scores: Record<string, number>,
+  method: RouteDecision['method'],
+): RouteDecision {
+  let best = candidates[0]!;
+  for (const agent of candidates) if ((scores[agent.id] ?? 0) > (scores[best.id] ?? 0)) best = agent;
+  const exponents = candidates.map((agent) => Math.exp((scores[agent.id] ?? 0) / softmaxTemperature));
+  const total = exponents.reduce((sum, value) => sum + value, 0);
+  const confidence = Math.exp((scores[best.id] ?? 0) / softmaxTemperature) / total;
+  return { agent: best, confidence: Math.round(confidence * 1000) / 1000, method, scores };
+}
