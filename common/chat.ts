@@ -66,7 +66,9 @@ export type UserContent = string | ContentPart[];
 /** The text of a user message's content (its text parts joined). */
 export function contentText(content: UserContent | null | undefined): string {
   if (content == null) return '';
-  return typeof content === 'string' ? content : content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+  return typeof content === 'string'
+    ? content
+    : content.map((part) => (part.type === 'text' ? part.text : '')).join('');
 }
 
 /** The image parts of a user message's content. */

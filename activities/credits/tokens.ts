@@ -4,7 +4,13 @@
  * estimate, and entries billed this way are marked estimated in the ledger.
  */
 import { encode } from 'gpt-tokenizer';
-import { contentImages, contentText, type ChatCompletionRequest, type ChatMessage, type ToolCall } from '../../common/chat.ts';
+import {
+  contentImages,
+  contentText,
+  type ChatCompletionRequest,
+  type ChatMessage,
+  type ToolCall,
+} from '../../common/chat.ts';
 import { creditsFor } from '../../common/credits.ts';
 
 /** Tokens of a text. */

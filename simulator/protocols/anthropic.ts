@@ -225,8 +225,11 @@ function toSimulationInput(request: MessagesRequest): SimulationInput {
         .filter((block) => block.type === 'text')
         .map(blockText)
         .join('');
-      if (message.role === 'user') return messageBlocks.some((block) => block.type === 'text') ? [{ role: 'user', text }] : [];
-      return [{ role: 'assistant', text, toolCalls: messageBlocks.filter((block) => block.type === 'tool_use').length }];
+      if (message.role === 'user')
+        return messageBlocks.some((block) => block.type === 'text') ? [{ role: 'user', text }] : [];
+      return [
+        { role: 'assistant', text, toolCalls: messageBlocks.filter((block) => block.type === 'tool_use').length },
+      ];
     }),
     images:
       lastUserIndex < 0
