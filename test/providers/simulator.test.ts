@@ -173,7 +173,7 @@ async function answerText(protocol: 'openai' | 'anthropic' | 'gemini', body: unk
     gemini: '/v1beta/models/gemini-sim:generateContent',
   }[protocol];
   const response = await post(path, body, keys[protocol]);
-  const json = (await response.json()) as Record<string, never>;
+  const json: unknown = await response.json();
   expect(response.status).toBe(200);
   if (protocol === 'openai')
     return (json as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content;
