@@ -49,6 +49,15 @@ export function invalidRequest(error: ZodError): ApiError {
   return new ApiError('invalid_request', message, { param: path || undefined });
 }
 
+/** A request with images to a model that cannot see them (no `vision` capability): refused before anything starts. */
+export function visionRefusal(model: string): ApiError {
+  return new ApiError(
+    'invalid_request',
+    `The model '${model}' does not accept images (it lacks the vision capability); send text only or choose a vision model (GET /v1/models)`,
+    { param: 'messages' },
+  );
+}
+
 /** Renders every error thrown below it; unknown errors become 500 internal_error and are logged. */
 export function errorRenderer(logger: Logger): Middleware {
   return async (context, next) => {

@@ -18,10 +18,73 @@ const contentSchema = z.union([
     .transform((parts) => parts.map((part) => part.text).join('')),
 ]);
 
+/**
+ * An image a user message carries: a base64 `data:` URL of a PNG, JPEG, GIF or WebP image, or an https URL (the
+ * provider fetches it). Only models with the `vision` capability are offered such a message (the router refuses).
+ */
+export const imageUrlPattern = /^data:image\/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/]+={0,2}$/;
+
+const textPartSchema = z.object({ type: z.literal('text'), text: z.string() });
+const imagePartSchema = z.object({
+  type: z.literal('image_url'),
+  image_url: z.object({
+    url: z
+      .string()
+      .refine(
+        (url) => imageUrlPattern.test(url) || /^https:\/\/\S+$/.test(url),
+        'must be an https URL or a data:image/(png|jpeg|gif|webp);base64 URL',
+      ),
+    detail: z.enum(['auto', 'low', 'high']).optional(),
+  }),
+});
+
+/**
+ * A user message's content: text parts are joined into a string, as everywhere else; only a message with an image
+ * keeps its parts (in order), so code that reads text sees a string unless images are there to handle.
+ */
+const userContentSchema = z.union([
+  z.string(),
+  z.array(z.discriminatedUnion('type', [textPartSchema, imagePartSchema])).transform((parts): UserContent => {
+    if (!parts.some((part) => part.type === 'image_url')) return parts.map((part) => (part as TextPart).text).join('');
+    return parts.map((part) =>
+      part.type === 'text'
+        ? { type: 'text', text: part.text }
+        : {
+            type: 'image_url',
+            image_url: { url: part.image_url.url, ...(part.image_url.detail ? { detail: part.image_url.detail } : {}) },
+          },
+    );
+  }),
+]);
+
+export type TextPart = { type: 'text'; text: string };
+export type ImagePart = { type: 'image_url'; image_url: { url: string; detail?: 'auto' | 'low' | 'high' } };
+export type ContentPart = TextPart | ImagePart;
+/** A string, or parts when the message carries an image. */
+export type UserContent = string | ContentPart[];
+
+/** The text of a user message's content (its text parts joined). */
+export function contentText(content: UserContent | null | undefined): string {
+  if (content == null) return '';
+  return typeof content === 'string'
+    ? content
+    : content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+}
+
+/** The image parts of a user message's content. */
+export function contentImages(content: UserContent | null | undefined): ImagePart[] {
+  return Array.isArray(content) ? content.filter((part): part is ImagePart => part.type === 'image_url') : [];
+}
+
+/** True when some message of the conversation carries an image. */
+export function hasImages(messages: Array<{ role: string; content?: UserContent | null }>): boolean {
+  return messages.some((message) => message.role === 'user' && contentImages(message.content).length > 0);
+}
+
 export const chatMessageSchema = z.discriminatedUnion('role', [
   z.object({ role: z.literal('system'), content: contentSchema, name: z.string().optional() }),
   z.object({ role: z.literal('developer'), content: contentSchema, name: z.string().optional() }),
-  z.object({ role: z.literal('user'), content: contentSchema, name: z.string().optional() }),
+  z.object({ role: z.literal('user'), content: userContentSchema, name: z.string().optional() }),
   z.object({
     role: z.literal('assistant'),
     content: contentSchema.nullish(),

@@ -21,8 +21,40 @@
  * - Gemini: `generationConfig.thinkingConfig.includeThoughts`, as parts marked `thought: true`.
  * The reasoning is `Simulated reasoning of <model> about: <the quoted user message or tool result>`, a word per
  * token, before the text or the tool call. Its tokens count as completion tokens; max_tokens cuts only the answer.
+ *
+ * Structured output: a request asking for JSON by its protocol's own means (OpenAI-compatible `response_format`
+ * `json_schema` or `json_object`; Anthropic, which has no such field, the system instruction our adapter writes,
+ * `Respond with a single JSON object only… It must match this JSON schema: <schema>`; Gemini
+ * `generationConfig.responseMimeType: application/json` with `responseSchema` or `responseJsonSchema`) gets a text
+ * answer that is one JSON value (./structured.ts), generated from the schema and the last user message:
+ * - object: every property in `properties`, required or not, recursively;
+ * - integer/number with a `description`: a relevance score. Count the distinct significant words of the user
+ *   message (lowercased `[a-z0-9]+` runs of 3+ characters, minus a few stop words) that occur among the words of
+ *   the property's name and description, a word also matching one that shares its first 5 letters ("programming",
+ *   "program"). Score = min(maximum, minimum + count × ceil((maximum − minimum) / 4)), the range defaulting to
+ *   0..10 (so 0, 3, 6, 9, 10). Without a description: the minimum, or 1 when there is none;
+ * - string: an enum's value that overlaps the message most (the first on ties); otherwise
+ *   `Simulated <property name> about: <the message's first 6 words>`;
+ * - array: `minItems` items (default 1, at most `maxItems`) from `items`; free-text string items are told apart
+ *   by a ` (1)`, ` (2)`… suffix;
+ * - boolean `true`, null `null`, `const` its value, `anyOf`/`oneOf` the first non-null alternative.
+ * `json_object` without a schema answers `{"reply": "<the usual sentence>"}`. A router that sends
+ * `{scores: {<agent>: {type: integer, minimum: 0, maximum: 10, description: <what the agent does>}}}` thus sees the
+ * agent whose name and description share most words with the message score highest.
+ *
+ * Agent loops: a user message anywhere in the conversation carrying `[[iterations N]]` (N ≥ 1) or
+ * `[[iterations forever]]` makes text answers (not JSON ones) end with ` [[CONTINUE]]` or ` [[DONE]]`. With k the
+ * number of assistant messages with text and no tool call after the latest user message carrying the directive,
+ * the answer continues while k + 1 < N (forever: always), else it is done. A loop driver sends "Continue." after
+ * each iteration, so the directive is found in any user message, not only the last.
+ *
+ * Images: a text answer to a user message with images (OpenAI `image_url` parts, Anthropic `image` blocks, Gemini
+ * `inlineData`/`fileData` parts) ends with ` [saw N image(s)]`, so a test proves the images reached the model.
  */
 import { z } from 'zod';
+import { formatFromInstruction, structuredValue } from './structured.ts';
+
+export { formatFromInstruction };
 
 /** A request reduced to what decides the reply; each protocol module builds it from its own wire body. */
 export interface SimulationInput {
@@ -40,7 +72,15 @@ export interface SimulationInput {
   stop: string[];
   /** The request turned reasoning on, by its protocol's rule (see the header). */
   reasoning: boolean;
+  /** The JSON the answer must be (see the header); absent: free text. */
+  responseFormat?: { kind: 'json_object' } | { kind: 'json_schema'; schema: unknown };
+  /** The user and assistant messages in order, for the agent-loop directive (tool results left out). */
+  history: HistoryMessage[];
+  /** Images in the last user message. */
+  images: number;
 }
+
+export type HistoryMessage = { role: 'user'; text: string } | { role: 'assistant'; text: string; toolCalls: number };
 
 interface ReplyCommon {
   promptTokens: number;
@@ -106,12 +146,42 @@ export function planReply(input: SimulationInput): ReplyPlan {
   };
 }
 
-/** The full reply sentence before stop sequences and max_tokens apply. */
+/** The full reply text before stop sequences and max_tokens apply: JSON when asked for, else a sentence. */
 export function replyText(input: SimulationInput): string {
+  const format = input.responseFormat;
+  if (format?.kind === 'json_schema') return JSON.stringify(structuredValue(format.schema, input.userText));
+  if (format?.kind === 'json_object') return JSON.stringify({ reply: sentence(input) });
+  const marker = loopMarker(input.history);
+  return marker === undefined ? sentence(input) : `${sentence(input)} ${marker}`;
+}
+
+function sentence(input: SimulationInput): string {
   if (input.lastTurn.kind === 'tool-result') {
     return `Simulated reply from ${input.model} with tool result: ${input.lastTurn.content.slice(0, quotedToolResultChars)}`.trim();
   }
-  return `Simulated reply from ${input.model} to: ${input.lastTurn.text.slice(0, quotedUserChars)}`.trim();
+  const seen = input.images > 0 ? ` [saw ${input.images} image(s)]` : '';
+  return `Simulated reply from ${input.model} to: ${input.lastTurn.text.slice(0, quotedUserChars)}`.trim() + seen;
+}
+
+const iterationsPattern = /\[\[iterations\s+(\d+|forever)\s*\]\]/i;
+
+/** `[[CONTINUE]]` or `[[DONE]]` under an `[[iterations …]]` directive (see the header); undefined without one. */
+export function loopMarker(history: HistoryMessage[]): '[[CONTINUE]]' | '[[DONE]]' | undefined {
+  let directiveAt = -1;
+  let limit: number | 'forever' = 'forever';
+  history.forEach((message, index) => {
+    const match = message.role === 'user' ? iterationsPattern.exec(message.text) : null;
+    if (match === null) return;
+    const wanted = match[1]!.toLowerCase() === 'forever' ? 'forever' : Number(match[1]);
+    if (wanted !== 'forever' && wanted < 1) return;
+    directiveAt = index;
+    limit = wanted;
+  });
+  if (directiveAt < 0) return undefined;
+  const answered = history
+    .slice(directiveAt + 1)
+    .filter((message) => message.role === 'assistant' && message.text.trim() !== '' && message.toolCalls === 0).length;
+  return limit === 'forever' || answered + 1 < limit ? '[[CONTINUE]]' : '[[DONE]]';
 }
 
 /** What a reasoning model thinks before it answers: it names the model and quotes what it answers. */

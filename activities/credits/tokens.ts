@@ -4,7 +4,13 @@
  * estimate, and entries billed this way are marked estimated in the ledger.
  */
 import { encode } from 'gpt-tokenizer';
-import type { ChatCompletionRequest, ChatMessage, ToolCall } from '../../common/chat.ts';
+import {
+  contentImages,
+  contentText,
+  type ChatCompletionRequest,
+  type ChatMessage,
+  type ToolCall,
+} from '../../common/chat.ts';
 import { creditsFor } from '../../common/credits.ts';
 
 /** Tokens of a text. */
@@ -12,11 +18,19 @@ export function countTokens(text: string): number {
   return text ? encode(text).length : 0;
 }
 
-/** Prompt tokens of a conversation: contents, tool calls, and a few tokens of framing per message. */
+/**
+ * What an image counts for: a flat 765 tokens, OpenAI's estimate for a high-detail 1024×1024 image (85 base tokens
+ * plus 170 for each of four 512-pixel tiles). Images are not decoded to measure them: the count bounds a
+ * reservation and bills an estimate only, and 765 is the usual size of a photo after the provider scales it.
+ */
+export const tokensPerImage = 765;
+
+/** Prompt tokens of a conversation: contents, images, tool calls, and a few tokens of framing per message. */
 export function countPromptTokens(messages: ChatMessage[]): number {
   let total = 3;
   for (const message of messages) {
-    total += 4 + countTokens(message.content ?? '');
+    total += 4 + countTokens(contentText(message.content));
+    if (message.role === 'user') total += contentImages(message.content).length * tokensPerImage;
     if (message.role === 'assistant') total += countToolCallTokens(message.tool_calls ?? []);
   }
   return total;

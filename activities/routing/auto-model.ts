@@ -7,7 +7,7 @@
  * The router then tries that tier's models in round-robin order like any other request.
  */
 import type { Catalogue, Tier } from '../../common/catalogue.ts';
-import type { ChatCompletionRequest } from '../../common/chat.ts';
+import { contentText, type ChatCompletionRequest } from '../../common/chat.ts';
 
 const reasoningPattern = /\b(prove|proof|step[- ]by[- ]step|derive|theorem|reason (it )?out|solve for)\b/i;
 
@@ -18,10 +18,10 @@ export interface AutoChoice {
 
 export function chooseAutoTier(catalogue: Catalogue, request: ChatCompletionRequest): AutoChoice {
   const { auto } = catalogue;
-  const promptChars = request.messages.reduce((total, message) => total + (message.content?.length ?? 0), 0);
+  const promptChars = request.messages.reduce((total, message) => total + contentText(message.content).length, 0);
   if (promptChars > auto.long_context_chars) return { tier: auto.long_context_tier, preferLongContext: true };
   const lastUser = [...request.messages].reverse().find((message) => message.role === 'user');
-  if (lastUser && reasoningPattern.test(lastUser.content))
+  if (lastUser && reasoningPattern.test(contentText(lastUser.content)))
     return { tier: auto.reasoning_tier, preferLongContext: false };
   if (request.tools?.length && request.tool_choice !== 'none')
     return { tier: auto.tools_tier, preferLongContext: false };

@@ -15,6 +15,8 @@ export interface PlanInput {
   target: { resolved: ResolvedModel } | { tier: Tier; preferLongContext: boolean };
   needsTools: boolean;
   needsJson: boolean;
+  /** The request carries images: only models with `vision` can read them. */
+  needsVision?: boolean;
   /** Breaker admission per provider; providers absent are closed. */
   admission: (provider: string) => BreakerAdmission;
   /** A counter that advances on every plan, spreading load over same-tier models. */
@@ -30,6 +32,7 @@ export function planCandidates(input: PlanInput): Candidate[] {
     enabled.has(model.provider) &&
     (!input.needsTools || model.capabilities.includes('tools')) &&
     (!input.needsJson || model.capabilities.includes('json')) &&
+    (!input.needsVision || model.capabilities.includes('vision')) &&
     input.admission(model.provider) !== 'open' &&
     (input.allowed?.(model) ?? true);
   const toCandidate = (model: CatalogueModel, responseId?: string, upstreamId?: string): Candidate => ({

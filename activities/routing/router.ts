@@ -5,7 +5,7 @@
  */
 import { resolveModel, type CatalogueModel } from '../../common/catalogue.ts';
 import { cheapestPlanFor, creditRate, planAllows, type PlanName, type PlansFile } from '../../common/plans.ts';
-import type { ChatCompletionRequest } from '../../common/chat.ts';
+import { hasImages, type ChatCompletionRequest } from '../../common/chat.ts';
 import type { Candidate } from '../../common/completion.ts';
 import type { LoadedCatalogue } from '../../config/load-catalogue.ts';
 import { chooseAutoTier } from './auto-model.ts';
@@ -21,7 +21,9 @@ export interface RoutingAccount {
 export type Plan =
   | { kind: 'planned'; candidates: Candidate[] }
   | { kind: 'model_not_found' }
-  | { kind: 'not_in_plan'; model: string; requiredPlan: PlanName | null };
+  | { kind: 'not_in_plan'; model: string; requiredPlan: PlanName | null }
+  /** The request carries images and the requested model has no `vision` capability. */
+  | { kind: 'needs_vision'; model: string };
 
 export class Router {
   private readonly catalogue: LoadedCatalogue;
@@ -37,7 +39,7 @@ export class Router {
 
   /**
    * The candidates to try in order, each with its credit rate. A model outside the account's plan is
-   * refused when requested and never used for failover.
+   * refused when requested and never used for failover; so is a model without `vision` for a request with images.
    */
   async plan(request: ChatCompletionRequest, account: RoutingAccount | null): Promise<Plan> {
     const { catalogue } = this.catalogue;
@@ -55,6 +57,10 @@ export class Router {
         requiredPlan: cheapestPlanFor(this.plans, resolved.model),
       };
     }
+    const needsVision = hasImages(request.messages);
+    if (resolved && needsVision && !resolved.model.capabilities.includes('vision')) {
+      return { kind: 'needs_vision', model: resolved.model.id };
+    }
     const views = await this.breaker.views();
     const now = Date.now();
     const candidates = planCandidates({
@@ -62,6 +68,7 @@ export class Router {
       target: resolved ? { resolved } : chooseAutoTier(catalogue, request),
       needsTools: !!request.tools?.length && request.tool_choice !== 'none',
       needsJson: request.response_format?.type === 'json_object' || request.response_format?.type === 'json_schema',
+      needsVision,
       admission: (provider) => this.breaker.admission(views.get(provider), now),
       rotation: this.rotation++,
       allowed,

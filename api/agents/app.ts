@@ -5,18 +5,23 @@
  * (spec 8), webhooks that sign their raw body, body parser, caller authentication, then each area's routes.
  *
  * Areas (one folder each under api/agents/routes/): auth (logins, linking, keys), agents (catalogue and custom
- * agents), chat (routed streaming chat, agent loops, approvals, history), memory, billing.
+ * agents), chat (routed streaming chat, agent loops, approvals, history), suggest (follow-up questions), memory,
+ * billing.
  */
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import Koa from 'koa';
+import { Router as CompletionRouter } from '../../activities/routing/router.ts';
 import type { Settings } from '../../config/settings.ts';
 import { authenticateCaller, type CallerState, type WebSessionResolver } from '../auth.ts';
 import { errorRenderer } from '../errors.ts';
 import type { AppDependencies } from '../gateway/app.ts';
+import { Admission } from '../gateway/admission.ts';
+import { CompletionService } from '../gateway/routes/completions/service.ts';
 import { Metrics, requestObserver } from '../observability.ts';
 import type { RateLimits, Subject } from '../rate-limit.ts';
 import { ApiKeyService } from '../services/apikeys/service.ts';
+import { suggestRoutes } from './routes/suggest/routes.ts';
 
 export interface AgentAppDependencies extends AppDependencies {
   settings: Settings;
@@ -75,8 +80,32 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
       return origin !== '' && isAllowed(origin, context.origin);
     }),
   );
+  routes.use(suggestRoutes({ ...oneShotCompletions(dependencies), model: settings.AGENT_ROUTER_MODEL }).routes());
   app.use(routes.routes()).use(routes.allowedMethods({ throw: true }));
   return app;
+}
+
+/**
+ * One-shot model calls as the gateway makes them (`POST /v1/chat/completions`): its CompletionService over the same
+ * router, calls, ledger, hub and journal, admitted by the same rate limits and credit holds.
+ */
+function oneShotCompletions(dependencies: AgentAppDependencies) {
+  const router = new CompletionRouter(dependencies.catalogue, dependencies.breaker, dependencies.plans);
+  const completions = new CompletionService({
+    client: dependencies.client,
+    taskQueue: dependencies.taskQueue,
+    router,
+    calls: dependencies.calls,
+    ledger: dependencies.ledger,
+    hub: dependencies.hub,
+    journal: dependencies.journal,
+  });
+  const admission = new Admission({
+    pool: dependencies.pool,
+    limits: dependencies.rateLimits,
+    ledger: dependencies.ledger,
+  });
+  return { completions, admission, conversations: dependencies.conversations };
 }
 
 function refererOrigin(referer: string): string {

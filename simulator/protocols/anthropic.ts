@@ -1,6 +1,6 @@
 /** The Anthropic Messages protocol as the simulator speaks it (`POST /v1/messages`). */
 import { z } from 'zod';
-import type { ReplyPlan, SimulationInput } from '../reply.ts';
+import { formatFromInstruction, type HistoryMessage, type ReplyPlan, type SimulationInput } from '../reply.ts';
 import type { EventFrame } from '../transport.ts';
 import {
   bodyModel,
@@ -16,8 +16,21 @@ const textBlockSchema = z.object({
   text: z.string().min(1, 'text content blocks must be non-empty'),
 });
 
+const imageBlockSchema = z.object({
+  type: z.literal('image'),
+  source: z.discriminatedUnion('type', [
+    z.object({
+      type: z.literal('base64'),
+      media_type: z.enum(['image/jpeg', 'image/png', 'image/gif', 'image/webp']),
+      data: z.string().regex(/^[A-Za-z0-9+/=]+$/, 'image data must be base64'),
+    }),
+    z.object({ type: z.literal('url'), url: z.url({ protocol: /^https?$/ }) }),
+  ]),
+});
+
 const contentBlockSchema = z.discriminatedUnion('type', [
   textBlockSchema,
+  imageBlockSchema,
   z.object({
     type: z.literal('tool_use'),
     id: z.string().min(1),
@@ -167,8 +180,8 @@ function blocksOf(content: string | ContentBlock[]): ContentBlock[] {
 function blockText(block: ContentBlock): string {
   if (block.type === 'text') return block.text;
   if (block.type === 'tool_use') return JSON.stringify(block.input);
-  // Earlier reasoning is not read back as prompt text.
-  if (block.type === 'thinking' || block.type === 'redacted_thinking') return '';
+  // Earlier reasoning is not read back as prompt text; an image is no text either.
+  if (block.type === 'thinking' || block.type === 'redacted_thinking' || block.type === 'image') return '';
   const content = block.content ?? '';
   return typeof content === 'string' ? content : content.map((part) => part.text).join('');
 }
@@ -205,7 +218,31 @@ function toSimulationInput(request: MessagesRequest): SimulationInput {
     maxTokens: request.max_tokens,
     stop: request.stop_sequences ?? [],
     reasoning: thinkingOn(request),
+    responseFormat: responseFormatOf(system),
+    history: request.messages.flatMap((message): HistoryMessage[] => {
+      const messageBlocks = blocksOf(message.content);
+      const text = messageBlocks
+        .filter((block) => block.type === 'text')
+        .map(blockText)
+        .join('');
+      if (message.role === 'user')
+        return messageBlocks.some((block) => block.type === 'text') ? [{ role: 'user', text }] : [];
+      return [
+        { role: 'assistant', text, toolCalls: messageBlocks.filter((block) => block.type === 'tool_use').length },
+      ];
+    }),
+    images:
+      lastUserIndex < 0
+        ? 0
+        : blocksOf(request.messages[lastUserIndex]!.content).filter((block) => block.type === 'image').length,
   };
+}
+
+/** Anthropic has no response_format: our adapter asks for JSON in the system prompt (see ../structured.ts). */
+function responseFormatOf(system: string): SimulationInput['responseFormat'] {
+  const format = formatFromInstruction(system);
+  if (format === undefined) return undefined;
+  return format.schema === undefined ? { kind: 'json_object' } : { kind: 'json_schema', schema: format.schema };
 }
 
 function toolChoiceOf(choice: MessagesRequest['tool_choice']): SimulationInput['toolChoice'] {

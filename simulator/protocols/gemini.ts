@@ -1,6 +1,6 @@
 /** The Gemini generateContent protocol as the simulator speaks it (`POST /v1beta/models/{model}:…`). */
 import { z } from 'zod';
-import type { ReplyPlan, SimulationInput } from '../reply.ts';
+import type { HistoryMessage, ReplyPlan, SimulationInput } from '../reply.ts';
 import type { EventFrame } from '../transport.ts';
 import { headerValue, simulatedId, type IncomingCall, type ParsedCall, type ProtocolHandler } from './protocol.ts';
 
@@ -12,6 +12,10 @@ const partSchema = z.strictObject({
     .strictObject({ name: z.string().min(1), args: z.record(z.string(), z.unknown()).optional() })
     .optional(),
   functionResponse: z.strictObject({ name: z.string().min(1), response: z.record(z.string(), z.unknown()) }).optional(),
+  inlineData: z
+    .strictObject({ mimeType: z.string().min(1), data: z.string().regex(/^[A-Za-z0-9+/=_-]+$/, 'data must be base64') })
+    .optional(),
+  fileData: z.strictObject({ mimeType: z.string().optional(), fileUri: z.string().min(1) }).optional(),
 });
 
 /** Strict like Google's API, which rejects a body with a field it does not know ("Unknown name"). */
@@ -58,6 +62,7 @@ const requestSchema = z.strictObject({
       candidateCount: z.number().int().positive().optional(),
       responseMimeType: z.string().optional(),
       responseSchema: z.record(z.string(), z.unknown()).optional(),
+      responseJsonSchema: z.record(z.string(), z.unknown()).optional(),
       thinkingConfig: z
         .strictObject({
           includeThoughts: z.boolean().optional(),
@@ -163,7 +168,29 @@ function toSimulationInput(model: string, request: GenerateContentRequest): Simu
     stop: request.generationConfig?.stopSequences ?? [],
     // Gemini 2.5 thinks either way, but returns its thought summaries only when asked.
     reasoning: request.generationConfig?.thinkingConfig?.includeThoughts === true,
+    responseFormat: responseFormatOf(request.generationConfig),
+    history: request.contents.flatMap((content): HistoryMessage[] => {
+      const text = content.parts
+        .filter((part) => part.text !== undefined && part.thought !== true)
+        .map((part) => part.text)
+        .join('');
+      if (content.role !== 'model') {
+        return content.parts.some((part) => part.text !== undefined) ? [{ role: 'user', text }] : [];
+      }
+      return [{ role: 'assistant', text, toolCalls: content.parts.filter((part) => part.functionCall).length }];
+    }),
+    images:
+      lastUserIndex < 0
+        ? 0
+        : request.contents[lastUserIndex]!.parts.filter((part) => part.inlineData ?? part.fileData).length,
   };
+}
+
+/** JSON is asked for by its MIME type; the schema comes as an OpenAPI-style `responseSchema` or a JSON Schema. */
+function responseFormatOf(config: GenerateContentRequest['generationConfig']): SimulationInput['responseFormat'] {
+  if (config?.responseMimeType !== 'application/json') return undefined;
+  const schema = config.responseJsonSchema ?? config.responseSchema;
+  return schema === undefined ? { kind: 'json_object' } : { kind: 'json_schema', schema };
 }
 
 function toolChoiceOf(

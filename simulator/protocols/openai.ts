@@ -1,6 +1,6 @@
 /** The OpenAI Chat Completions protocol as the simulator speaks it (`POST /v1/chat/completions`). */
 import { z } from 'zod';
-import type { ReplyPlan, SimulationInput } from '../reply.ts';
+import type { HistoryMessage, ReplyPlan, SimulationInput } from '../reply.ts';
 import type { EventFrame } from '../transport.ts';
 import {
   bodyModel,
@@ -11,10 +11,31 @@ import {
   type ProtocolHandler,
 } from './protocol.ts';
 
+/** OpenAI takes image URLs that are https or base64 data URLs of PNG, JPEG, GIF or WebP. */
+const imageUrlSchema = z
+  .string()
+  .regex(/^(https?:\/\/\S+|data:image\/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=]+)$/, 'Invalid image URL');
+
+const partSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('text'), text: z.string() }),
+  z.object({
+    type: z.literal('image_url'),
+    image_url: z.object({ url: imageUrlSchema, detail: z.enum(['auto', 'low', 'high']).optional() }),
+  }),
+]);
+
+/** Content as text (parts joined) and the number of images among its parts. */
 const contentSchema = z
-  .union([z.string(), z.array(z.object({ type: z.string(), text: z.string().optional() }))])
+  .union([z.string(), z.array(partSchema)])
   .nullish()
-  .transform((content) => (Array.isArray(content) ? content.map((part) => part.text ?? '').join('') : (content ?? '')));
+  .transform((content) =>
+    Array.isArray(content)
+      ? {
+          text: content.map((part) => (part.type === 'text' ? part.text : '')).join(''),
+          images: content.filter((part) => part.type === 'image_url').length,
+        }
+      : { text: content ?? '', images: 0 },
+  );
 
 const requestSchema = z.object({
   model: z.string().min(1),
@@ -51,6 +72,21 @@ const requestSchema = z.object({
     ])
     .nullish(),
   reasoning_effort: z.enum(['none', 'minimal', 'low', 'medium', 'high']).nullish(),
+  response_format: z
+    .discriminatedUnion('type', [
+      z.object({ type: z.literal('text') }),
+      z.object({ type: z.literal('json_object') }),
+      z.object({
+        type: z.literal('json_schema'),
+        json_schema: z.object({
+          name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/),
+          description: z.string().optional(),
+          schema: z.record(z.string(), z.unknown()).optional(),
+          strict: z.boolean().nullish(),
+        }),
+      }),
+    ])
+    .nullish(),
 });
 
 type ChatRequest = z.infer<typeof requestSchema>;
@@ -108,7 +144,7 @@ function toSimulationInput(request: ChatRequest): SimulationInput {
   const promptChars = request.messages.reduce(
     (sum, message) =>
       sum +
-      message.content.length +
+      message.content.text.length +
       (message.tool_calls ?? []).reduce((calls, call) => calls + call.function.arguments.length, 0),
     0,
   );
@@ -119,9 +155,9 @@ function toSimulationInput(request: ChatRequest): SimulationInput {
     promptChars,
     lastTurn:
       last?.role === 'tool'
-        ? { kind: 'tool-result', content: last.content }
-        : { kind: 'user', text: lastUser?.content ?? '' },
-    userText: lastUser?.content ?? '',
+        ? { kind: 'tool-result', content: last.content.text }
+        : { kind: 'user', text: lastUser?.content.text ?? '' },
+    userText: lastUser?.content.text ?? '',
     toolRounds: sinceUser.filter((message) => message.role === 'assistant' && message.tool_calls?.length).length,
     tools: (request.tools ?? []).map((tool) => ({ name: tool.function.name, parameters: tool.function.parameters })),
     toolChoice: typeof toolChoice === 'string' ? toolChoice : { name: toolChoice.function.name },
@@ -129,7 +165,20 @@ function toSimulationInput(request: ChatRequest): SimulationInput {
     stop: typeof request.stop === 'string' ? [request.stop] : (request.stop ?? []),
     // DeepSeek's reasoner always reasons; OpenAI's reasoning models take reasoning_effort but show no reasoning.
     reasoning: request.model.includes('reasoner'),
+    responseFormat: responseFormatOf(request.response_format),
+    history: request.messages.flatMap((message): HistoryMessage[] => {
+      if (message.role === 'user') return [{ role: 'user', text: message.content.text }];
+      if (message.role !== 'assistant') return [];
+      return [{ role: 'assistant', text: message.content.text, toolCalls: message.tool_calls?.length ?? 0 }];
+    }),
+    images: lastUser?.content.images ?? 0,
   };
+}
+
+function responseFormatOf(format: ChatRequest['response_format']): SimulationInput['responseFormat'] {
+  if (format == null || format.type === 'text') return undefined;
+  if (format.type === 'json_object' || format.json_schema.schema === undefined) return { kind: 'json_object' };
+  return { kind: 'json_schema', schema: format.json_schema.schema };
 }
 
 function usageOf(plan: ReplyPlan) {

@@ -5,6 +5,8 @@ import type { ProviderRequest } from '../../activities/providers/types.ts';
 import {
   adapterReplaying,
   collect,
+  imageMessage,
+  pixelPng,
   startProviderHarness,
   timeTool,
   weatherTool,
@@ -297,5 +299,33 @@ describe('Anthropic stream edge cases', () => {
       { type: 'content_block_start', index: 0, content_block: { type: 'text', text: 'partial' } },
     ]).stream(request);
     await expect(collect(stream)).rejects.toMatchObject({ kind: 'malformed' });
+  });
+});
+
+describe('Anthropic images', () => {
+  it('sends a data URL as a base64 source and an https URL as a url source; the model sees both', async () => {
+    const response = await harness.adapter('anthropic').generate({ model: 'claude-test', messages: [imageMessage] });
+    expect(response.content).toBe('Simulated reply from claude-test to: What is in these? [saw 2 image(s)]');
+    const body = (await harness.control.requests()).last?.body as { messages: unknown[] };
+    expect(body.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is in these?' },
+          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: pixelPng } },
+          { type: 'image', source: { type: 'url', url: 'https://images.example.com/cat.webp' } },
+        ],
+      },
+    ]);
+  });
+
+  it('answers a JSON-schema response format, asked for in the system prompt, with conforming JSON', async () => {
+    const schema = { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } } };
+    const response = await harness.adapter('anthropic').generate({
+      model: 'claude-test',
+      messages: [{ role: 'user', content: 'Plan a trip to Rome' }],
+      responseFormat: { type: 'json_schema', json_schema: { name: 'trip', schema } },
+    });
+    expect(JSON.parse(response.content ?? '')).toEqual({ city: 'Simulated city about: Plan a trip to Rome', days: 1 });
   });
 });

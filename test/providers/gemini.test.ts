@@ -4,6 +4,8 @@ import type { ProviderRequest } from '../../activities/providers/types.ts';
 import {
   adapterReplaying,
   collect,
+  imageMessage,
+  pixelPng,
   startProviderHarness,
   timeTool,
   weatherTool,
@@ -245,5 +247,35 @@ describe('Gemini stream edge cases', () => {
     await expect(
       collect(adapterStreaming([{ candidates: [{ content: { parts: [{ text: 'I' }] } }] }]).stream(request)),
     ).rejects.toMatchObject({ kind: 'malformed' });
+  });
+});
+
+describe('Gemini images', () => {
+  it('sends a data URL as inlineData and an https URL as fileData; the model sees both', async () => {
+    const response = await harness.adapter('gemini').generate({ model: 'gemini-test', messages: [imageMessage] });
+    expect(response.content).toBe('Simulated reply from gemini-test to: What is in these? [saw 2 image(s)]');
+    const body = (await harness.control.requests()).last?.body as { contents: unknown[] };
+    expect(body.contents).toEqual([
+      {
+        role: 'user',
+        parts: [
+          { text: 'What is in these?' },
+          { inlineData: { mimeType: 'image/png', data: pixelPng } },
+          { fileData: { fileUri: 'https://images.example.com/cat.webp', mimeType: 'image/webp' } },
+        ],
+      },
+    ]);
+  });
+
+  it('answers a JSON-schema response format with conforming JSON', async () => {
+    const schema = { type: 'object', properties: { tags: { type: 'array', items: { type: 'string' }, minItems: 2 } } };
+    const response = await harness.adapter('gemini').generate({
+      model: 'gemini-test',
+      messages: [{ role: 'user', content: 'Tag my photo' }],
+      responseFormat: { type: 'json_schema', json_schema: { name: 'tags', schema } },
+    });
+    expect(JSON.parse(response.content ?? '')).toEqual({
+      tags: ['Simulated tags about: Tag my photo (1)', 'Simulated tags about: Tag my photo (2)'],
+    });
   });
 });

@@ -4,6 +4,8 @@ import type { ProviderRequest } from '../../activities/providers/types.ts';
 import {
   adapterReplaying,
   collect,
+  imageMessage,
+  pixelPng,
   startProviderHarness,
   weatherTool,
   type ProviderHarness,
@@ -183,5 +185,23 @@ describe('OpenAI-compatible stream edge cases', () => {
       `data: ${JSON.stringify({ error: { message: 'overloaded', code: 503 } })}\n\n`,
     ).stream(request);
     await expect(collect(stream)).rejects.toMatchObject({ kind: 'http', status: 503, retryable: true });
+  });
+});
+
+describe('OpenAI-compatible images', () => {
+  it('passes image parts through and the model sees them', async () => {
+    const response = await harness.adapter('openai').generate({ model: 'gpt-test', messages: [imageMessage] });
+    expect(response.content).toBe('Simulated reply from gpt-test to: What is in these? [saw 2 image(s)]');
+    const body = (await harness.control.requests()).last?.body as { messages: unknown[] };
+    expect(body.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is in these?' },
+          { type: 'image_url', image_url: { url: `data:image/png;base64,${pixelPng}` } },
+          { type: 'image_url', image_url: { url: 'https://images.example.com/cat.webp', detail: 'low' } },
+        ],
+      },
+    ]);
   });
 });

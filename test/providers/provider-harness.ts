@@ -6,7 +6,7 @@ import {
   type ProviderConfig,
   type WireProtocol,
 } from '../../activities/providers/types.ts';
-import type { Tool } from '../../common/chat.ts';
+import type { ChatMessage, Tool } from '../../common/chat.ts';
 import type { StreamPart } from '../../common/stream-parts.ts';
 import {
   simulatorControl,
@@ -129,3 +129,17 @@ export function adapterReplaying(
     new Response(sseText, { status: 200, headers: { 'content-type': 'text/event-stream' } });
   return createProviderAdapter({ ...config, fetch: fetchStub });
 }
+
+/** A 1×1 transparent PNG, base64. */
+export const pixelPng =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
+
+/** A user message with text and two images: a data URL and an https URL. */
+export const imageMessage: ChatMessage = {
+  role: 'user',
+  content: [
+    { type: 'text', text: 'What is in these?' },
+    { type: 'image_url', image_url: { url: `data:image/png;base64,${pixelPng}` } },
+    { type: 'image_url', image_url: { url: 'https://images.example.com/cat.webp', detail: 'low' } },
+  ],
+};

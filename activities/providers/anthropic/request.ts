@@ -1,6 +1,6 @@
 /** Maps a provider-neutral request onto the Anthropic Messages wire body. */
 import { z } from 'zod';
-import type { ChatMessage, ResponseFormat, Tool, ToolChoice } from '../../../common/chat.ts';
+import type { ChatMessage, ResponseFormat, Tool, ToolChoice, UserContent } from '../../../common/chat.ts';
 import { thinkingBudget } from '../reasoning.ts';
 import type { ProviderRequest } from '../types.ts';
 
@@ -9,8 +9,11 @@ export const defaultMaxTokens = 4096;
 
 type AnthropicContentBlock =
   | { type: 'text'; text: string }
+  | { type: 'image'; source: AnthropicImageSource }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
   | { type: 'tool_result'; tool_use_id: string; content: string };
+
+type AnthropicImageSource = { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string };
 
 interface AnthropicMessage {
   role: 'user' | 'assistant';
@@ -129,7 +132,7 @@ function toAnthropicTurn(message: ChatMessage): AnthropicMessage | undefined {
     case 'developer':
       return undefined;
     case 'user':
-      return { role: 'user', content: textBlocks(message.content) };
+      return { role: 'user', content: userBlocks(message.content) };
     case 'tool':
       return {
         role: 'user',
@@ -149,6 +152,19 @@ function toAnthropicTurn(message: ChatMessage): AnthropicMessage | undefined {
         ],
       };
   }
+}
+
+/** A user message's text and images, in order: an image is a base64 source, or a URL Anthropic fetches. */
+function userBlocks(content: UserContent): AnthropicContentBlock[] {
+  if (typeof content === 'string') return textBlocks(content);
+  return content.flatMap((part): AnthropicContentBlock[] =>
+    part.type === 'text' ? textBlocks(part.text) : [{ type: 'image', source: imageSource(part.image_url.url) }],
+  );
+}
+
+function imageSource(url: string): AnthropicImageSource {
+  const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  return data === null ? { type: 'url', url } : { type: 'base64', media_type: data[1]!, data: data[2]! };
 }
 
 /** Anthropic rejects empty text blocks. */

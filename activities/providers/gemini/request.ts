@@ -1,6 +1,6 @@
 /** Maps a provider-neutral request onto the Gemini generateContent wire body. */
 import { z } from 'zod';
-import type { ChatMessage, ResponseFormat, Tool, ToolChoice } from '../../../common/chat.ts';
+import type { ChatMessage, ResponseFormat, Tool, ToolChoice, UserContent } from '../../../common/chat.ts';
 import { thinkingBudget } from '../reasoning.ts';
 import type { ProviderRequest } from '../types.ts';
 import { hasNoProperties, toGeminiSchema } from './schema.ts';
@@ -13,6 +13,8 @@ const replayedThoughtSignature = 'skip_thought_signature_validator';
 
 interface GeminiPart {
   text?: string;
+  inlineData?: { mimeType: string; data: string };
+  fileData?: { fileUri: string; mimeType: string };
   functionCall?: { name: string; args: Record<string, unknown> };
   functionResponse?: { name: string; response: { content: unknown } };
   thoughtSignature?: string;
@@ -114,7 +116,7 @@ function toGeminiContent(message: ChatMessage, functionNameByCallId: Map<string,
     case 'developer':
       return undefined;
     case 'user':
-      return { role: 'user', parts: textParts(message.content) };
+      return { role: 'user', parts: userParts(message.content) };
     case 'assistant': {
       const calls = (message.tool_calls ?? []).map((call): GeminiPart => {
         functionNameByCallId.set(call.id, call.function.name);
@@ -131,6 +133,23 @@ function toGeminiContent(message: ChatMessage, functionNameByCallId: Map<string,
       };
     }
   }
+}
+
+/** A user message's text and images, in order: inline base64 data, or a URL as file data. */
+function userParts(content: UserContent): GeminiPart[] {
+  if (typeof content === 'string') return textParts(content);
+  return content.flatMap((part): GeminiPart[] =>
+    part.type === 'text' ? textParts(part.text) : [imagePart(part.image_url.url)],
+  );
+}
+
+/** Gemini wants a MIME type for file data too: taken from the URL's extension, JPEG when it names none. */
+function imagePart(url: string): GeminiPart {
+  const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  if (data !== null) return { inlineData: { mimeType: data[1]!, data: data[2]! } };
+  const extension = /\.(png|jpe?g|gif|webp)(?:[?#]|$)/i.exec(url)?.[1]?.toLowerCase();
+  const mimeType = extension === undefined || extension === 'jpg' ? 'image/jpeg' : `image/${extension}`;
+  return { fileData: { fileUri: url, mimeType } };
 }
 
 function textParts(text: string): GeminiPart[] {

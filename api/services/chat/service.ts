@@ -23,7 +23,7 @@ import { deleteSandbox } from '../../../activities/tools/sandbox.ts';
 import type { ToolSettings } from '../../../activities/tools/tool.ts';
 import type { LoadedCatalogue } from '../../../config/load-catalogue.ts';
 import type { chatTurn } from '../../../workflows/chat-turn.workflow.ts';
-import { ApiError } from '../../errors.ts';
+import { ApiError, visionRefusal } from '../../errors.ts';
 import type { Principal } from '../apikeys/service.ts';
 
 export interface ChatServiceDependencies {
@@ -175,6 +175,7 @@ export class ChatService {
         requiredPlan: plan.requiredPlan ?? undefined,
       });
     }
+    if (plan.kind === 'needs_vision') throw visionRefusal(plan.model);
     const { candidates } = plan;
     const userId = principal?.userId ?? 'guest';
     const metered = !!principal && !principal.operator;

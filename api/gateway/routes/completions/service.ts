@@ -29,7 +29,7 @@ import type { Principal } from '../../../services/apikeys/service.ts';
 import type { StreamHub, StreamSubscription } from '../../../../activities/streaming/stream-hub.ts';
 import type { StreamJournal } from '../../../../activities/streaming/stream-journal.ts';
 import type { chatCompletion } from '../../../../workflows/completion.workflow.ts';
-import { ApiError } from '../../../errors.ts';
+import { ApiError, visionRefusal } from '../../../errors.ts';
 
 export interface CompletionServiceDependencies {
   client: Client;
@@ -105,6 +105,7 @@ export class CompletionService {
         },
       );
     }
+    if (plan.kind === 'needs_vision') throw visionRefusal(plan.model);
     const { candidates } = plan;
     const userId = principal.userId;
     const metered = !principal.operator;
