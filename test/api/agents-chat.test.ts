@@ -183,19 +183,18 @@ describe('routed chat', () => {
   });
 
   it('falls back to keyword routing when the router model does not answer', async () => {
-    const fault = await platform.simulator.addFault({
-      match: { model: platform.environment.OPENAI_MODEL_GPT_4O_MINI ?? 'gpt-4o-mini' },
-      fault: { status: 503 },
-    });
+    // The router's call is the next model call: a 400 from upstream is not failed over, so no model answers it.
+    await platform.simulator.addFault({ times: 1, fault: { status: 400 } });
     try {
       const events = await stream(newSession(), {
         message: 'translate into spanish please',
         preferred_agents: ['writer', 'translator', 'coder'],
       });
-      expect(events[0]).toMatchObject({ type: 'routed', agent_id: 'translator' });
-      expect(['keywords', 'model']).toContain(events[0]!.method);
+      expect(events[0]).toMatchObject({ type: 'routed', agent_id: 'translator', method: 'keywords' });
+      expect(events[0]!.confidence).toBeGreaterThan(1 / 3);
+      expect(events.at(-1)!.type).toBe('cost');
     } finally {
-      await platform.simulator.removeFault(fault);
+      await platform.simulator.clearFaults();
     }
   });
 

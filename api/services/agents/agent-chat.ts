@@ -8,6 +8,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowUpdateFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { toolByName } from '../../../activities/tools/index.ts';
+import { resolveModel, type Catalogue } from '../../../common/catalogue.ts';
 import type { ToolSettings } from '../../../activities/tools/tool.ts';
 import { turnOfApproval, type ChatTurnInput, type RoutedAgent } from '../../../common/chat-turn.ts';
 import type { ErrorType } from '../../../common/errors.ts';
@@ -40,6 +41,8 @@ export interface AgentChatSettings {
   iterationsPerRun: number;
   /** Memories loaded into a turn at most. */
   memoryLimit: number;
+  /** Answers a message with images when the agent's model cannot see them. */
+  visionModel: string;
 }
 
 export interface AgentMessage {
@@ -66,6 +69,7 @@ export class AgentChat {
     agents: AgentSource;
     toolSettings: ToolSettings;
     settings: AgentChatSettings;
+    catalogue: Catalogue;
     /** Whether the user completed the Google login with the workspace scopes (absent: never). */
     workspaceConnected?: (userId: string) => Promise<boolean>;
   };
@@ -117,9 +121,11 @@ export class AgentChat {
           iterationsPerRun: settings.iterationsPerRun,
         }
       : undefined;
+    const canSee = resolveModel(this.dependencies.catalogue, agent.model)?.model.capabilities.includes('vision');
+    const model = request.images?.length && !canSee ? settings.visionModel : agent.model;
     const input = await chat.prepare(
       { principal },
-      { message: request.message, session_id: request.sessionKey, channel: request.channel, model: agent.model },
+      { message: request.message, session_id: request.sessionKey, channel: request.channel, model },
       true,
       undefined,
       {
