@@ -7,6 +7,7 @@ import { codeExecuteTool } from './code-execute.ts';
 import { fileListTool } from './file-list.ts';
 import { fileReadTool } from './file-read.ts';
 import { fileWriteTool } from './file-write.ts';
+import { saveMemoryTool } from './save-memory.ts';
 import { weatherTool } from './weather.ts';
 import { webFetchTool } from './web-fetch.ts';
 import { webSearchTool } from './web-search.ts';
@@ -21,6 +22,7 @@ export const builtInTools: ToolDefinition[] = [
   fileWriteTool,
   fileListTool,
   codeExecuteTool,
+  saveMemoryTool,
 ];
 
 const byName = new Map(builtInTools.map((tool) => [tool.name, tool]));

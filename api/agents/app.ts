@@ -10,13 +10,18 @@
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import Koa from 'koa';
+import { MemoryStore } from '../../activities/memory/memory-store.ts';
+import { loadAgents } from '../../config/load-agents.ts';
 import type { Settings } from '../../config/settings.ts';
 import { authenticateCaller, type CallerState, type WebSessionResolver } from '../auth.ts';
 import { errorRenderer } from '../errors.ts';
 import type { AppDependencies } from '../gateway/app.ts';
 import { Metrics, requestObserver } from '../observability.ts';
 import type { RateLimits, Subject } from '../rate-limit.ts';
+import { AgentDirectory } from '../services/agents/service.ts';
 import { ApiKeyService } from '../services/apikeys/service.ts';
+import { agentRoutes } from './routes/agents/routes.ts';
+import { memoryRoutes } from './routes/memory/routes.ts';
 
 export interface AgentAppDependencies extends AppDependencies {
   settings: Settings;
@@ -75,6 +80,16 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
       return origin !== '' && isAllowed(origin, context.origin);
     }),
   );
+  // The agent catalogue is validated here, at start-up: a bad file stops the process.
+  const agents = new AgentDirectory({
+    pool: dependencies.pool,
+    catalogue: dependencies.catalogue,
+    plans: dependencies.plans,
+    builtIns: loadAgents(dependencies.catalogue.catalogue, settings.AGENT_CATALOGUE_PATH),
+    defaultModel: settings.AGENT_DEFAULT_MODEL,
+  });
+  const memories = new MemoryStore(dependencies.pool);
+  routes.use(agentRoutes(agents).routes(), memoryRoutes(memories).routes());
   app.use(routes.routes()).use(routes.allowedMethods({ throw: true }));
   return app;
 }
