@@ -45,7 +45,12 @@ const agentSchema = z
     routing: z
       .object({
         keywords: z
-          .array(z.string().min(1).refine((word) => word === word.toLowerCase(), 'keywords are lowercase'))
+          .array(
+            z
+              .string()
+              .min(1)
+              .refine((word) => word === word.toLowerCase(), 'keywords are lowercase'),
+          )
           .min(1)
           .max(agentLimits.keywords),
         examples: z.array(z.string().min(1)).max(agentLimits.examples).optional(),
@@ -74,7 +79,11 @@ export function validateAgentCatalogue(
       seen.add(agent.id);
       agent.tools.forEach((tool, toolIndex) => {
         if (!toolNames.has(tool)) {
-          context.addIssue({ code: 'custom', path: ['agents', index, 'tools', toolIndex], message: `unknown tool ${tool}` });
+          context.addIssue({
+            code: 'custom',
+            path: ['agents', index, 'tools', toolIndex],
+            message: `unknown tool ${tool}`,
+          });
         }
       });
       if (!resolveModel(catalogue, agent.model)) {

@@ -180,7 +180,8 @@ export class MemoryStore {
     const words = anyWordQuery(query);
     if (words !== '') {
       const rows = await run<MemoryRow>(this.pool, statements.search, [userId, words, limit]);
-      if (rows.length > 0 || (await this.hasLexemes(words))) return rows.map((row) => ({ ...view(row), rank: row.rank! }));
+      if (rows.length > 0 || (await this.hasLexemes(words)))
+        return rows.map((row) => ({ ...view(row), rank: row.rank! }));
     }
     const needle = query.trim().replace(/[\\%_]/g, (character) => `\\${character}`);
     if (needle === '') return [];
@@ -199,7 +200,11 @@ export class MemoryStore {
 
   /** Deletes one of the user's memories; false when there is no such memory of theirs. */
   async delete(userId: string, id: string): Promise<boolean> {
-    const result = await this.pool.query({ name: statements.remove.name, text: statements.remove.text, values: [id, userId] });
+    const result = await this.pool.query({
+      name: statements.remove.name,
+      text: statements.remove.text,
+      values: [id, userId],
+    });
     return (result.rowCount ?? 0) > 0;
   }
 

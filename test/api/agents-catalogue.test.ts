@@ -41,7 +41,10 @@ const builtInIds = [
   'tasks',
 ];
 
-async function call(path: string, init: { key?: string; method?: string; body?: unknown; headers?: HeadersInit } = {}) {
+async function call(
+  path: string,
+  init: { key?: string; method?: string; body?: unknown; headers?: Record<string, string> } = {},
+) {
   const response = await platform.agents(path, {
     key: init.key,
     method: init.method ?? 'GET',
@@ -146,7 +149,12 @@ describe('custom agents', () => {
       body: { system_prompt: 'Answer in limericks.', temperature: null },
     });
     expect(patched.status).toBe(200);
-    expect(patched.body).toMatchObject({ id, system_prompt: 'Answer in limericks.', temperature: null, name: 'Haiku poet' });
+    expect(patched.body).toMatchObject({
+      id,
+      system_prompt: 'Answer in limericks.',
+      temperature: null,
+      name: 'Haiku poet',
+    });
 
     const remodelled = await call(`/agents/${id}/model`, { key, method: 'POST', body: { model: 'claude-opus-4-5' } });
     expect(remodelled.status).toBe(200);
@@ -164,7 +172,11 @@ describe('custom agents', () => {
   it('PATCH on a built-in agent forks it; the built-in stays as it was', async () => {
     const { key, user_id } = await platform.createKey();
     const before = await call('/agents/writer', { key });
-    const forked = await call('/agents/writer', { key, method: 'PATCH', body: { system_prompt: 'Write like Hemingway.' } });
+    const forked = await call('/agents/writer', {
+      key,
+      method: 'PATCH',
+      body: { system_prompt: 'Write like Hemingway.' },
+    });
     expect(forked.status).toBe(201);
     expect(forked.body).toMatchObject({
       id: expect.stringMatching(/^agt_/),
@@ -207,7 +219,11 @@ describe('custom agents', () => {
 
   it('refuses a model outside the caller’s plan (403 with the plan that unlocks it) and an unknown model (404)', async () => {
     const { key, user_id } = await platform.createKey(undefined, 'free');
-    const above = await call('/agents/custom', { key, method: 'POST', body: { ...newAgent, model: 'claude-opus-4-5' } });
+    const above = await call('/agents/custom', {
+      key,
+      method: 'POST',
+      body: { ...newAgent, model: 'claude-opus-4-5' },
+    });
     expect(above.status).toBe(403);
     expect(above.body.error).toMatchObject({ type: 'permission_denied', required_plan: 'pro', param: 'model' });
     const viaModel = await call('/agents/general/model', { key, method: 'POST', body: { model: 'gpt-4o' } });

@@ -51,7 +51,11 @@ describe('memories over HTTP', () => {
     const high = await add(key, '  The user is allergic to peanuts.  ', 0.9);
     const middle = await add(key, 'The user prefers metric units.');
     const middleLater = await add(key, 'The user works as a nurse.', 0.5);
-    expect(high).toMatchObject({ id: expect.stringMatching(/^mem_/), content: 'The user is allergic to peanuts.', source: 'user' });
+    expect(high).toMatchObject({
+      id: expect.stringMatching(/^mem_/),
+      content: 'The user is allergic to peanuts.',
+      source: 'user',
+    });
     expect(middle.importance).toBe(0.5);
     const { status, body } = await call('/memory/list', { key });
     expect(status).toBe(200);
@@ -79,7 +83,9 @@ describe('memories over HTTP', () => {
     const two = await add(key, 'The user likes espresso coffee.', 0.5);
     const repeated = await add(key, 'Coffee, coffee, coffee: the user lives on coffee.', 0.5);
     await add(key, 'The user plays tennis on Sundays.', 1);
-    const { status, body } = await call(`/memory/search?q=${encodeURIComponent('espresso coffee preference')}`, { key });
+    const { status, body } = await call(`/memory/search?q=${encodeURIComponent('espresso coffee preference')}`, {
+      key,
+    });
     expect(status).toBe(200);
     const ids = body.memories.map((memory: Json) => memory.id);
     expect(ids).toEqual([all.id, two.id, repeated.id, one.id]);
@@ -123,7 +129,13 @@ describe('memories over HTTP', () => {
 
   it('refuses bad bodies and anonymous callers', async () => {
     const { key } = await platform.createKey();
-    for (const body of [{}, { content: '' }, { content: 'x'.repeat(4001) }, { content: 'ok', importance: 2 }, { content: 'ok', extra: 1 }]) {
+    for (const body of [
+      {},
+      { content: '' },
+      { content: 'x'.repeat(4001) },
+      { content: 'ok', importance: 2 },
+      { content: 'ok', extra: 1 },
+    ]) {
       const response = await call('/memory/add', { key, method: 'POST', body });
       expect(response.status).toBe(400);
     }
@@ -169,15 +181,31 @@ describe('the save_memory tool', () => {
     expect(JSON.parse(retried.content).memory_id).toBe(saved.memory_id);
     const { body } = await call('/memory/list', { key });
     expect(body.memories).toEqual([
-      expect.objectContaining({ id: saved.memory_id, source: 'agent', importance: 0.7, content: 'The user is learning Portuguese.' }),
+      expect.objectContaining({
+        id: saved.memory_id,
+        source: 'agent',
+        importance: 0.7,
+        content: 'The user is learning Portuguese.',
+      }),
     ]);
   });
 
   it('is a tool error without a user, without the memory service, or with bad arguments', async () => {
     const args = JSON.stringify({ content: 'Something.', importance: 0.5 });
-    expect(await runTool(saveMemoryTool, args, context(null))).toMatchObject({ ok: false, content: expect.stringContaining('signed-in') });
-    expect(await runTool(saveMemoryTool, args, context('usr_x', false))).toMatchObject({ ok: false, content: expect.stringContaining('not available') });
-    for (const bad of [{ content: '', importance: 0.5 }, { content: 'x'.repeat(1001), importance: 0.5 }, { content: 'x', importance: 1.5 }, { content: 'x' }]) {
+    expect(await runTool(saveMemoryTool, args, context(null))).toMatchObject({
+      ok: false,
+      content: expect.stringContaining('signed-in'),
+    });
+    expect(await runTool(saveMemoryTool, args, context('usr_x', false))).toMatchObject({
+      ok: false,
+      content: expect.stringContaining('not available'),
+    });
+    for (const bad of [
+      { content: '', importance: 0.5 },
+      { content: 'x'.repeat(1001), importance: 0.5 },
+      { content: 'x', importance: 1.5 },
+      { content: 'x' },
+    ]) {
       expect((await runTool(saveMemoryTool, JSON.stringify(bad), context('usr_x'))).ok).toBe(false);
     }
     expect(saveMemoryTool.agentsOnly).toBe(true);

@@ -73,7 +73,10 @@ const statements = {
     name: 'agents-get-custom',
     text: `select ${agentColumns} from custom_agents where id = $1 and user_id = $2`,
   },
-  countCustom: { name: 'agents-count-custom', text: 'select count(*)::int as count from custom_agents where user_id = $1' },
+  countCustom: {
+    name: 'agents-count-custom',
+    text: 'select count(*)::int as count from custom_agents where user_id = $1',
+  },
   insertCustom: {
     name: 'agents-insert-custom',
     text: `insert into custom_agents (id, user_id, forked_from, name, description, system_prompt, model, tools, routing,

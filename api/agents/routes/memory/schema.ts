@@ -16,7 +16,11 @@ export const listMemoriesQuery = z.object({ limit: limit(100) }).strict();
 
 export const searchMemoriesQuery = z
   .object({
-    q: z.string({ error: 'q is required: GET /memory/search?q=<keywords>' }).trim().min(1, 'q must not be empty').max(1000),
+    q: z
+      .string({ error: 'q is required: GET /memory/search?q=<keywords>' })
+      .trim()
+      .min(1, 'q must not be empty')
+      .max(1000),
     limit: limit(20),
   })
   .strict();
