@@ -35,7 +35,9 @@ export const saveMemoryTool = defineTool({
       const { id } = await memories.save(context.userId, content, importance);
       return { saved: true, memory_id: id };
     } catch (error) {
-      throw new ToolError('the memory could not be saved; try again', { retryable: true, cause: error });
+      // The store refuses text or an importance out of range (RangeError); anything else is the database: retried.
+      if (error instanceof RangeError) throw new ToolError(error.message);
+      throw new ToolError('the memory could not be saved', { retryable: true, cause: error });
     }
   },
 });
