@@ -18,6 +18,16 @@ export interface RoutingAccount {
   customModels?: string[] | 'all';
 }
 
+/**
+ * Whether an account may use a model: its operator-set model list when it has one, else its plan's (no account:
+ * the operator, everything). The one rule for completions, chat turns and agents' model choices.
+ */
+export function accountAllows(plans: PlansFile, account: RoutingAccount | null, model: CatalogueModel): boolean {
+  if (!account) return true;
+  if (account.customModels) return account.customModels === 'all' || account.customModels.includes(model.id);
+  return planAllows(plans, account.plan, model);
+}
+
 export type Plan =
   | { kind: 'planned'; candidates: Candidate[] }
   | { kind: 'model_not_found' }
@@ -45,11 +55,7 @@ export class Router {
     const { catalogue } = this.catalogue;
     const resolved = request.model === 'auto' ? null : resolveModel(catalogue, request.model);
     if (request.model !== 'auto' && !resolved) return { kind: 'model_not_found' };
-    const allowed = (model: CatalogueModel) => {
-      if (!account) return true;
-      if (account.customModels) return account.customModels === 'all' || account.customModels.includes(model.id);
-      return planAllows(this.plans, account.plan, model);
-    };
+    const allowed = (model: CatalogueModel) => accountAllows(this.plans, account, model);
     if (resolved && !allowed(resolved.model)) {
       return {
         kind: 'not_in_plan',

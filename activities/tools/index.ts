@@ -9,6 +9,7 @@ import { fileReadTool } from './file-read.ts';
 import { fileWriteTool } from './file-write.ts';
 import { sendEmailTool } from './send-email.ts';
 import { updatePlanTool } from './update-plan.ts';
+import { saveMemoryTool } from './save-memory.ts';
 import { weatherTool } from './weather.ts';
 import { webFetchTool } from './web-fetch.ts';
 import { webSearchTool } from './web-search.ts';
@@ -25,6 +26,7 @@ export const builtInTools: ToolDefinition[] = [
   codeExecuteTool,
   updatePlanTool,
   sendEmailTool,
+  saveMemoryTool,
 ];
 
 const byName = new Map(builtInTools.map((tool) => [tool.name, tool]));

@@ -12,6 +12,8 @@ import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import Koa from 'koa';
 import { Router as CompletionRouter } from '../../activities/routing/router.ts';
+import { MemoryStore } from '../../activities/memory/memory-store.ts';
+import { loadAgents } from '../../config/load-agents.ts';
 import type { Settings } from '../../config/settings.ts';
 import { authenticateCaller, type CallerState, type WebSessionResolver } from '../auth.ts';
 import { errorRenderer } from '../errors.ts';
@@ -20,8 +22,11 @@ import { Admission } from '../gateway/admission.ts';
 import { CompletionService } from '../gateway/routes/completions/service.ts';
 import { Metrics, requestObserver } from '../observability.ts';
 import type { RateLimits, Subject } from '../rate-limit.ts';
+import { AgentDirectory } from '../services/agents/service.ts';
 import { ApiKeyService } from '../services/apikeys/service.ts';
 import { suggestRoutes } from './routes/suggest/routes.ts';
+import { agentRoutes } from './routes/agents/routes.ts';
+import { memoryRoutes } from './routes/memory/routes.ts';
 
 export interface AgentAppDependencies extends AppDependencies {
   settings: Settings;
@@ -81,6 +86,16 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
     }),
   );
   routes.use(suggestRoutes({ ...oneShotCompletions(dependencies), model: settings.AGENT_ROUTER_MODEL }).routes());
+  // The agent catalogue is validated here, at start-up: a bad file stops the process.
+  const agents = new AgentDirectory({
+    pool: dependencies.pool,
+    catalogue: dependencies.catalogue,
+    plans: dependencies.plans,
+    builtIns: loadAgents(dependencies.catalogue.catalogue, settings.AGENT_CATALOGUE_PATH),
+    defaultModel: settings.AGENT_DEFAULT_MODEL,
+  });
+  const memories = new MemoryStore(dependencies.pool);
+  routes.use(agentRoutes(agents).routes(), memoryRoutes(memories).routes());
   app.use(routes.routes()).use(routes.allowedMethods({ throw: true }));
   return app;
 }

@@ -4,7 +4,9 @@ import { ChatLinkCode } from './chat-link-code.entity.ts';
 import { ChatMessage } from './chat-message.entity.ts';
 import { ChatSession } from './chat-session.entity.ts';
 import { ChatTurn } from './chat-turn.entity.ts';
+import { AgentModelChoice, CustomAgent } from './custom-agent.entity.ts';
 import { CreditLedgerEntry } from './credit-ledger-entry.entity.ts';
+import { Memory } from './memory.entity.ts';
 import { MessengerEvent } from './messenger-event.entity.ts';
 import { ProviderBreaker } from './provider-breaker.entity.ts';
 import { RateLimitBucket } from './rate-limit-bucket.entity.ts';
@@ -13,6 +15,7 @@ import { StripeEvent } from './stripe-event.entity.ts';
 import { User } from './user.entity.ts';
 
 export {
+  AgentModelChoice,
   ApiKey,
   ChatConversation,
   ChatLinkCode,
@@ -20,6 +23,8 @@ export {
   ChatSession,
   ChatTurn,
   CreditLedgerEntry,
+  CustomAgent,
+  Memory,
   MessengerEvent,
   ProviderBreaker,
   RateLimitBucket,
@@ -42,4 +47,7 @@ export const entities = [
   ChatTurn,
   ChatLinkCode,
   MessengerEvent,
+  CustomAgent,
+  AgentModelChoice,
+  Memory,
 ];

@@ -1,0 +1,86 @@
+/**
+ * The agent catalogue loader (config/load-agents.ts): the shipped config/agents.yaml loads against the shipped model
+ * catalogue, and a catalogue with an unknown tool, a duplicate id, an unknown model or a stray field is refused with
+ * the offending path; AGENT_CATALOGUE_PATH-style paths load another file.
+ */
+import { describe, expect, it } from '@jest/globals';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
+import { loadCatalogue } from '../../config/load-catalogue.ts';
+import {
+  agentServiceToolNames,
+  defaultAgentCataloguePath,
+  knownToolNames,
+  loadAgents,
+  validateAgentCatalogue,
+} from '../../config/load-agents.ts';
+
+const { catalogue } = loadCatalogue({});
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const shipped = (): { agents: any[] } => parse(readFileSync(defaultAgentCataloguePath, 'utf8'));
+
+describe('config/agents.yaml', () => {
+  it('loads: the built-in agents, workspace agents marked, every tool known and every model in the catalogue', () => {
+    const agents = loadAgents(catalogue);
+    const ids = agents.map((agent) => agent.id);
+    expect(ids).toEqual(
+      expect.arrayContaining(['general', 'researcher', 'coder', 'writer', 'analyst', 'translator', 'planner']),
+    );
+    const workspace = agents.filter((agent) => agent.workspace).map((agent) => [agent.id, agent.workspace]);
+    expect(workspace).toEqual(
+      ['mail', 'calendar', 'drive', 'sheets', 'docs', 'contacts', 'tasks'].map((name) => [name, name]),
+    );
+    for (const agent of agents) {
+      expect(agent.systemPrompt.length).toBeGreaterThan(200);
+      expect(agent.routing.keywords.length).toBeGreaterThan(0);
+    }
+    expect(agents.filter((agent) => agent.tools.includes('save_memory')).length).toBeGreaterThan(10);
+    expect([...knownToolNames()]).toEqual(
+      expect.arrayContaining([...agentServiceToolNames, 'save_memory', 'web_search', 'code_execute']),
+    );
+  });
+
+  it('loads another file by path (AGENT_CATALOGUE_PATH)', () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'agents-')), 'agents.yaml');
+    const file = shipped();
+    writeFileSync(path, stringify({ agents: [file.agents[0]] }));
+    expect(loadAgents(catalogue, path).map((agent) => agent.id)).toEqual([file.agents[0].id]);
+  });
+});
+
+describe('an invalid catalogue', () => {
+  const refused = (mutate: (file: { agents: Record<string, unknown>[] }) => void) => {
+    const file = shipped();
+    mutate(file);
+    return () => validateAgentCatalogue(file, catalogue);
+  };
+
+  it('names an unknown tool', () => {
+    expect(
+      refused((file) => {
+        file.agents[2]!.tools = ['web_search', 'launch_rockets'];
+      }),
+    ).toThrow('agents.2.tools.1: unknown tool launch_rockets');
+  });
+
+  it('names a duplicate id', () => {
+    expect(
+      refused((file) => {
+        file.agents.push({ ...file.agents[0]!, name: 'Another general' });
+      }),
+    ).toThrow(/agents\.\d+\.id: duplicate agent id general/);
+  });
+
+  it('names an unknown model, a bad workspace, a stray field and an upper-case keyword', () => {
+    expect(refused((file) => void (file.agents[1]!.model = 'gpt-99'))).toThrow('agents.1.model: unknown model gpt-99');
+    expect(refused((file) => void (file.agents[0]!.workspace = 'fax'))).toThrow('agents.0.workspace');
+    expect(refused((file) => void (file.agents[0]!.owner = 'me'))).toThrow('agents.0');
+    expect(refused((file) => void (file.agents[0]!.routing = { keywords: ['Hello'] }))).toThrow(
+      'agents.0.routing.keywords.0: keywords are lowercase',
+    );
+    expect(refused((file) => void (file.agents[0]!.id = 'custom'))).toThrow('agents.0.id');
+    expect(() => validateAgentCatalogue({ agents: [] }, catalogue)).toThrow('agents');
+  });
+});
