@@ -89,7 +89,8 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
       const events: SequencedStreamEvent[] = [{ seq: 0, event: start }];
       let memories: LoadedMemory[] = [];
       if (input.memories && dependencies.memories) {
-        memories = await dependencies.memories.relevant(input.memories.userId, input.message, input.memories.limit);
+        const found = await dependencies.memories.relevant(input.memories.userId, input.message, input.memories.limit);
+        memories = found.map(({ id, content, importance }) => ({ id, content, importance }));
         events.push({ seq: 1, event: { type: 'memories-loaded', memories } satisfies ChatTurnEvent });
       }
       await publish(input.turnId, events);

@@ -29,7 +29,8 @@ import { messengerClients } from '../activities/messengers/messenger-activities.
 import type { MessengerClient, MessengerPlatform, MessengerSettings } from '../activities/messengers/messenger.ts';
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { ConversationStore } from '../activities/conversations/conversation-store.ts';
-import type { ToolSettings } from '../activities/tools/tool.ts';
+import type { ToolServices, ToolSettings } from '../activities/tools/tool.ts';
+import { MemoryStore } from '../activities/memory/memory-store.ts';
 import { openPool, type Pool } from '../db/pool.ts';
 
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -112,6 +113,10 @@ export interface WorkerDependencies {
   ledger: CreditLedger;
   accounts: AccountPlans;
   plans: PlansFile;
+  /** The agent service's memories (loaded into agent turns, saved by the save_memory tool). */
+  memories: MemoryStore;
+  /** What tools with outside effects use. */
+  toolServices: ToolServices;
 }
 
 export function createWorkerDependencies(
@@ -147,7 +152,10 @@ export function createWorkerDependencies(
     observe,
   });
   const conversations = new ConversationStore(pool);
+  const memories = new MemoryStore(pool);
   return {
+    memories,
+    toolServices: { memories },
     pool,
     conversations,
     toolSettings: toolSettingsOf(settings),

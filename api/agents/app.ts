@@ -12,7 +12,6 @@ import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import Koa from 'koa';
 import { Router as CompletionRouter } from '../../activities/routing/router.ts';
-import { MemoryStore } from '../../activities/memory/memory-store.ts';
 import { loadAgents } from '../../config/load-agents.ts';
 import type { Settings } from '../../config/settings.ts';
 import { authenticateCaller, type CallerState, type WebSessionResolver } from '../auth.ts';
@@ -23,7 +22,11 @@ import { CompletionService } from '../gateway/routes/completions/service.ts';
 import { Metrics, requestObserver } from '../observability.ts';
 import type { RateLimits, Subject } from '../rate-limit.ts';
 import { AgentDirectory } from '../services/agents/service.ts';
+import { AgentChat } from '../services/agents/agent-chat.ts';
+import { AgentRouter } from '../services/agents/agent-router.ts';
 import { ApiKeyService } from '../services/apikeys/service.ts';
+import { ChatService } from '../services/chat/service.ts';
+import { agentChatRoutes } from './routes/chat/routes.ts';
 import { suggestRoutes } from './routes/suggest/routes.ts';
 import { agentRoutes } from './routes/agents/routes.ts';
 import { memoryRoutes } from './routes/memory/routes.ts';
@@ -85,7 +88,8 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
       return origin !== '' && isAllowed(origin, context.origin);
     }),
   );
-  routes.use(suggestRoutes({ ...oneShotCompletions(dependencies), model: settings.AGENT_ROUTER_MODEL }).routes());
+  const oneShot = oneShotCompletions(dependencies);
+  routes.use(suggestRoutes({ ...oneShot, model: settings.AGENT_ROUTER_MODEL }).routes());
   // The agent catalogue is validated here, at start-up: a bad file stops the process.
   const agents = new AgentDirectory({
     pool: dependencies.pool,
@@ -94,8 +98,43 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
     builtIns: loadAgents(dependencies.catalogue.catalogue, settings.AGENT_CATALOGUE_PATH),
     defaultModel: settings.AGENT_DEFAULT_MODEL,
   });
-  const memories = new MemoryStore(dependencies.pool);
-  routes.use(agentRoutes(agents).routes(), memoryRoutes(memories).routes());
+  routes.use(agentRoutes(agents).routes(), memoryRoutes(dependencies.memories).routes());
+  const chat = new ChatService({
+    client: dependencies.client,
+    taskQueue: dependencies.taskQueue,
+    router: oneShot.router,
+    catalogue: dependencies.catalogue,
+    conversations: dependencies.conversations,
+    ledger: dependencies.ledger,
+    hub: dependencies.hub,
+    journal: dependencies.journal,
+    toolSettings: dependencies.toolSettings,
+    defaultModel: settings.AGENT_DEFAULT_MODEL,
+    maxToolRounds: dependencies.chat.maxToolRounds,
+  });
+  const agentChat = new AgentChat({
+    client: dependencies.client,
+    chat,
+    router: new AgentRouter({
+      completions: oneShot.completions,
+      ledger: dependencies.ledger,
+      model: settings.AGENT_ROUTER_MODEL,
+    }),
+    agents: {
+      list: async (principal) =>
+        (await agents.list(principal)).map((agent) => ({ ...agent, keywords: agent.routing.keywords })),
+    },
+    toolSettings: dependencies.toolSettings,
+    catalogue: dependencies.catalogue.catalogue,
+    settings: {
+      maxIterations: settings.AGENT_LOOP_MAX_ITERATIONS,
+      approvalTimeoutMs: settings.AGENT_APPROVAL_TIMEOUT,
+      iterationsPerRun: settings.AGENT_LOOP_ITERATIONS_PER_RUN,
+      memoryLimit: settings.AGENT_MEMORY_LIMIT,
+      visionModel: settings.AGENT_VISION_MODEL,
+    },
+  });
+  routes.use(agentChatRoutes({ agentChat, chat, openStreams: dependencies.openStreams }).routes());
   app.use(routes.routes()).use(routes.allowedMethods({ throw: true }));
   return app;
 }
@@ -120,7 +159,7 @@ function oneShotCompletions(dependencies: AgentAppDependencies) {
     limits: dependencies.rateLimits,
     ledger: dependencies.ledger,
   });
-  return { completions, admission, conversations: dependencies.conversations };
+  return { router, completions, admission, conversations: dependencies.conversations };
 }
 
 function refererOrigin(referer: string): string {
