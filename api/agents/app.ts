@@ -17,6 +17,8 @@ import type { AppDependencies } from '../gateway/app.ts';
 import { Metrics, requestObserver } from '../observability.ts';
 import type { RateLimits, Subject } from '../rate-limit.ts';
 import { ApiKeyService } from '../services/apikeys/service.ts';
+import { UsageService } from '../services/usage/service.ts';
+import { historyRoutes } from './routes/history/routes.ts';
 
 export interface AgentAppDependencies extends AppDependencies {
   settings: Settings;
@@ -75,6 +77,9 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
       return origin !== '' && isAllowed(origin, context.origin);
     }),
   );
+  const { conversations, pool } = dependencies;
+  const usage = new UsageService({ pool, conversations, catalogue: dependencies.catalogue.catalogue });
+  routes.use(historyRoutes({ conversations, usage }).routes());
   app.use(routes.routes()).use(routes.allowedMethods({ throw: true }));
   return app;
 }
