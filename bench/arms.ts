@@ -58,6 +58,8 @@ export async function startPortkey(port: number, logDir: string): Promise<Child>
 
 export interface Platform {
   url: string;
+  /** The agent service (AGENT_PORT: the gateway's port + 100 here). */
+  agentsUrl: string;
   masterKey: string;
   /** The processes whose CPU and writes are the platform's (re-listed at every measurement). */
   children: Child[];
@@ -78,6 +80,8 @@ export async function startShipped(options: {
   upstreamUrl: string;
   masterKey: string;
   logDir: string;
+  /** Settings that differ from the shipped defaults (each bench says which and why). */
+  environment?: Record<string, string>;
 }): Promise<Platform> {
   await rm(options.dataDir, { recursive: true, force: true });
   const logFile = join(options.logDir, 'npm-start.log');
@@ -100,12 +104,15 @@ export async function startShipped(options: {
       MASTER_KEY: options.masterKey,
       // Profiling runs pass e.g. --cpu-prof to every Node process of the platform.
       ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
+      ...options.environment,
     },
     logFile,
   });
   const url = `http://127.0.0.1:${options.port}`;
   await waitForHttp(`${url}/health`, child, 300_000);
-  return { url, masterKey: options.masterKey, children: [child], stop: () => child.stop(60_000) };
+  const agentsUrl = `http://127.0.0.1:${options.port + 100}`;
+  await waitForHttp(`${agentsUrl}/health`, child, 30_000);
+  return { url, agentsUrl, masterKey: options.masterKey, children: [child], stop: () => child.stop(60_000) };
 }
 
 /** Every process of a platform started by `startShipped` (its `npm start` tree), listed anew at each call. */
@@ -153,6 +160,7 @@ export async function startProduction(options: {
   await waitForHttp(`${url}/health`, api, 120_000);
   return {
     url,
+    agentsUrl: `http://127.0.0.1:${options.port + 100}`,
     masterKey: options.masterKey,
     children: [api, worker],
     stop: async () => {

@@ -7,6 +7,8 @@ import { Agent, request as httpRequest } from 'node:http';
 export const agent = new Agent({ keepAlive: true, maxSockets: 256, keepAliveMsecs: 10_000 });
 
 const requestTimeoutMs = 30_000;
+/** An agent chat message routes (a model call) before it answers: more time than one completion. */
+const agentRequestTimeoutMs = 60_000;
 
 export interface Sample {
   ok: boolean;
@@ -109,4 +111,107 @@ function hasContent(data: string): boolean {
   } catch {
     return false;
   }
+}
+
+export interface AgentSample extends Sample {
+  /** Request start to the `routed` event. */
+  routedMs?: number;
+  /** Why the message did not count (status, error event, missing events). */
+  failure?: string;
+}
+
+/**
+ * POSTs one message to the agent service's chat (`/chat/stream/{session_id}`) and reads its whole stream, timing the
+ * `routed` event and the first `token` event (`firstTokenMs`). It counts (`ok`) only with a routed event carrying
+ * agent_id and confidence, a token, and the closing `data: [DONE]`, without an `error` event.
+ */
+export function postAgentChat(target: Target, body: string): Promise<AgentSample> {
+  const startedAt = performance.now();
+  return new Promise((resolve) => {
+    let settled = false;
+    const finish = (sample: Omit<AgentSample, 'totalMs'>) => {
+      if (settled) return;
+      settled = true;
+      resolve({ ...sample, totalMs: performance.now() - startedAt });
+    };
+    const req = httpRequest(
+      target.url,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          accept: 'text/event-stream',
+          ...target.headers,
+        },
+      },
+      (res) => {
+        const status = res.statusCode ?? 0;
+        const streamed = (res.headers['content-type'] ?? '').startsWith('text/event-stream');
+        res.setEncoding('utf8');
+        let buffer = '';
+        let routedMs: number | undefined;
+        let firstTokenMs: number | undefined;
+        let done = false;
+        let error: string | undefined;
+        res.on('data', (chunk: string) => {
+          buffer += chunk;
+          if (status !== 200 || !streamed) return;
+          for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+            const frame = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            const data = frame
+              .split('\n')
+              .filter((line) => line.startsWith('data:'))
+              .map((line) => line.slice(5).trimStart())
+              .join('\n');
+            if (data === '') continue;
+            if (data === '[DONE]') {
+              done = true;
+              continue;
+            }
+            let event: { type?: string; agent_id?: unknown; confidence?: unknown; text?: unknown; message?: unknown };
+            try {
+              event = JSON.parse(data) as typeof event;
+            } catch {
+              error ??= `malformed event: ${data.slice(0, 200)}`;
+              continue;
+            }
+            const at = performance.now() - startedAt;
+            if (event.type === 'routed' && routedMs === undefined) {
+              if (typeof event.agent_id !== 'string' || typeof event.confidence !== 'number') {
+                error ??= `routed event without agent_id and confidence: ${data.slice(0, 200)}`;
+              }
+              routedMs = at;
+            } else if (event.type === 'token' && firstTokenMs === undefined && typeof event.text === 'string') {
+              firstTokenMs = at;
+            } else if (event.type === 'error') {
+              error ??= `error event: ${data.slice(0, 300)}`;
+            }
+          }
+        });
+        res.on('end', () => {
+          let failure: string | undefined;
+          if (status !== 200) failure = `HTTP ${status} ${buffer.slice(0, 300)}`;
+          else if (!streamed) failure = `HTTP 200 but ${res.headers['content-type'] ?? 'no content type'}, not SSE`;
+          else if (error) failure = error;
+          else if (routedMs === undefined) failure = 'no routed event';
+          else if (firstTokenMs === undefined) failure = 'no token event';
+          else if (!done) failure = 'the stream did not end with data: [DONE]';
+          finish({
+            ok: failure === undefined,
+            status,
+            ...(routedMs === undefined ? {} : { routedMs }),
+            ...(firstTokenMs === undefined ? {} : { firstTokenMs }),
+            ...(failure === undefined ? {} : { failure }),
+          });
+        });
+        res.on('error', (cause) => finish({ ok: false, status, failure: `response error: ${cause.message}` }));
+      },
+    );
+    req.setTimeout(agentRequestTimeoutMs, () => req.destroy(new Error('bench request timed out')));
+    req.on('error', (cause) => finish({ ok: false, status: 0, failure: `request error: ${cause.message}` }));
+    req.end(body);
+  });
 }

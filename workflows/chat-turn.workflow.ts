@@ -320,7 +320,12 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
         const message = await callModel(withTools);
         const calls = withTools ? message.toolCalls : [];
         messages.push({ role: 'assistant', content: message.content, ...(calls.length ? { tool_calls: calls } : {}) });
-        added.push({ role: 'assistant', content: message.content, toolCalls: calls });
+        added.push({
+          role: 'assistant',
+          content: message.content,
+          toolCalls: calls,
+          ...(input.agent ? { agentId: input.agent.id } : {}),
+        });
         if (calls.length === 0) {
           response = message.content ?? '';
           break;

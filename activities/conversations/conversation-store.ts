@@ -7,6 +7,7 @@
 import { createHash, randomBytes, randomInt } from 'node:crypto';
 import type { ChatMessage as OpenAIMessage, ToolCall } from '../../common/chat.ts';
 import { chatTurnWorkflowId } from '../../common/chat-turn.ts';
+import { messageSearchConfig } from '../../db/entities/chat-message.entity.ts';
 import { run, type Pool } from '../../db/pool.ts';
 
 export interface SessionRef {
@@ -28,6 +29,8 @@ export interface StoredMessage {
   toolCalls?: ToolCall[];
   toolCallId?: string;
   toolName?: string;
+  /** The agent that wrote an assistant message (the agent service's chat). */
+  agentId?: string;
 }
 
 export interface SessionSummary {
@@ -40,12 +43,67 @@ export interface SessionSummary {
   created_at: string;
 }
 
+/** One message as a history page shows it (`GET /history/{session_id}`). */
+export interface HistoryMessage {
+  role: string;
+  content: string | null;
+  channel: string;
+  agent_id?: string;
+  tool_name?: string;
+  created_at: string;
+  /** This message's position: pass it as `before` for the messages older than it. */
+  cursor: string;
+}
+
+export interface HistoryPage {
+  key: string;
+  /** Oldest first: the newest `limit` messages before the cursor. */
+  messages: HistoryMessage[];
+  /** Every message of the session's conversation. */
+  message_count: number;
+  /** The cursor of the page's oldest message when older ones exist, else null. */
+  next_before: string | null;
+}
+
+/** A session as `GET /sessions` lists it. */
+export interface SessionOverview {
+  key: string;
+  /** The conversation's first user message, whitespace collapsed, cut to `sessionTitleLength` characters. */
+  title: string | null;
+  channels: string[];
+  message_count: number;
+  /** The last message's time, else the session's creation time. */
+  last_activity: string;
+  created_at: string;
+}
+
+export interface MessageSearchHit {
+  key: string;
+  role: string;
+  channel: string;
+  snippet: string;
+  created_at: string;
+  rank: number;
+}
+
 export interface SessionView {
   key: string;
   resolved_key: string;
   messages: Array<{ role: string; content: string | null; channel: string; created_at: string }>;
   message_count: number;
 }
+
+/** `GET /sessions` titles: the first user message cut to this many characters. */
+export const sessionTitleLength = 80;
+
+/**
+ * A history cursor names a message's position in its conversation, `<turn>.<seq>`. Linking renumbers the joining
+ * conversation's turns, so a cursor taken before a link may point elsewhere after it.
+ */
+export const historyCursorPattern = /^(\d{1,9})\.(\d{1,9})$/;
+
+/** Search snippets mark the matched words with these (not HTML tags: message content is not HTML-escaped). */
+export const searchMarkers = { start: '«', stop: '»' } as const;
 
 const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('base64url')}`;
 
@@ -106,14 +164,73 @@ const statements = {
     name: 'chat-append-messages',
     text: `with added as (
              insert into chat_messages (conversation_id, session_id, turn, seq, role, content, tool_calls, tool_call_id,
-                                        tool_name, channel, created_at)
+                                        tool_name, agent_id, channel, created_at)
              select $1::text, $2::text, $3::int, $4::int + m.ordinality::int - 1, m.role, m.content, m.tool_calls::jsonb,
-                    m.tool_call_id, m.tool_name, $5::text, now()
-             from unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
-                  with ordinality as m(role, content, tool_calls, tool_call_id, tool_name)
+                    m.tool_call_id, m.tool_name, m.agent_id, $5::text, now()
+             from unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
+                  with ordinality as m(role, content, tool_calls, tool_call_id, tool_name, agent_id)
              on conflict (conversation_id, turn, seq) do nothing
            )
            update chat_sessions set updated_at = now() where id = $2::text`,
+  },
+  /** A page of a conversation's messages, newest first, before a position (`$2`, `$3`; null: from the end). */
+  historyPage: {
+    name: 'chat-history-page',
+    text: `select turn, seq, role, content, channel, agent_id, tool_name, created_at,
+                  (select count(*) from chat_messages where conversation_id = $1) as total
+           from chat_messages
+           where conversation_id = $1 and ($2::int is null or (turn, seq) < ($2::int, $3::int))
+           order by turn desc, seq desc limit $4`,
+  },
+  /**
+   * The owner's sessions, most recently active first, each with its conversation's message count, channels, last
+   * message time and first user message (the title). Both lateral reads use the (conversation_id, turn, seq) index.
+   */
+  sessionOverviews: {
+    name: 'chat-session-overviews',
+    text: `select s.key, s.created_at, stats.message_count, stats.last_activity,
+                  coalesce(stats.channels, array[s.channel]) as channels,
+                  left(regexp_replace(btrim(first_user.content), '\\s+', ' ', 'g'), ${sessionTitleLength}) as title
+           from chat_sessions s
+           cross join lateral (
+             select count(*) as message_count, max(m.created_at) as last_activity, array_agg(distinct m.channel) as channels
+             from chat_messages m where m.conversation_id = s.conversation_id
+           ) stats
+           left join lateral (
+             select m.content from chat_messages m
+             where m.conversation_id = s.conversation_id and m.role = 'user' and btrim(coalesce(m.content, '')) <> ''
+             order by m.turn, m.seq limit 1
+           ) first_user on true
+           where s.owner = $1
+           order by coalesce(stats.last_activity, s.created_at) desc, s.key`,
+  },
+  /**
+   * Full-text search over the user and assistant messages of every conversation the owner has a session in
+   * (websearch_to_tsquery syntax: words AND-ed, "quoted phrases", \`or\`, \`-word\`), ranked by ts_rank_cd (cover
+   * density: more of the query's terms, closer together, rank higher), newest first among equals. The total counts
+   * every match; snippets are made for the page only. A hit names the owner's session its message came through, or
+   * (a message from a linked messaging app's chat) the owner's oldest session of that conversation.
+   */
+  searchMessages: {
+    name: 'chat-search-messages',
+    text: `with query as (
+             select websearch_to_tsquery('${messageSearchConfig}', $2) as q
+           ), hits as (
+             select m.id, m.conversation_id, m.session_id, m.role, m.channel, m.content, m.created_at,
+                    ts_rank_cd(m.search_vector, query.q) as rank, count(*) over () as total
+             from chat_messages m, query
+             where m.conversation_id in (select conversation_id from chat_sessions where owner = $1)
+               and m.role in ('user', 'assistant') and m.content is not null and m.search_vector @@ query.q
+             order by rank desc, m.created_at desc, m.id desc
+             limit $3
+           )
+           select (select s.key from chat_sessions s where s.conversation_id = hits.conversation_id and s.owner = $1
+                   order by (s.id = hits.session_id) desc, s.created_at, s.key limit 1) as key,
+                  hits.role, hits.channel, hits.created_at, hits.rank, hits.total,
+                  ts_headline('${messageSearchConfig}', hits.content, query.q,
+                              'StartSel=${searchMarkers.start}, StopSel=${searchMarkers.stop}, MaxWords=30, MinWords=10, MaxFragments=2, FragmentDelimiter=" … "') as snippet
+           from hits, query
+           order by hits.rank desc, hits.created_at desc, hits.id desc`,
   },
   history: {
     name: 'chat-history',
@@ -201,6 +318,7 @@ export class ConversationStore {
       messages.map((message) => (message.toolCalls?.length ? JSON.stringify(message.toolCalls) : null)),
       messages.map((message) => message.toolCallId ?? null),
       messages.map((message) => message.toolName ?? null),
+      messages.map((message) => message.agentId ?? null),
     ]);
   }
 
@@ -254,6 +372,110 @@ export class ConversationStore {
       last_activity: row.last_activity ? new Date(row.last_activity).toISOString() : null,
       created_at: new Date(row.created_at).toISOString(),
     }));
+  }
+
+  /**
+   * A page of the owner's session's history (every linked channel's messages, tool results included): the newest
+   * `limit` messages before the cursor `before` (a message's `cursor`; none: the newest), oldest first. Null when the
+   * owner has no session with this key.
+   */
+  async historyPage(
+    owner: string,
+    key: string,
+    page: { limit: number; before?: { turn: number; seq: number } },
+  ): Promise<HistoryPage | null> {
+    const ref = await this.findSession(owner, key);
+    if (!ref) return null;
+    // One row more than the page tells whether older messages exist.
+    const rows = await run<{
+      turn: number;
+      seq: number;
+      role: string;
+      content: string | null;
+      channel: string;
+      agent_id: string | null;
+      tool_name: string | null;
+      created_at: Date;
+      total: string;
+    }>(this.pool, statements.historyPage, [
+      ref.conversationId,
+      page.before?.turn ?? null,
+      page.before?.seq ?? null,
+      page.limit + 1,
+    ]);
+    const shown = rows.slice(0, page.limit).reverse();
+    const total = rows[0]
+      ? Number(rows[0].total)
+      : Number(
+          (
+            await this.pool.query<{ count: string }>('select count(*) from chat_messages where conversation_id = $1', [
+              ref.conversationId,
+            ])
+          ).rows[0]!.count,
+        );
+    const cursorOf = (row: { turn: number; seq: number }) => `${row.turn}.${row.seq}`;
+    return {
+      key: ref.key,
+      messages: shown.map((row) => ({
+        role: row.role,
+        content: row.content,
+        channel: row.channel,
+        ...(row.agent_id ? { agent_id: row.agent_id } : {}),
+        ...(row.tool_name ? { tool_name: row.tool_name } : {}),
+        created_at: new Date(row.created_at).toISOString(),
+        cursor: cursorOf(row),
+      })),
+      message_count: total,
+      next_before: rows.length > page.limit && shown[0] ? cursorOf(shown[0]) : null,
+    };
+  }
+
+  /** The owner's sessions with a title and their activity, most recently active first. */
+  async sessionOverviews(owner: string): Promise<SessionOverview[]> {
+    const rows = await run<{
+      key: string;
+      created_at: Date;
+      message_count: string;
+      last_activity: Date | null;
+      channels: string[];
+      title: string | null;
+    }>(this.pool, statements.sessionOverviews, [owner]);
+    return rows.map((row) => ({
+      key: row.key,
+      title: row.title,
+      channels: row.channels,
+      message_count: Number(row.message_count),
+      last_activity: new Date(row.last_activity ?? row.created_at).toISOString(),
+      created_at: new Date(row.created_at).toISOString(),
+    }));
+  }
+
+  /** The owner's user and assistant messages matching a web-search style query, best first (see the statement). */
+  async searchMessages(
+    owner: string,
+    query: string,
+    limit: number,
+  ): Promise<{ results: MessageSearchHit[]; total: number }> {
+    const rows = await run<{
+      key: string;
+      role: string;
+      channel: string;
+      created_at: Date;
+      rank: number;
+      total: string;
+      snippet: string;
+    }>(this.pool, statements.searchMessages, [owner, query, limit]);
+    return {
+      results: rows.map((row) => ({
+        key: row.key,
+        role: row.role,
+        channel: row.channel,
+        snippet: row.snippet,
+        created_at: new Date(row.created_at).toISOString(),
+        rank: row.rank,
+      })),
+      total: rows[0] ? Number(rows[0].total) : 0,
+    };
   }
 
   /** One session with its conversation's whole history (every linked channel's messages), or null. */

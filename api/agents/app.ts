@@ -30,6 +30,8 @@ import { agentChatRoutes } from './routes/chat/routes.ts';
 import { suggestRoutes } from './routes/suggest/routes.ts';
 import { agentRoutes } from './routes/agents/routes.ts';
 import { memoryRoutes } from './routes/memory/routes.ts';
+import { UsageService } from '../services/usage/service.ts';
+import { historyRoutes } from './routes/history/routes.ts';
 
 export interface AgentAppDependencies extends AppDependencies {
   settings: Settings;
@@ -135,6 +137,9 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
     },
   });
   routes.use(agentChatRoutes({ agentChat, chat, openStreams: dependencies.openStreams }).routes());
+  const { conversations, pool } = dependencies;
+  const usage = new UsageService({ pool, conversations, catalogue: dependencies.catalogue.catalogue });
+  routes.use(historyRoutes({ conversations, usage }).routes());
   app.use(routes.routes()).use(routes.allowedMethods({ throw: true }));
   return app;
 }

@@ -1,0 +1,112 @@
+/**
+ * What a session's chat has cost (`GET /usage/{session_id}`): the credit ledger's settle entries of its
+ * conversation's turns (each turn's workflow id is the ledger's `workflow_id`; a turn with tool rounds or failover
+ * settles several attempts), summed per model, and priced in USD at the model catalogue's rates per million input and
+ * output tokens. Tokens and credits are what was charged, so a turn whose usage was estimated counts as estimated.
+ */
+import type { ConversationStore } from '../../../activities/conversations/conversation-store.ts';
+import { resolveModel, type Catalogue } from '../../../common/catalogue.ts';
+import { run, type Pool } from '../../../db/pool.ts';
+
+export interface ModelUsage {
+  model: string;
+  /** Turns that settled at least one attempt at this model. */
+  turns: number;
+  input_tokens: number;
+  output_tokens: number;
+  credits: number;
+  cost_usd: number;
+  /** False when the model is no longer in the catalogue: its cost counts as 0. */
+  priced: boolean;
+  /** Some of its usage was counted with a tokenizer (the provider reported none). */
+  estimated: boolean;
+}
+
+export interface SessionUsage {
+  session_id: string;
+  /** Turns accepted in the session's conversation (finished, failed or running). */
+  turns: number;
+  input_tokens: number;
+  output_tokens: number;
+  credits: number;
+  cost_usd: number;
+  by_model: ModelUsage[];
+}
+
+const statements = {
+  turns: {
+    name: 'usage-conversation-turns',
+    text: 'select count(*) as turns from chat_turns where conversation_id = $1',
+  },
+  /** The conversation's settled attempts per model; turns keep their ids when linking renumbers them. */
+  byModel: {
+    name: 'usage-conversation-by-model',
+    text: `select l.model, count(distinct l.workflow_id) as turns, coalesce(sum(l.prompt_tokens), 0) as input_tokens,
+                  coalesce(sum(l.completion_tokens), 0) as output_tokens, coalesce(sum(l.amount), 0) as credits,
+                  bool_or(l.estimated) as estimated
+           from chat_turns t join credit_ledger l on l.workflow_id = t.id and l.kind = 'settle'
+           where t.conversation_id = $1
+           group by l.model order by l.model`,
+  },
+} as const;
+
+/** USD to 1e-8: a short turn on a cheap model costs a few millionths of a dollar. */
+const usd = (value: number) => Math.round(value * 1e8) / 1e8;
+
+export class UsageService {
+  private readonly pool: Pool;
+  private readonly conversations: ConversationStore;
+  private readonly catalogue: Catalogue;
+
+  constructor(dependencies: { pool: Pool; conversations: ConversationStore; catalogue: Catalogue }) {
+    this.pool = dependencies.pool;
+    this.conversations = dependencies.conversations;
+    this.catalogue = dependencies.catalogue;
+  }
+
+  /** The owner's session's usage, or null when the owner has no session with this key. */
+  async forSession(owner: string, key: string): Promise<SessionUsage | null> {
+    const session = await this.conversations.findSession(owner, key);
+    if (!session) return null;
+    const [turns, rows] = await Promise.all([
+      run<{ turns: string }>(this.pool, statements.turns, [session.conversationId]),
+      run<{
+        model: string | null;
+        turns: string;
+        input_tokens: string;
+        output_tokens: string;
+        credits: string;
+        estimated: boolean;
+      }>(this.pool, statements.byModel, [session.conversationId]),
+    ]);
+    const byModel = rows.map((row): ModelUsage => {
+      const model = row.model ?? 'unknown';
+      // The ledger names the model that served, possibly a dated pin: priced as its catalogue model.
+      const price = resolveModel(this.catalogue, model)?.model.price;
+      const input = Number(row.input_tokens);
+      const output = Number(row.output_tokens);
+      return {
+        model,
+        turns: Number(row.turns),
+        input_tokens: input,
+        output_tokens: output,
+        credits: Number(row.credits),
+        cost_usd: price ? (input * price.input_per_1m + output * price.output_per_1m) / 1e6 : 0,
+        priced: price !== undefined,
+        estimated: row.estimated,
+      };
+    });
+    const sum = (pick: (usage: ModelUsage) => number) => byModel.reduce((total, usage) => total + pick(usage), 0);
+    const cost = sum((usage) => usage.cost_usd);
+    for (const usage of byModel) usage.cost_usd = usd(usage.cost_usd);
+    return {
+      session_id: session.key,
+      turns: Number(turns[0]?.turns ?? 0),
+      input_tokens: sum((usage) => usage.input_tokens),
+      output_tokens: sum((usage) => usage.output_tokens),
+      credits: sum((usage) => usage.credits),
+      cost_usd: usd(cost),
+      by_model: byModel,
+    };
+  }
+}

@@ -1,0 +1,250 @@
+/**
+ * `npm run bench:agents`: what the agent service's routed streaming chat (`POST /chat/stream/{session_id}`, spec 4.1
+ * and 6) adds before the user sees something, next to a direct streamed completion to the same upstream, on
+ * `npm start` as shipped.
+ *
+ * As `npm run bench:chat` does (bench/chat.ts): the upstream is the provider simulator in its own process, answering
+ * at once; Tessera is `npm start` in its own process tree, data directory and ports, with a metered business key
+ * made with the master key; the load is a closed loop from this process. One setting differs from the shipped
+ * defaults: the agent service's per-IP limit (spec 8: 30 requests a minute on `/chat`) is off, since every request
+ * here comes from one IP.
+ *
+ * The arms, each N messages one after another (1 client), then N messages from 8 clients at once:
+ * - direct: `POST <simulator>/v1/chat/completions` with `stream: true`; its time to the first content chunk is the
+ *   base of every "added" figure;
+ * - agent chat: `POST <agent service>/chat/stream/{session_id}` with `Authorization: Bearer <te_ key>`, each message
+ *   in a new session; timed to the `routed` event (`data: {"type":"routed","agent_id":…,"confidence":…}`) and to the
+ *   first `token` event. A message counts only when its stream has a routed event, a token, and ends with
+ *   `data: [DONE]` without an `error` event; the first failure's status or error is reported.
+ *
+ * Writes bench/agents-results.md. BENCH_AGENTS_N sets N (default 200); BENCH_QUICK=1 runs N = 5 (a smoke run).
+ * Without the endpoint (HTTP 404, say) the direct arm is still measured and the report says why the agent arm failed.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  createBenchKey,
+  repositoryRoot,
+  shippedProcesses,
+  startShipped,
+  startUpstream,
+  type Platform,
+} from './arms.ts';
+import { agent, post, postAgentChat, type AgentSample, type Target } from './http-client.ts';
+import { percentile, runLoad, type LoadResult } from './load.ts';
+import { machineLine, ms, writeMarkdown } from './report.ts';
+import { waitUntilIdle } from './resources.ts';
+
+const quick = process.env.BENCH_QUICK === '1';
+const messages = quick ? 5 : Number(process.env.BENCH_AGENTS_N ?? 200);
+const benchDir = join(repositoryRoot, '.data', 'bench-agents');
+const logDir = join(benchDir, 'logs');
+// Apart from `npm run bench`'s and `npm run bench:chat`'s ports (and `npm start`'s defaults).
+const ports = { upstream: 19040, shipped: 18070, temporal: 17263, postgres: 15462 };
+const upstreamModel = 'gpt-4o-mini-2024-07-18';
+const prompt = 'Say hello to the benchmark in one short sentence.';
+
+const log = (line: string) => process.stderr.write(`[bench:agents] ${line}\n`);
+
+interface Figures {
+  n: number;
+  p50: number;
+  p95: number;
+}
+
+interface ArmFigures {
+  arm: string;
+  clients: number;
+  n: number;
+  errors: number;
+  firstFailure?: string;
+  /** The agent arm only. */
+  routed?: Figures;
+  firstToken: Figures;
+  perSecond: number;
+}
+
+const figures = (values: Array<number | undefined>): Figures => {
+  const present = values.filter((value): value is number => value !== undefined);
+  return { n: present.length, p50: percentile(present, 50), p95: percentile(present, 95) };
+};
+
+/** A warm-up (connections, compiled code paths, pools), then `messages` measured calls from `clients` clients. */
+async function measure(
+  arm: string,
+  clients: number,
+  call: () => Promise<AgentSample>,
+  failures: string[],
+): Promise<ArmFigures> {
+  const tracked = async () => {
+    const sample = await call();
+    if (!sample.ok) failures.push(sample.failure ?? `HTTP ${sample.status}`);
+    return sample;
+  };
+  await runLoad({ concurrency: clients, requests: Math.max(clients * 2, quick ? 2 : 20), maxMs: 30_000 }, tracked);
+  failures.length = 0;
+  const result: LoadResult = await runLoad({ concurrency: clients, requests: messages, maxMs: 600_000 }, tracked);
+  const samples = result.samples as AgentSample[];
+  const measured: ArmFigures = {
+    arm,
+    clients,
+    n: samples.length,
+    errors: result.errors,
+    ...(failures[0] ? { firstFailure: failures[0] } : {}),
+    ...(samples.some((sample) => sample.routedMs !== undefined)
+      ? { routed: figures(samples.map((sample) => sample.routedMs)) }
+      : {}),
+    firstToken: figures(samples.map((sample) => sample.firstTokenMs)),
+    perSecond: samples.length / (result.elapsedMs / 1000),
+  };
+  log(
+    `  ${arm} × ${clients}: n=${measured.n} errors=${measured.errors}` +
+      `${measured.routed ? ` routed p50=${ms(measured.routed.p50)}` : ''} first token p50=${ms(measured.firstToken.p50)}` +
+      `${measured.firstFailure ? ` (first failure: ${measured.firstFailure})` : ''}`,
+  );
+  return measured;
+}
+
+function phaseTable(rows: ArmFigures[]): string {
+  const direct = rows.find((row) => row.arm === 'direct')?.firstToken;
+  const lines = [
+    '| arm | n | errors | routed p50 | routed p95 | **first token p50** | first token p95 | **added p50** | added p95 | ratio p50 | ratio p95 | messages/s |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const row of rows) {
+    const isDirect = row.arm === 'direct';
+    const added = (value: number, base: number | undefined) =>
+      isDirect || base === undefined ? '—' : ms(value - base);
+    const ratio = (value: number, base: number | undefined) =>
+      isDirect || base === undefined || !Number.isFinite(value / base) ? '—' : `${(value / base).toFixed(2)}×`;
+    lines.push(
+      `| ${row.arm} | ${row.n} | ${row.errors} | ${row.routed ? ms(row.routed.p50) : '—'} | ` +
+        `${row.routed ? ms(row.routed.p95) : '—'} | **${ms(row.firstToken.p50)}** | ${ms(row.firstToken.p95)} | ` +
+        `**${added(row.firstToken.p50, direct?.p50)}** | ${added(row.firstToken.p95, direct?.p95)} | ` +
+        `${ratio(row.firstToken.p50, direct?.p50)} | ${ratio(row.firstToken.p95, direct?.p95)} | ` +
+        `${Number.isFinite(row.perSecond) ? row.perSecond.toFixed(1) : 'n/a'} |`,
+    );
+  }
+  const failed = rows.filter((row) => row.firstFailure);
+  for (const row of failed) lines.push('', `First failure of ${row.arm} × ${row.clients}: \`${row.firstFailure}\``);
+  return lines.join('\n');
+}
+
+const startedAt = Date.now();
+const phases: Array<{ title: string; rows: ArmFigures[] }> = [];
+let failure: string | undefined;
+
+/** One message to the agent chat before the load: a missing or broken endpoint stops the agent arm, clearly. */
+async function probeAgentChat(target: (sessionId: string) => Target, body: (sessionId: string) => string) {
+  const sessionId = `bench-agents-probe-${randomBytes(4).toString('hex')}`;
+  const sample = await postAgentChat(target(sessionId), body(sessionId));
+  if (!sample.ok)
+    throw new Error(`POST /chat/stream/{session_id} failed: ${sample.failure ?? `HTTP ${sample.status}`}`);
+}
+
+async function runPhases(platform: Platform, upstreamUrl: string): Promise<void> {
+  const key = await createBenchKey(platform);
+  const direct: Target = { url: `${upstreamUrl}/v1/chat/completions`, headers: { authorization: 'Bearer bench' } };
+  const directBody = JSON.stringify({
+    model: upstreamModel,
+    messages: [{ role: 'user', content: prompt }],
+    stream: true,
+  });
+  const runId = randomBytes(4).toString('hex');
+  let sessions = 0;
+  const agentTarget = (sessionId: string): Target => ({
+    url: `${platform.agentsUrl}/chat/stream/${encodeURIComponent(sessionId)}`,
+    headers: { authorization: `Bearer ${key}` },
+  });
+  const agentBody = (sessionId: string) => JSON.stringify({ message: prompt, session_id: sessionId });
+  const agentCall = () => {
+    const sessionId = `bench-agents-${runId}-${(sessions += 1)}`;
+    return postAgentChat(agentTarget(sessionId), agentBody(sessionId));
+  };
+  const directCall = () => post(direct, directBody, true);
+
+  const busy = await waitUntilIdle(() => shippedProcesses(platform), { maxBusy: 0.05, timeoutMs: 60_000 });
+  log(`platform idle (${(busy * 100).toFixed(0)} % of a core)`);
+  let agentBroken: string | undefined;
+  try {
+    await probeAgentChat(agentTarget, agentBody);
+  } catch (error) {
+    agentBroken = error instanceof Error ? error.message : String(error);
+    log(agentBroken);
+  }
+  for (const clients of [1, 8]) {
+    const title = clients === 1 ? `${messages} messages, one after another` : `${messages} messages from 8 clients`;
+    log(title);
+    const rows = [await measure('direct', clients, directCall, [])];
+    if (!agentBroken) rows.push(await measure('agent chat', clients, agentCall, []));
+    phases.push({ title, rows });
+  }
+  if (agentBroken) throw new Error(agentBroken);
+}
+
+async function writeReport(): Promise<void> {
+  const sections = phases.flatMap((phase) => [`## ${phase.title}`, '', phaseTable(phase.rows), '']);
+  const report = [
+    '# Tessera agent-chat benchmark',
+    '',
+    `${machineLine()}${quick ? ' — **QUICK run (BENCH_QUICK=1): a smoke test, not figures**' : ''}. ` +
+      '`npm run bench:agents`. `npm start` as shipped (persistent Temporal dev server, embedded PostgreSQL, the API ' +
+      'serving the gateway and the agent service with its in-process worker, the background worker) in its own ' +
+      'processes, data directory and ports, with a metered business key; the one setting changed is ' +
+      '`AGENT_IP_LIMIT_PER_MINUTE=0` (all the load comes from one IP). Upstream: the provider simulator in its own ' +
+      'process, answering at once; load: closed loop from the bench process over node:http keep-alive, everything on ' +
+      'the same cores. Times in ms from the request to the event.',
+    '',
+    '**direct**: `POST <simulator>/v1/chat/completions` with `stream: true` (model ' +
+      `\`${upstreamModel}\`), timed to its first content chunk. **agent chat**: \`POST /chat/stream/{session_id}\` ` +
+      'on the agent service, each message in a new session, timed to its `routed` event and its first `token` ' +
+      'event; it routes the message (a model call of its own) before the agent answers. "Added" and "ratio" compare ' +
+      'the first token with the direct arm in the same phase.',
+    '',
+    ...(failure ? [`**The run failed:** ${failure}`, ''] : []),
+    ...sections,
+    `Bench wall time: ${((Date.now() - startedAt) / 1000).toFixed(0)} s.`,
+    '',
+  ].join('\n');
+  await writeMarkdown(new URL('./agents-results.md', import.meta.url), report);
+  log('wrote bench/agents-results.md');
+}
+
+let upstream: Awaited<ReturnType<typeof startUpstream>> | undefined;
+let platform: Platform | undefined;
+let exitCode = 0;
+try {
+  if (!Number.isInteger(messages) || messages < 1) throw new Error('BENCH_AGENTS_N must be a positive integer');
+  await rm(benchDir, { recursive: true, force: true });
+  await mkdir(logDir, { recursive: true });
+  log(`logs in ${logDir}`);
+  upstream = await startUpstream(ports.upstream, logDir);
+  log('starting `npm start` (first run of its data directory: dev server store, embedded PostgreSQL, migrations)');
+  platform = await startShipped({
+    port: ports.shipped,
+    temporalPort: ports.temporal,
+    postgresPort: ports.postgres,
+    dataDir: join(benchDir, 'npm-start-data'),
+    upstreamUrl: upstream.url,
+    masterKey: `te_bench_${randomBytes(16).toString('hex')}`,
+    logDir,
+    environment: { AGENT_IP_LIMIT_PER_MINUTE: '0' },
+  });
+  log(`gateway ${platform.url}, agent service ${platform.agentsUrl}`);
+  await runPhases(platform, upstream.url);
+} catch (error) {
+  exitCode = 1;
+  failure = error instanceof Error ? error.message : String(error);
+  log(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+} finally {
+  agent.destroy();
+  if (platform) {
+    log('stopping `npm start`');
+    await platform.stop().catch(() => undefined);
+  }
+  await upstream?.child.stop(5_000);
+}
+await writeReport();
+process.exitCode = exitCode;
+setTimeout(() => process.exit(exitCode), 5_000).unref();
