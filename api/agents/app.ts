@@ -6,17 +6,29 @@
  *
  * Areas (one folder each under api/agents/routes/): auth (logins, linking, keys), agents (catalogue and custom
  * agents), chat (routed streaming chat, agent loops, approvals, history), memory, billing.
+ *
+ * Callers (api/auth.ts): the `tessera_session` cookie of a magic-link or Google login (api/services/logins/), an
+ * `Authorization: Bearer te_…` key, or `X-API-Key` on `/api/v1/*`.
  */
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Settings } from '../../config/settings.ts';
-import { authenticateCaller, type CallerState, type WebSessionResolver } from '../auth.ts';
+import { authenticateCaller, type CallerState } from '../auth.ts';
 import { errorRenderer } from '../errors.ts';
 import type { AppDependencies } from '../gateway/app.ts';
 import { Metrics, requestObserver } from '../observability.ts';
 import type { RateLimits, Subject } from '../rate-limit.ts';
+import { createMailer } from '../../activities/mail/mailer.ts';
 import { ApiKeyService } from '../services/apikeys/service.ts';
+import { BillingService } from '../services/billing/service.ts';
+import { Linking } from '../services/chat/linking.ts';
+import { GoogleLogin } from '../services/logins/google.ts';
+import { MagicLinks } from '../services/logins/magic-links.ts';
+import { TokenCipher } from '../services/logins/token-cipher.ts';
+import { WebSessions } from '../services/logins/web-sessions.ts';
+import { authRoutes } from './routes/auth/routes.ts';
+import { billingRoutes, billingWebhookRoutes } from './routes/billing/routes.ts';
 
 export interface AgentAppDependencies extends AppDependencies {
   settings: Settings;
@@ -58,6 +70,16 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
   });
   app.use(open.routes()).use(open.allowedMethods({ throw: true }));
 
+  const billing = new BillingService({
+    orm: dependencies.orm,
+    plans: dependencies.plans,
+    settings: dependencies.billing ?? settings,
+    logger,
+  });
+  // Signed by Stripe over the raw body: before the body parser.
+  const webhook = billingWebhookRoutes(billing);
+  app.use(webhook.routes()).use(webhook.allowedMethods({ throw: true }));
+
   app.use(bodyParser({ enableTypes: ['json'], jsonLimit: '12mb', encoding: 'utf-8' }));
   const keys = new ApiKeyService({
     orm: dependencies.orm,
@@ -66,7 +88,7 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
     accounts: dependencies.accounts,
     principals: dependencies.principals,
   });
-  const sessions: WebSessionResolver | null = null;
+  const sessions = new WebSessions(dependencies.pool);
   const isAllowed = allowedOrigins(settings);
   const routes = new Router<CallerState>();
   routes.use(
@@ -75,8 +97,69 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
       return origin !== '' && isAllowed(origin, context.origin);
     }),
   );
+  routes.use(
+    authRoutes({
+      settings,
+      pool: dependencies.pool,
+      keys,
+      sessions,
+      magicLinks: new MagicLinks({
+        pool: dependencies.pool,
+        mailer: createMailer({
+          pool: dependencies.pool,
+          smtpUrl: settings.SMTP_URL,
+          from: settings.MAIL_FROM,
+          log: (line) => logger.info(line),
+        }),
+        productName: 'Tessera',
+      }),
+      ...googleLogin(dependencies, keys),
+      ledger: dependencies.ledger,
+      conversations: dependencies.conversations,
+      linking: new Linking({
+        conversations: dependencies.conversations,
+        limits: dependencies.rateLimits,
+        toolSettings: dependencies.toolSettings,
+        messengers: dependencies.messengers,
+      }),
+      limits: dependencies.rateLimits,
+      log: (fields, message) => logger.error(fields, message),
+    }).routes(),
+  );
+  routes.use(billingRoutes(billing, dependencies.plans).routes());
   app.use(routes.routes()).use(routes.allowedMethods({ throw: true }));
   return app;
+}
+
+/** Google login when GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET and TOKEN_ENCRYPTION_KEY are set; else why not. */
+function googleLogin(
+  dependencies: AgentAppDependencies,
+  keys: ApiKeyService,
+): { google: GoogleLogin | null; googleUnavailable: string } {
+  const { settings } = dependencies;
+  if (!settings.GOOGLE_CLIENT_ID || !settings.GOOGLE_CLIENT_SECRET) {
+    return {
+      google: null,
+      googleUnavailable: 'Google login is not configured: set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET',
+    };
+  }
+  if (!settings.TOKEN_ENCRYPTION_KEY) {
+    return {
+      google: null,
+      googleUnavailable: 'Google login needs TOKEN_ENCRYPTION_KEY (refresh tokens are stored encrypted with it)',
+    };
+  }
+  const google = new GoogleLogin({
+    settings: {
+      clientId: settings.GOOGLE_CLIENT_ID,
+      clientSecret: settings.GOOGLE_CLIENT_SECRET,
+      issuer: settings.GOOGLE_ISSUER,
+    },
+    pool: dependencies.pool,
+    keys,
+    cipher: new TokenCipher(settings.TOKEN_ENCRYPTION_KEY),
+  });
+  return { google, googleUnavailable: '' };
 }
 
 function refererOrigin(referer: string): string {

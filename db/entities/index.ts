@@ -5,12 +5,17 @@ import { ChatMessage } from './chat-message.entity.ts';
 import { ChatSession } from './chat-session.entity.ts';
 import { ChatTurn } from './chat-turn.entity.ts';
 import { CreditLedgerEntry } from './credit-ledger-entry.entity.ts';
+import { LoginToken } from './login-token.entity.ts';
 import { MessengerEvent } from './messenger-event.entity.ts';
+import { OAuthIdentity } from './oauth-identity.entity.ts';
+import { OAuthLoginState } from './oauth-login-state.entity.ts';
 import { ProviderBreaker } from './provider-breaker.entity.ts';
 import { RateLimitBucket } from './rate-limit-bucket.entity.ts';
+import { SentMail } from './sent-mail.entity.ts';
 import { StreamChunk } from './stream-chunk.entity.ts';
 import { StripeEvent } from './stripe-event.entity.ts';
 import { User } from './user.entity.ts';
+import { WebSession } from './web-session.entity.ts';
 
 export {
   ApiKey,
@@ -20,12 +25,17 @@ export {
   ChatSession,
   ChatTurn,
   CreditLedgerEntry,
+  LoginToken,
   MessengerEvent,
+  OAuthIdentity,
+  OAuthLoginState,
   ProviderBreaker,
   RateLimitBucket,
+  SentMail,
   StreamChunk,
   StripeEvent,
   User,
+  WebSession,
 };
 
 export const entities = [
@@ -42,4 +52,9 @@ export const entities = [
   ChatTurn,
   ChatLinkCode,
   MessengerEvent,
+  LoginToken,
+  WebSession,
+  OAuthIdentity,
+  OAuthLoginState,
+  SentMail,
 ];
