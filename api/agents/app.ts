@@ -14,7 +14,7 @@ import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Settings } from '../../config/settings.ts';
-import { authenticateCaller, type CallerState } from '../auth.ts';
+import { authenticateCaller, serviceOrigin, type CallerState } from '../auth.ts';
 import { errorRenderer } from '../errors.ts';
 import type { AppDependencies } from '../gateway/app.ts';
 import { Metrics, requestObserver } from '../observability.ts';
@@ -90,13 +90,15 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
   });
   const sessions = new WebSessions(dependencies.pool);
   const isAllowed = allowedOrigins(settings);
-  const routes = new Router<CallerState>();
-  routes.use(
+  // On every request, not as router middleware (which runs only when a route matches): a credential that is sent is
+  // checked before routing, so a bad key is a 401 on any path (X-API-Key on an unknown /api/v1/ path too).
+  app.use(
     authenticateCaller(keys, sessions, (context) => {
       const origin = context.get('origin') || refererOrigin(context.get('referer'));
-      return origin !== '' && isAllowed(origin, context.origin);
-    }),
+      return origin !== '' && isAllowed(origin, serviceOrigin(context));
+    }) as Koa.Middleware,
   );
+  const routes = new Router<CallerState>();
   routes.use(
     authRoutes({
       settings,

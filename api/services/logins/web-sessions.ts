@@ -97,7 +97,7 @@ export function setCookie(
 }
 
 export function setSessionCookie(context: Context, token: string, expiresAt: Date, secure: boolean): void {
-  const maxAgeSeconds = Math.floor((expiresAt.getTime() - Date.now()) / 1000);
+  const maxAgeSeconds = Math.round((expiresAt.getTime() - Date.now()) / 1000);
   setCookie(context, sessionCookieName, token, { maxAgeSeconds, path: '/', secure });
 }
 

@@ -25,7 +25,7 @@ import { messengerChannels } from '../../../../activities/conversations/conversa
 import type { CreditLedger } from '../../../../activities/credits/credit-ledger.ts';
 import type { Settings } from '../../../../config/settings.ts';
 import type { Pool } from '../../../../db/pool.ts';
-import { requireCaller, type CallerState } from '../../../auth.ts';
+import { requireCaller, serviceOrigin, type CallerState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
 import type { RateLimits } from '../../../rate-limit.ts';
 import type { ApiKeyService, Principal } from '../../../services/apikeys/service.ts';
@@ -74,8 +74,9 @@ export function authRoutes(dependencies: AuthRouteDependencies) {
   /** The origin links for a browser are built on (see the file comment). */
   const publicBase = (context: Context): string => {
     if (settings.AGENT_PUBLIC_URL) return settings.AGENT_PUBLIC_URL;
+    const own = serviceOrigin(context);
     const loopback = ['localhost', '127.0.0.1', '[::1]', '::1'].includes(context.hostname);
-    if (loopback || allowed.has(context.origin)) return context.origin;
+    if (loopback || allowed.has(own)) return own;
     throw new ApiError(
       'service_unavailable',
       'Set AGENT_PUBLIC_URL: links for a browser are only built on this request’s host when it is local',

@@ -3,7 +3,10 @@ import { z } from 'zod';
 
 /** `POST /auth/register`. */
 export const registerBodySchema = z.object({
-  email: z.email({ error: 'email must be an e-mail address' }).max(254),
+  email: z.preprocess(
+    (value) => (typeof value === 'string' ? value.trim() : value),
+    z.email({ error: 'email must be an e-mail address' }).max(254),
+  ),
 });
 
 /** `GET /auth/verify?token=`: the token is 32 random bytes in base64url; anything else cannot be one. */
