@@ -91,6 +91,14 @@ export function authenticateCaller(
   };
 }
 
+/**
+ * This service's origin as the request reached it (`protocol://host`, behind a proxy from X-Forwarded-Proto/Host
+ * since the apps set `proxy`). Not Koa's `ctx.origin`: in Koa 3 that is the request's Origin header.
+ */
+export function serviceOrigin(context: { protocol: string; host: string }): string {
+  return `${context.protocol}://${context.host}`;
+}
+
 /** The caller's principal, or a 401 naming the ways to log in. */
 export function requireCaller(state: CallerState): Principal {
   if (!state.principal) {

@@ -109,6 +109,8 @@ const settingsSchema = z.object({
   GOOGLE_CLIENT_ID: optionalText(z.string()),
   GOOGLE_CLIENT_SECRET: optionalText(z.string()),
   GOOGLE_ISSUER: z.url().default('https://accounts.google.com'),
+  /** The assistant's name, shown by `GET /auth/me` (`ai_name`). */
+  AGENT_AI_NAME: z.string().trim().min(1).max(80).default('Tessera'),
   /** The model agents answer with when their definition names none, and the fast model routing and suggestions use. */
   AGENT_DEFAULT_MODEL: z.string().min(1).default('gpt-4o-mini'),
   AGENT_ROUTER_MODEL: z.string().min(1).default('gpt-4o-mini'),

@@ -58,6 +58,13 @@ if (!environment.MASTER_KEY) {
   environment.MASTER_KEY = readFileSync(keyFile, 'utf8').trim();
 }
 
+// Encrypts OAuth refresh tokens at rest (api/services/logins/token-cipher.ts): generated once, like the master key.
+if (!environment.TOKEN_ENCRYPTION_KEY) {
+  const keyFile = `${dataDir}/token-key`;
+  if (!existsSync(keyFile)) writeFileSync(keyFile, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600 });
+  environment.TOKEN_ENCRYPTION_KEY = readFileSync(keyFile, 'utf8').trim();
+}
+
 const gateway = await startGateway(environment);
 // The worker runs with this process's Node flags (bootstrap.sh sets the heap's young generation).
 const worker = spawn(process.execPath, [...process.execArgv, `${root}worker/main.ts`], {
@@ -73,6 +80,7 @@ const banner = [
   `  Gateway API        ${gateway.url}   (OpenAI SDK base URL: ${gateway.url}/v1)`,
   `  Agent service      ${gateway.agents?.url ?? 'off (API_SERVICES)'}`,
   `  Login e-mail       ${environment.SMTP_URL ? `SMTP (${new URL(environment.SMTP_URL).host})` : 'no SMTP_URL: magic links are written to this log instead of sent'}`,
+  `  Google login       ${environment.GOOGLE_CLIENT_ID ? `on (${environment.GOOGLE_ISSUER ?? 'https://accounts.google.com'})` : 'off (set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET)'}`,
   `  Temporal Web UI    http://127.0.0.1:${environment.TEMPORAL_UI_PORT ?? 8233}${temporal.startedHere ? '' : '   (existing server)'}`,
   `  Temporal server    ${temporal.address}`,
   `  Database           ${database.embedded ? `embedded PostgreSQL under ${dataDir}/postgres` : 'DATABASE_URL'}`,

@@ -31,6 +31,7 @@ import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { ConversationStore } from '../activities/conversations/conversation-store.ts';
 import type { ToolServices, ToolSettings } from '../activities/tools/tool.ts';
 import { MemoryStore } from '../activities/memory/memory-store.ts';
+import { createMailer } from '../activities/mail/mailer.ts';
 import { openPool, type Pool } from '../db/pool.ts';
 
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -153,9 +154,13 @@ export function createWorkerDependencies(
   });
   const conversations = new ConversationStore(pool);
   const memories = new MemoryStore(pool);
+  // Outgoing mail (send_email) only where an SMTP server is configured: the tool is not offered otherwise.
+  const mail = settings.SMTP_URL
+    ? createMailer({ pool, smtpUrl: settings.SMTP_URL, from: settings.MAIL_FROM, log: (line) => console.log(line) })
+    : undefined;
   return {
     memories,
-    toolServices: { memories },
+    toolServices: { memories, ...(mail ? { mail } : {}) },
     pool,
     conversations,
     toolSettings: toolSettingsOf(settings),

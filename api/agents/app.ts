@@ -5,8 +5,11 @@
  * (spec 8), webhooks that sign their raw body, body parser, caller authentication, then each area's routes.
  *
  * Areas (one folder each under api/agents/routes/): auth (logins, linking, keys), agents (catalogue and custom
- * agents), chat (routed streaming chat, agent loops, approvals, history), suggest (follow-up questions), memory,
- * billing.
+ * agents), chat (routed streaming chat, agent loops, approvals), history (sessions, search, usage), suggest
+ * (follow-up questions), memory, billing.
+ *
+ * Callers (api/auth.ts): the `tessera_session` cookie of a magic-link or Google login (api/services/logins/), an
+ * `Authorization: Bearer te_…` key, or `X-API-Key` on `/api/v1/*`.
  */
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
@@ -14,7 +17,7 @@ import Koa from 'koa';
 import { Router as CompletionRouter } from '../../activities/routing/router.ts';
 import { loadAgents } from '../../config/load-agents.ts';
 import type { Settings } from '../../config/settings.ts';
-import { authenticateCaller, type CallerState, type WebSessionResolver } from '../auth.ts';
+import { authenticateCaller, serviceOrigin, type CallerState } from '../auth.ts';
 import { errorRenderer } from '../errors.ts';
 import type { AppDependencies } from '../gateway/app.ts';
 import { Admission } from '../gateway/admission.ts';
@@ -32,6 +35,15 @@ import { agentRoutes } from './routes/agents/routes.ts';
 import { memoryRoutes } from './routes/memory/routes.ts';
 import { UsageService } from '../services/usage/service.ts';
 import { historyRoutes } from './routes/history/routes.ts';
+import { createMailer } from '../../activities/mail/mailer.ts';
+import { BillingService } from '../services/billing/service.ts';
+import { Linking } from '../services/chat/linking.ts';
+import { GoogleLogin, googleStatus } from '../services/logins/google.ts';
+import { MagicLinks } from '../services/logins/magic-links.ts';
+import { TokenCipher } from '../services/logins/token-cipher.ts';
+import { WebSessions } from '../services/logins/web-sessions.ts';
+import { authRoutes } from './routes/auth/routes.ts';
+import { billingRoutes, billingWebhookRoutes } from './routes/billing/routes.ts';
 
 export interface AgentAppDependencies extends AppDependencies {
   settings: Settings;
@@ -73,6 +85,16 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
   });
   app.use(open.routes()).use(open.allowedMethods({ throw: true }));
 
+  const billing = new BillingService({
+    orm: dependencies.orm,
+    plans: dependencies.plans,
+    settings: dependencies.billing ?? settings,
+    logger,
+  });
+  // Signed by Stripe over the raw body: before the body parser.
+  const webhook = billingWebhookRoutes(billing);
+  app.use(webhook.routes()).use(webhook.allowedMethods({ throw: true }));
+
   app.use(bodyParser({ enableTypes: ['json'], jsonLimit: '12mb', encoding: 'utf-8' }));
   const keys = new ApiKeyService({
     orm: dependencies.orm,
@@ -81,15 +103,47 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
     accounts: dependencies.accounts,
     principals: dependencies.principals,
   });
-  const sessions: WebSessionResolver | null = null;
+  const sessions = new WebSessions(dependencies.pool);
   const isAllowed = allowedOrigins(settings);
-  const routes = new Router<CallerState>();
-  routes.use(
+  // On every request, not as router middleware (which runs only when a route matches): a credential that is sent is
+  // checked before routing, so a bad key is a 401 on any path (X-API-Key on an unknown /api/v1/ path too).
+  app.use(
     authenticateCaller(keys, sessions, (context) => {
       const origin = context.get('origin') || refererOrigin(context.get('referer'));
-      return origin !== '' && isAllowed(origin, context.origin);
-    }),
+      return origin !== '' && isAllowed(origin, serviceOrigin(context));
+    }) as Koa.Middleware,
   );
+  const routes = new Router<CallerState>();
+  routes.use(
+    authRoutes({
+      settings,
+      pool: dependencies.pool,
+      keys,
+      sessions,
+      magicLinks: new MagicLinks({
+        pool: dependencies.pool,
+        mailer: createMailer({
+          pool: dependencies.pool,
+          smtpUrl: settings.SMTP_URL,
+          from: settings.MAIL_FROM,
+          log: (line) => logger.info(line),
+        }),
+        productName: 'Tessera',
+      }),
+      ...googleLogin(dependencies, keys),
+      ledger: dependencies.ledger,
+      conversations: dependencies.conversations,
+      linking: new Linking({
+        conversations: dependencies.conversations,
+        limits: dependencies.rateLimits,
+        toolSettings: dependencies.toolSettings,
+        messengers: dependencies.messengers,
+      }),
+      limits: dependencies.rateLimits,
+      log: (fields, message) => logger.error(fields, message),
+    }).routes(),
+  );
+  routes.use(billingRoutes(billing, dependencies.plans).routes());
   const oneShot = oneShotCompletions(dependencies);
   routes.use(suggestRoutes({ ...oneShot, model: settings.AGENT_ROUTER_MODEL }).routes());
   // The agent catalogue is validated here, at start-up: a bad file stops the process.
@@ -128,6 +182,7 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
     },
     toolSettings: dependencies.toolSettings,
     catalogue: dependencies.catalogue.catalogue,
+    workspaceConnected: async (userId) => (await googleStatus(dependencies.pool, userId)).workspace_scopes_granted,
     settings: {
       maxIterations: settings.AGENT_LOOP_MAX_ITERATIONS,
       approvalTimeoutMs: settings.AGENT_APPROVAL_TIMEOUT,
@@ -165,6 +220,37 @@ function oneShotCompletions(dependencies: AgentAppDependencies) {
     ledger: dependencies.ledger,
   });
   return { router, completions, admission, conversations: dependencies.conversations };
+}
+
+/** Google login when GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET and TOKEN_ENCRYPTION_KEY are set; else why not. */
+function googleLogin(
+  dependencies: AgentAppDependencies,
+  keys: ApiKeyService,
+): { google: GoogleLogin | null; googleUnavailable: string } {
+  const { settings } = dependencies;
+  if (!settings.GOOGLE_CLIENT_ID || !settings.GOOGLE_CLIENT_SECRET) {
+    return {
+      google: null,
+      googleUnavailable: 'Google login is not configured: set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET',
+    };
+  }
+  if (!settings.TOKEN_ENCRYPTION_KEY) {
+    return {
+      google: null,
+      googleUnavailable: 'Google login needs TOKEN_ENCRYPTION_KEY (refresh tokens are stored encrypted with it)',
+    };
+  }
+  const google = new GoogleLogin({
+    settings: {
+      clientId: settings.GOOGLE_CLIENT_ID,
+      clientSecret: settings.GOOGLE_CLIENT_SECRET,
+      issuer: settings.GOOGLE_ISSUER,
+    },
+    pool: dependencies.pool,
+    keys,
+    cipher: new TokenCipher(settings.TOKEN_ENCRYPTION_KEY),
+  });
+  return { google, googleUnavailable: '' };
 }
 
 function refererOrigin(referer: string): string {

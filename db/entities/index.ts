@@ -7,12 +7,17 @@ import { ChatTurn } from './chat-turn.entity.ts';
 import { AgentModelChoice, CustomAgent } from './custom-agent.entity.ts';
 import { CreditLedgerEntry } from './credit-ledger-entry.entity.ts';
 import { Memory } from './memory.entity.ts';
+import { LoginToken } from './login-token.entity.ts';
 import { MessengerEvent } from './messenger-event.entity.ts';
+import { OAuthIdentity } from './oauth-identity.entity.ts';
+import { OAuthLoginState } from './oauth-login-state.entity.ts';
 import { ProviderBreaker } from './provider-breaker.entity.ts';
 import { RateLimitBucket } from './rate-limit-bucket.entity.ts';
+import { SentMail } from './sent-mail.entity.ts';
 import { StreamChunk } from './stream-chunk.entity.ts';
 import { StripeEvent } from './stripe-event.entity.ts';
 import { User } from './user.entity.ts';
+import { WebSession } from './web-session.entity.ts';
 
 export {
   AgentModelChoice,
@@ -25,12 +30,17 @@ export {
   CreditLedgerEntry,
   CustomAgent,
   Memory,
+  LoginToken,
   MessengerEvent,
+  OAuthIdentity,
+  OAuthLoginState,
   ProviderBreaker,
   RateLimitBucket,
+  SentMail,
   StreamChunk,
   StripeEvent,
   User,
+  WebSession,
 };
 
 export const entities = [
@@ -50,4 +60,9 @@ export const entities = [
   CustomAgent,
   AgentModelChoice,
   Memory,
+  LoginToken,
+  WebSession,
+  OAuthIdentity,
+  OAuthLoginState,
+  SentMail,
 ];

@@ -87,6 +87,10 @@ class StreamReader {
     }
   }
 
+  async cancel(): Promise<void> {
+    await this.iterator.return?.();
+  }
+
   async rest(): Promise<Received[]> {
     await this.until('[DONE]');
     return this.events;
@@ -374,7 +378,7 @@ describe('agent loops', () => {
     const first = new StreamReader(response);
     await first.until('iteration');
     const lastId = first.events.at(-1)!.id!;
-    await response.body?.cancel();
+    await first.cancel();
     const again = await platform.agents(`/chat/turns/${turnId}/stream`, {
       key,
       headers: { 'last-event-id': lastId },

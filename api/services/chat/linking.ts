@@ -28,6 +28,13 @@ export type LinkCommand = { kind: 'issue' } | { kind: 'redeem'; code: string } |
 
 type Session = SessionRef & { owner: string };
 
+/** What a link attempt came to; `target` is the session joined (when linked or already linked). */
+export interface LinkOutcome {
+  status: 'linked' | 'already' | 'busy' | 'foreign' | 'unknown' | 'invalid' | 'same' | 'limited';
+  message: string;
+  target?: Session;
+}
+
 /**
  * The linking command a message is, if any: `/link`, `/link 123456`, Telegram's `/start <payload>`, or (from a
  * messaging app) a bare linkable session id.
@@ -71,28 +78,51 @@ export class Linking {
       const minutes = linkCodeLifetimeMs / 60_000;
       return `Your link code is ${code}. Type "/link ${code}" in the other chat (web, LINE or Telegram) within ${minutes} minutes to share this conversation there.`;
     }
+    return (await this.join(session, command)).message;
+  }
+
+  /**
+   * Joins `session` to the session a code or linkable id names (ways 2 and 3), counted against the owner's
+   * attempts: the outcome, and what to tell the user. The agent service's `POST /link/verify` answers by `status`.
+   */
+  async join(session: Session, command: Exclude<LinkCommand, { kind: 'issue' }>): Promise<LinkOutcome> {
+    const { conversations } = this.dependencies;
     const refusal = await this.attempt(session);
-    if (refusal) return refusal;
+    if (refusal) return { status: 'limited', message: refusal };
     let target: Session | null;
     if (command.kind === 'redeem') {
-      if (!/^\d{6}$/.test(command.code)) return 'A link code has 6 digits: type "/link 123456".';
+      if (!/^\d{6}$/.test(command.code))
+        return { status: 'invalid', message: 'A link code has 6 digits: type "/link 123456".' };
       target = await conversations.redeemLinkCode(command.code);
-      if (!target) return 'That link code is unknown or has expired. Type /link in the other chat for a new one.';
+      if (!target) {
+        return {
+          status: 'unknown',
+          message: 'That link code is unknown or has expired. Type /link in the other chat for a new one.',
+        };
+      }
     } else {
       target = await conversations.linkableSession(command.key);
       if (!target) {
-        return 'No session can be linked by that id. Type /link in the other chat and send "/link CODE" here.';
+        return {
+          status: 'unknown',
+          message: 'No session can be linked by that id. Type /link in the other chat and send "/link CODE" here.',
+        };
       }
     }
-    if (target.sessionId === session.sessionId) return 'That code was made in this chat: use it in another one.';
+    if (target.sessionId === session.sessionId) {
+      return { status: 'same', message: 'That code was made in this chat: use it in another one.' };
+    }
     const linked = await conversations.linkConversations(session.conversationId, target.conversationId);
     switch (linked.status) {
       case 'already':
-        return 'These chats are already linked.';
+        return { status: 'already', message: 'These chats are already linked.', target };
       case 'busy':
-        return 'A message is still being answered; try linking again in a moment.';
+        return { status: 'busy', message: 'A message is still being answered; try linking again in a moment.' };
       case 'foreign':
-        return 'These chats belong to two different accounts and cannot be linked.';
+        return {
+          status: 'foreign',
+          message: 'These chats belong to two different accounts and cannot be linked.',
+        };
       case 'linked':
         await mergeSandbox(
           this.dependencies.toolSettings,
@@ -100,7 +130,11 @@ export class Linking {
           target.conversationId,
           session.channel,
         );
-        return `Linked: this chat now shares one conversation with ${target.channel} (${target.key}).`;
+        return {
+          status: 'linked',
+          message: `Linked: this chat now shares one conversation with ${target.channel} (${target.key}).`,
+          target,
+        };
     }
   }
 

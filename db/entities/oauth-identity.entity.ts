@@ -1,0 +1,27 @@
+import { defineEntity, p } from '@mikro-orm/core';
+import { User } from './user.entity.ts';
+
+/**
+ * An account at an identity provider (Google) joined to a user: the scopes it granted, and its refresh token
+ * encrypted with AES-256-GCM (api/services/logins/token-cipher.ts), for the workspace tools to act for the user.
+ */
+export const OAuthIdentity = defineEntity({
+  name: 'OAuthIdentity',
+  tableName: 'oauth_identities',
+  properties: {
+    id: p.string().primary(),
+    user: () => p.manyToOne(User).index(),
+    /** `google`. */
+    provider: p.string(),
+    /** The provider's stable id for the account (`sub`). */
+    subject: p.string(),
+    /** The verified e-mail the provider vouched for at the last login. */
+    email: p.string(),
+    scopes: p.json<string[]>(),
+    /** `v1.<iv>.<tag>.<ciphertext>` (base64url); null when the provider granted none. */
+    refreshTokenEncrypted: p.text().nullable(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    updatedAt: p.datetime().onCreate(() => new Date()),
+  },
+  uniques: [{ properties: ['provider', 'subject'] }],
+});
