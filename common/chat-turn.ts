@@ -95,6 +95,8 @@ export interface LoopCarry {
   /** Messages of this turn stored so far (their positions continue from here). */
   storedMessages: number;
   plan: PlanStep[];
+  /** A cancellation that arrived while the previous run ended (signals are not carried over on their own). */
+  cancelledBy?: string;
 }
 
 /** The marker an agent loop's iteration ends with. */

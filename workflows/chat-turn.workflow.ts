@@ -17,11 +17,12 @@ import {
   ActivityFailure,
   ApplicationFailure,
   condition,
+  ContinueAsNew,
   continueAsNew,
   defineQuery,
-  defineSignal,
   defineUpdate,
   proxyLocalActivities,
+  proxyActivities,
   setHandler,
 } from '@temporalio/workflow';
 import type { ChatActivities } from '../activities/chat-activities.ts';
@@ -52,6 +53,12 @@ const { beginTurn, finishTurn, resumeTurn, storeMessages, publishEvents } = prox
   retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '10s' },
 });
 
+// A loop's finished iteration is stored by a regular activity, which ends the workflow task (see below).
+const { storeMessages: storeIteration } = proxyActivities<ChatActivities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '10s' },
+});
+
 export interface ChatTurnTrace {
   status: 'running';
   attempts: Attempt[];
@@ -66,8 +73,12 @@ export const chatTurnTraceQuery = defineQuery<ChatTurnTrace>('trace');
 /** A person's decision on a tool call waiting for approval; refused unless that call waits and `by` owns the turn. */
 export const decideApprovalUpdate = defineUpdate<{ approved: boolean }, [ApprovalDecision]>('decideApproval');
 
-/** Stops an agent loop after its current iteration. */
-export const cancelLoopSignal = defineSignal<[{ by: string }]>('cancelLoop');
+/**
+ * Stops an agent loop after its current iteration; only the session's owner may. An update rather than a signal: a
+ * signal that arrives while a workflow task runs makes the server refuse that task's commands, and a loop's task runs
+ * a whole iteration of local activities, whose events the client already saw; an update waits for the task to end.
+ */
+export const cancelLoopUpdate = defineUpdate<{ cancelling: boolean }, [{ by: string }]>('cancelLoop');
 
 const defaultApprovalTimeoutMs = 15 * 60_000;
 
@@ -77,7 +88,7 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
   const toolCalls: ChatTurnTrace['toolCalls'] = [];
   let pending: (ChatTurnTrace['pendingApproval'] & { decision?: ApprovalDecision }) | null = null;
   const decided = new Set<string>();
-  let cancelled: { by: string } | null = null;
+  let cancelled: { by: string } | null = carry?.cancelledBy ? { by: carry.cancelledBy } : null;
   let iteration = carry?.iteration ?? 1;
   setHandler(chatTurnTraceQuery, () => ({
     status: 'running',
@@ -98,7 +109,10 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
           throw ApplicationFailure.create({ type: 'conflict', message: 'This approval was already decided' });
         }
         if (!pending || pending.approvalId !== decision.approvalId || pending.decision) {
-          throw ApplicationFailure.create({ type: 'not_found', message: `No approval ${decision.approvalId} is waiting` });
+          throw ApplicationFailure.create({
+            type: 'not_found',
+            message: `No approval ${decision.approvalId} is waiting`,
+          });
         }
         if (!input.owner || decision.by !== input.owner) {
           throw ApplicationFailure.create({
@@ -109,9 +123,21 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
       },
     },
   );
-  setHandler(cancelLoopSignal, (request) => {
-    cancelled ??= request;
-  });
+  setHandler(
+    cancelLoopUpdate,
+    (request) => {
+      cancelled ??= request;
+      return { cancelling: true };
+    },
+    {
+      validator: (request) => {
+        if (!input.loop) throw ApplicationFailure.create({ type: 'conflict', message: 'This turn is not a loop' });
+        if (!input.owner || request.by !== input.owner) {
+          throw ApplicationFailure.create({ type: 'not_found', message: 'No such loop' });
+        }
+      },
+    },
+  );
   const target = {
     turnId: input.turnId,
     conversationId: input.conversationId,
@@ -305,9 +331,17 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
         events: [
           {
             seq: at,
-            event: { type: 'tool-start', callId: call.id, name: call.function.name, arguments: call.function.arguments },
+            event: {
+              type: 'tool-start',
+              callId: call.id,
+              name: call.function.name,
+              arguments: call.function.arguments,
+            },
           },
-          { seq: at + 1, event: { type: 'tool-result', callId: call.id, name: call.function.name, ok: false, content } },
+          {
+            seq: at + 1,
+            event: { type: 'tool-result', callId: call.id, name: call.function.name, ok: false, content },
+          },
         ],
       });
       return { ok: false, content };
@@ -338,6 +372,11 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
         }
       }
       if (!input.loop) break;
+      // The iteration is stored by a regular activity: the workflow task ends there, so the iteration's work is
+      // committed and a cancellation sent meanwhile is seen before the decision.
+      await storeIteration({ ...target, messages: added, firstSeq: stored + 1 });
+      stored += added.length;
+      added = [];
       const marker = loopMarker(response);
       const budget = input.loop.budgetCredits;
       stop =
@@ -354,14 +393,15 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
                   : undefined;
       await publish([{ type: 'iteration', iteration, marker, ...(stop ? { stop } : {}) }]);
       if (stop) break;
-      // The next iteration: this one is stored, and the agent is asked to go on.
+      // The next iteration: the agent is asked to go on.
       messages.push({ role: 'user', content: loopContinuePrompt });
       added.push({ role: 'user', content: loopContinuePrompt });
-      await storeMessages({ ...target, messages: added, firstSeq: stored + 1 });
-      stored += added.length;
-      added = [];
       iteration++;
       if ((iteration - 1) % input.loop.iterationsPerRun === 0) {
+        // The next run reads the history from the store: everything this one added is there first.
+        await storeMessages({ ...target, messages: added, firstSeq: stored + 1 });
+        stored += added.length;
+        added = [];
         const next: LoopCarry = {
           iteration,
           seq,
@@ -372,6 +412,7 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
           model,
           storedMessages: stored,
           plan,
+          ...(cancelled ? { cancelledBy: (cancelled as { by: string }).by } : {}),
         };
         await continueAsNew<typeof chatTurn>({ ...input, loop: { ...input.loop, carry: next } });
       }
@@ -390,6 +431,8 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
     await finishTurn({ ...target, status: 'done', messages: added, seq, final, firstSeq: stored + 1 });
     return { turnId: input.turnId, response, model, usage, credits, toolCalls: toolCalls.length };
   } catch (error) {
+    // A loop continuing as new is not a failure: the next run carries on.
+    if (error instanceof ContinueAsNew) throw error;
     const cause = error instanceof ActivityFailure ? error.cause : error;
     const failure = cause instanceof ApplicationFailure ? cause : undefined;
     // A stream cut after content used positions past `seq`: the final event goes after them.

@@ -70,10 +70,8 @@ class StreamReader {
   private readonly iterator: AsyncIterator<{ data: string; id?: string }>;
 
   constructor(response: Response) {
-    this.iterator = response
-      .body!.pipeThrough(new TextDecoderStream())
-      .pipeThrough(new EventSourceParserStream())
-      [Symbol.asyncIterator]();
+    const events = response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
+    this.iterator = events[Symbol.asyncIterator]();
   }
 
   /** Reads until an event of `type` (or [DONE]) arrives; returns it. */
@@ -254,7 +252,7 @@ describe('routed chat', () => {
 describe('agent loops', () => {
   it('continues three times and stops at [[DONE]], continuing as new on the way', async () => {
     const reader = await open(`/chat/loop/${newSession()}`, {
-      message: 'Write the report step by step [[iterations 3]]',
+      message: 'Draft the report step by step [[iterations 3]]',
       agent_id: 'writer',
     });
     const events = (await reader.rest()).map((event) => event.data).filter((data): data is Json => data !== '[DONE]');
@@ -307,8 +305,9 @@ describe('agent loops', () => {
     const cancel = await platform.agents(`/chat/turns/${turnId}/cancel`, { method: 'POST', key });
     expect(cancel.status).toBe(202);
     let stop: Json | '[DONE]';
-    do stop = await cancelled.until('iteration');
-    while (stop !== '[DONE]' && !stop.stop);
+    do {
+      stop = await cancelled.until('iteration');
+    } while (stop !== '[DONE]' && !stop.stop);
     expect(stop).toMatchObject({ stop: 'cancelled' });
   });
 

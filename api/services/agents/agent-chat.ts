@@ -13,7 +13,7 @@ import type { ToolSettings } from '../../../activities/tools/tool.ts';
 import { turnOfApproval, type ChatTurnInput, type RoutedAgent } from '../../../common/chat-turn.ts';
 import type { ErrorType } from '../../../common/errors.ts';
 import { errorStatus } from '../../../common/errors.ts';
-import { cancelLoopSignal, decideApprovalUpdate } from '../../../workflows/chat-turn.workflow.ts';
+import { cancelLoopUpdate, decideApprovalUpdate } from '../../../workflows/chat-turn.workflow.ts';
 import { ApiError } from '../../errors.ts';
 import type { Principal } from '../apikeys/service.ts';
 import { offeredTool, ownerOf, type ChatService, type StartedTurn } from '../chat/service.ts';
@@ -162,7 +162,7 @@ export class AgentChat {
         args: [{ approvalId, approve, by: ownerOf({ principal }), ...(reason ? { reason } : {}) }],
       });
     } catch (error) {
-      throw updateRefusal(error, approvalId);
+      throw updateRefusal(error, `approval ${approvalId}`);
     }
   }
 
@@ -174,12 +174,9 @@ export class AgentChat {
     try {
       await this.dependencies.client.workflow
         .getHandle(turnId)
-        .signal(cancelLoopSignal, { by: ownerOf({ principal }) });
+        .executeUpdate(cancelLoopUpdate, { args: [{ by: ownerOf({ principal }) }] });
     } catch (error) {
-      if (error instanceof WorkflowNotFoundError) {
-        throw new ApiError('conflict', `Turn ${turnId} has already finished`);
-      }
-      throw error;
+      throw updateRefusal(error, `turn ${turnId}`);
     }
   }
 }
@@ -196,15 +193,16 @@ export class WorkspaceLoginRequired extends ApiError {
   }
 }
 
-function updateRefusal(error: unknown, approvalId: string): ApiError {
-  if (error instanceof WorkflowNotFoundError) return new ApiError('not_found', `No approval ${approvalId} is waiting`);
+/** Why a turn refused an update (its validator's failure), as the API's error. */
+function updateRefusal(error: unknown, what: string): ApiError {
+  if (error instanceof WorkflowNotFoundError) return new ApiError('conflict', `The ${what} is no longer running`);
   const cause = error instanceof WorkflowUpdateFailedError ? error.cause : error;
   if (cause instanceof ApplicationFailure && cause.type && cause.type in errorStatus) {
     return new ApiError(cause.type as ErrorType, cause.message);
   }
   // A finished workflow cannot take updates: the approval is no longer waiting.
   if ((error as Error).message?.includes('completed')) {
-    return new ApiError('conflict', `Approval ${approvalId} is no longer waiting: its turn has finished`);
+    return new ApiError('conflict', `The ${what} is no longer running: its turn has finished`);
   }
   throw error;
 }

@@ -152,8 +152,7 @@ export function keywordScores(message: string, candidates: RoutableAgent[]): Rec
   const matches = (hint: string) => {
     const parts = hint.toLowerCase().match(wordPattern) ?? [];
     return (
-      parts.length > 0 &&
-      parts.every((part) => words.has(part) || (part.length >= 5 && stems.has(part.slice(0, 5))))
+      parts.length > 0 && parts.every((part) => words.has(part) || (part.length >= 5 && stems.has(part.slice(0, 5))))
     );
   };
   return Object.fromEntries(
