@@ -90,7 +90,16 @@ export async function startGateway(
     ? await listen(createApp({ ...shared, metrics }), settings.PORT)
     : undefined;
   const agents = settings.API_SERVICES.includes('agents')
-    ? await listen(createAgentApp({ ...shared, metrics: new Metrics(), settings, environment }), settings.AGENT_PORT)
+    ? await listen(
+        createAgentApp({
+          ...shared,
+          logger: logger.child({ service: 'agents' }),
+          metrics: new Metrics(),
+          settings,
+          environment,
+        }),
+        settings.AGENT_PORT,
+      )
     : undefined;
 
   let closing: Promise<void> | null = null;

@@ -227,6 +227,42 @@ describe('routed chat', () => {
     expect(history.status).toBe(404);
   });
 
+  it('sends image_data to a vision-capable model: the agent’s own, or AGENT_VISION_MODEL', async () => {
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+    const text = (events: Json[]) =>
+      events
+        .filter((event) => event.type === 'token')
+        .map((event) => event.text)
+        .join('');
+    const seen = await stream(newSession(), {
+      message: 'What is in this picture?',
+      image_data: png,
+      preferred_agents: ['writer'],
+    });
+    expect(seen[0]).toMatchObject({ agent_id: 'writer', model: 'claude-sonnet-4-6' });
+    expect(text(seen)).toContain('[saw 1 image(s)]');
+
+    const blind = await json(
+      await platform.agents('/agents/custom', {
+        method: 'POST',
+        key,
+        body: JSON.stringify({
+          name: 'Blind',
+          description: 'Text only',
+          system_prompt: 'Answer.',
+          model: 'deepseek-chat',
+        }),
+      }),
+    );
+    const switched = await stream(newSession(), {
+      message: 'Describe this image',
+      image_data: `data:image/png;base64,${png}`,
+      preferred_agents: [blind.id],
+    });
+    expect(switched[0]).toMatchObject({ agent_id: blind.id, model: 'gpt-4o' });
+    expect(text(switched)).toContain('[saw 1 image(s)]');
+  });
+
   it('needs a login', async () => {
     const response = await platform.agents(`/chat/stream/${newSession()}`, {
       method: 'POST',

@@ -6,8 +6,7 @@
  *    (`{scores: {<agent id>: integer}}`). The call is an ordinary metered completion workflow (failover, breaker,
  *    credits), so it is in the ledger and in Temporal like any other model call.
  * 2. When no model answers (every candidate failed, or the answer is not the JSON asked for), the agents' keyword
- *    hints decide: each keyword found in the message (a whole word, or a word sharing its first five letters) adds
- *    its weight; an agent's name found counts double.
+ *    hints decide (`keywordScores`). Measured on a labelled set (test/api/agent-routing.test.ts).
  *
  * Confidence is the chosen agent's share of a softmax over the scores (temperature `softmaxTemperature`): 1.0 when
  * one agent takes all, 1/n when the scores cannot tell the agents apart. It is computed from the scores of this
@@ -145,19 +144,32 @@ export function parseScores(text: string, candidates: RoutableAgent[]): Record<s
 
 const wordPattern = /[\p{L}\p{N}]+/gu;
 
-/** Keyword scores (0-10) of each agent for the message: matched hints, the agent's name counting double. */
+/**
+ * Keyword scores (0-10) of each agent for the message: each routing keyword found adds its number of words (a phrase
+ * is more specific than a word), the agent's name or id found adds 2, times 2, capped at 10. Words match when equal, or
+ * when they share a prefix of at least five letters that is most (60 %) of the longer word ("translation" matches
+ * "translate", "checklist" does not match "check").
+ */
 export function keywordScores(message: string, candidates: RoutableAgent[]): Record<string, number> {
-  const words = new Set((message.toLowerCase().match(wordPattern) ?? []).filter((word) => word.length >= 2));
-  const stems = new Set([...words].filter((word) => word.length >= 5).map((word) => word.slice(0, 5)));
-  const matches = (hint: string) => {
+  const words = [...new Set(message.toLowerCase().match(wordPattern) ?? [])];
+  const exact = new Set(words);
+  const similar = (part: string) =>
+    exact.has(part) ||
+    (part.length >= 5 &&
+      words.some((word) => {
+        let common = 0;
+        while (common < word.length && common < part.length && word[common] === part[common]) common++;
+        return common >= 5 && common >= 0.6 * Math.max(word.length, part.length);
+      }));
+  const weight = (hint: string) => {
     const parts = hint.toLowerCase().match(wordPattern) ?? [];
-    return (
-      parts.length > 0 && parts.every((part) => words.has(part) || (part.length >= 5 && stems.has(part.slice(0, 5))))
-    );
+    return parts.length > 0 && parts.every(similar) ? parts.length : 0;
   };
   return Object.fromEntries(
     candidates.map((agent) => {
-      const hits = agent.keywords.filter(matches).length + (matches(agent.name) || matches(agent.id) ? 2 : 0);
+      const hits =
+        agent.keywords.reduce((sum, keyword) => sum + weight(keyword), 0) +
+        (weight(agent.name) || weight(agent.id) ? 2 : 0);
       return [agent.id, Math.min(maxScore, hits * 2)];
     }),
   );
