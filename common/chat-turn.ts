@@ -99,22 +99,6 @@ export interface LoopCarry {
   cancelledBy?: string;
 }
 
-/** The marker an agent loop's iteration ends with. */
-export function loopMarker(text: string): 'continue' | 'done' | 'none' {
-  const tail = text.trimEnd();
-  if (tail.endsWith('[[CONTINUE]]')) return 'continue';
-  if (tail.endsWith('[[DONE]]')) return 'done';
-  return 'none';
-}
-
-/** The user message that asks a loop's agent for its next iteration. */
-export const loopContinuePrompt =
-  'Continue with the next step. End your answer with [[CONTINUE]] if more steps remain, or [[DONE]] when the task is complete.';
-
-/** The instruction added to a loop agent's system prompt. */
-export const loopSystemInstruction =
-  'You are working in iterations on a task. Each answer does one step of the work. End every answer with [[CONTINUE]] when more steps remain, or with [[DONE]] when the task is complete.';
-
 /**
  * The SSE events of `POST /api/v1/chat/stream`, each a `event: <name>` with a JSON `data:` line and an `id:` for
  * `Last-Event-ID`. These schemas are the documentation of their payloads (README, "Session chat").
@@ -203,17 +187,6 @@ export interface ApprovalDecision {
   /** Who decided: the session's owner (`user:<id>`). */
   by: string;
   reason?: string;
-}
-
-/** The approval id of a turn's tool call: the turn's id and the call's stream position. */
-export function approvalId(turnId: string, seq: number): string {
-  return `${turnId}~${seq}`;
-}
-
-/** The turn an approval id belongs to, or null for a malformed id. */
-export function turnOfApproval(id: string): string | null {
-  const match = /^(chat-[A-Za-z0-9_-]+-\d+)~\d+$/.exec(id);
-  return match ? match[1]! : null;
 }
 
 export interface ChatTurnResult {

@@ -33,13 +33,15 @@ import {
   loopContinuePrompt,
   loopMarker,
   loopSystemInstruction,
-  type ApprovalDecision,
-  type ChatTurnEvent,
-  type ChatTurnInput,
-  type ChatTurnResult,
-  type LoopCarry,
-  type LoopStop,
-  type PlanStep,
+} from '../common/agent-turn.ts';
+import type {
+  ApprovalDecision,
+  ChatTurnEvent,
+  ChatTurnInput,
+  ChatTurnResult,
+  LoopCarry,
+  LoopStop,
+  PlanStep,
 } from '../common/chat-turn.ts';
 import type { SequencedStreamEvent } from '../common/completion.ts';
 import type { Attempt, CompletionFailureDetails } from '../common/completion.ts';

@@ -52,7 +52,8 @@ export interface CodeLimits {
 export const DEFAULT_CODE_LIMITS: CodeLimits = {
   cpuMs: 10_000,
   wallMs: 15_000,
-  startupMs: 12_000,
+  // Pyodide loads in about 2 s on an idle core, but several at once on a busy two-core machine took over 12 s.
+  startupMs: 20_000,
   memoryBytes: 512 * 1024 * 1024,
   outputChars: 50_000,
   resultChars: 20_000,
@@ -99,7 +100,7 @@ export function createCodeExecuteTool(overrides: Partial<CodeLimits> = {}, optio
       `persists between calls. Limits: ${limits.cpuMs / 1000} s of CPU, ${formatBytes(limits.memoryBytes)} of memory, ` +
       `${limits.outputChars} characters of output.`,
     input: Input,
-    timeoutMs: 30_000,
+    timeoutMs: limits.startupMs + limits.wallMs + 5_000,
     retry: { maximumAttempts: 1, initialIntervalMs: 0 },
     maxOutputChars: limits.outputChars + limits.resultChars + 10_000,
     configured: () => true,
