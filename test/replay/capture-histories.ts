@@ -3,6 +3,9 @@
  * failure) against a throwaway platform and writes their histories to test/replay/histories/.
  * Sets up Temporal and PostgreSQL like `npm test` does. Usage: node test/replay/capture-histories.ts [label]
  * The label prefixes the file names (e.g. `metered`): keep earlier captures while workflows like them may still run.
+ *
+ * `--agents` captures agent-service turns instead (`chatTurn`): one with a plan, a tool and an approved approval, one
+ * whose approval expired, and the last run of a loop that continued as new.
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -10,9 +13,25 @@ import { ensureTemporalCli } from '../../scripts/lib/temporal-cli.ts';
 import globalSetup from '../helpers/global-setup.ts';
 import globalTeardown from '../helpers/global-teardown.ts';
 import { startTestPlatform } from '../helpers/platform.ts';
+import { startTestSmtp } from '../helpers/smtp.ts';
 
-const label = process.argv[2] ? `${process.argv[2]}-` : '';
+const agentsOnly = process.argv.includes('--agents');
+const labelArgument = process.argv.slice(2).find((argument) => !argument.startsWith('--'));
+const label = labelArgument ? `${labelArgument}-` : '';
 await globalSetup();
+const cli = await ensureTemporalCli();
+const address = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
+const capture = (workflowId: string, file: string) => {
+  const history = execFileSync(cli, ['workflow', 'show', '--address', address, '-w', workflowId, '--output', 'json']);
+  writeFileSync(new URL(`./histories/${file}.json`, import.meta.url), history);
+  console.log(`captured ${file}`);
+};
+
+if (agentsOnly) {
+  await captureAgentTurns();
+  await globalTeardown();
+  process.exit(0);
+}
 
 const platform = await startTestPlatform();
 const { key } = await platform.createKey();
@@ -46,21 +65,68 @@ if (failedId) ids.failure = failedId;
 await platform.simulator.clearFaults();
 
 // The CLI's JSON export is the format the SDK's replayer reads (historyFromJSON).
-const cli = await ensureTemporalCli();
-for (const [name, id] of Object.entries(ids)) {
-  const address = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
-  const history = execFileSync(cli, [
-    'workflow',
-    'show',
-    '--address',
-    address,
-    '-w',
-    `completion-${id}`,
-    '--output',
-    'json',
-  ]);
-  writeFileSync(new URL(`./histories/${label}completion-${name}.json`, import.meta.url), history);
-  console.log(`captured ${label}completion-${name}`);
-}
+for (const [name, id] of Object.entries(ids)) capture(`completion-${id}`, `${label}completion-${name}`);
 await platform.close();
 await globalTeardown();
+
+async function captureAgentTurns(): Promise<void> {
+  const smtp = await startTestSmtp();
+  const agents = await startTestPlatform({
+    SMTP_URL: smtp.url,
+    AGENT_APPROVAL_TIMEOUT: '2s',
+    AGENT_LOOP_ITERATIONS_PER_RUN: '2',
+  });
+  const { key: agentKey } = await agents.createKey();
+  const created = await agents.agents('/agents/custom', {
+    method: 'POST',
+    key: agentKey,
+    body: JSON.stringify({
+      name: 'Ops',
+      description: 'Plans, calculates and sends e-mail',
+      system_prompt: 'You are an operations assistant.',
+      tools: ['update_plan', 'calculator', 'send_email'],
+    }),
+  });
+  const ops = ((await created.json()) as { id: string }).id;
+  const call = (tool: string, args: unknown) => `[[call ${tool} ${JSON.stringify(args)}]]`;
+  /** Starts a turn and reads its stream in the background; `until` waits for a line containing the text. */
+  const start = async (path: string, body: unknown) => {
+    const response = await agents.agents(path, { method: 'POST', key: agentKey, body: JSON.stringify(body) });
+    let received = '';
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    const done = (async () => {
+      for (let next = await reader.read(); !next.done; next = await reader.read()) received += next.value;
+    })();
+    const until = async (pattern: RegExp) => {
+      for (let waited = 0; waited < 30_000; waited += 50) {
+        const match = pattern.exec(received);
+        if (match) return match;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      throw new Error(`${path}: nothing matched ${pattern}`);
+    };
+    return { turnId: response.headers.get('x-turn-id')!, done, until };
+  };
+  const approved = await start('/chat/stream/web:replay-approved', {
+    message: `Plan and send ${call('update_plan', { steps: [{ title: 'Send', status: 'in_progress' }] })} ${call(
+      'send_email',
+      { to: 'replay@example.com', subject: 'Replay', body: 'Hello' },
+    )}`,
+    preferred_agents: [ops],
+  });
+  const [, approvalId] = await approved.until(/"type":"hitl_required","id":"([^"]+)"/);
+  await agents.agents(`/chat/approvals/${approvalId}/approve`, { method: 'POST', key: agentKey });
+  await approved.done;
+  const expired = await start('/chat/stream/web:replay-expired', {
+    message: call('send_email', { to: 'replay@example.com', subject: 'Late', body: 'Hello' }),
+    preferred_agents: [ops],
+  });
+  await expired.done;
+  const loop = await start('/chat/loop/web:replay-loop', { message: 'Draft it [[iterations 3]]', agent_id: 'writer' });
+  await loop.done;
+  capture(approved.turnId, 'agent-turn-approved');
+  capture(expired.turnId, 'agent-turn-expired');
+  capture(loop.turnId, 'agent-loop-continued');
+  await agents.close();
+  await smtp.close();
+}
