@@ -55,6 +55,8 @@ export interface StartedTurn {
 /** Room kept for the answer when the history is trimmed to the model's context window. */
 const answerReserveTokens = 4_096;
 const journalPollMs = 25;
+/** Entries the per-process caches of agent tool offers and prompt token counts hold before they start over. */
+const cachedEntries = 1_000;
 
 export function ownerOf(chatter: Chatter): string {
   return 'principal' in chatter ? `user:${chatter.principal.userId}` : 'guest';
@@ -64,6 +66,8 @@ export class ChatService {
   private readonly dependencies: ChatServiceDependencies;
 
   private toolOffer: ToolOffer | undefined;
+  private readonly agentOffers = new Map<string, ToolOffer>();
+  private readonly promptTokens = new Map<string, number>();
 
   constructor(dependencies: ChatServiceDependencies) {
     this.dependencies = dependencies;
@@ -83,6 +87,30 @@ export class ChatService {
     const tokens = countPromptTokens([{ role: 'system', content: JSON.stringify(specs) }]);
     this.toolOffer = { tools, specs, tokens };
     return this.toolOffer;
+  }
+
+  /** An agent's tool offer, built once per set of tools (agents share a few sets; counting tokens costs ms). */
+  private agentOffer(list: OfferedTool[]): ToolOffer {
+    const key = list.map((tool) => tool.name).join(',');
+    let offer = this.agentOffers.get(key);
+    if (!offer) {
+      if (this.agentOffers.size >= cachedEntries) this.agentOffers.clear();
+      offer = offerOf(list);
+      this.agentOffers.set(key, offer);
+    }
+    return offer;
+  }
+
+  /** The prompt tokens of an agent's system prompt, counted once per prompt. */
+  private systemTokens(options: AgentTurnOptions): number {
+    const prompt = options.agent.systemPrompt;
+    let tokens = this.promptTokens.get(prompt);
+    if (tokens === undefined) {
+      if (this.promptTokens.size >= cachedEntries) this.promptTokens.clear();
+      tokens = countPromptTokens([systemOf(options)]);
+      this.promptTokens.set(prompt, tokens);
+    }
+    return tokens;
   }
 
   /** Prepares the turn (`prepare`) and starts its workflow, eagerly, so it usually runs in this process. */
@@ -126,6 +154,11 @@ export class ChatService {
     }
   }
 
+  /** The chatter's session with this key, created on first use. */
+  openSession(chatter: Chatter, key: string, channel: string): Promise<SessionRef> {
+    return this.dependencies.conversations.openSession(ownerOf(chatter), key, channel);
+  }
+
   /** Undoes a prepared turn whose workflow could not be started: the turn closes as failed, its hold is released. */
   async abandon(input: ChatTurnInput): Promise<void> {
     await this.dependencies.conversations.finishTurn(input.turnId, 'failed');
@@ -149,7 +182,7 @@ export class ChatService {
     const { router, conversations, ledger, catalogue } = this.dependencies;
     const principal = 'principal' in chatter ? chatter.principal : null;
     const requestedModel = body.model ?? this.dependencies.defaultModel;
-    const { tools, specs, tokens: toolTokens } = agentTurn ? offerOf(agentTurn.tools) : this.offer();
+    const { tools, specs, tokens: toolTokens } = agentTurn ? this.agentOffer(agentTurn.tools) : this.offer();
     const probe: ChatCompletionRequest = {
       model: requestedModel,
       messages: [{ role: 'user', content: body.message }],
@@ -203,7 +236,7 @@ export class ChatService {
       tools,
       historyBudgetTokens: Math.max(
         1_024,
-        contextWindow - answerReserveTokens - toolTokens - (agentTurn ? countPromptTokens([systemOf(agentTurn)]) : 0),
+        contextWindow - answerReserveTokens - toolTokens - (agentTurn ? this.systemTokens(agentTurn) : 0),
       ),
       maxToolRounds: this.dependencies.maxToolRounds,
       created: Math.floor(Date.now() / 1000),
