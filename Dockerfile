@@ -22,5 +22,5 @@ RUN mkdir -p /data/sandboxes && chown node:node /data/sandboxes
 ENV SANDBOX_DIR=/data/sandboxes
 
 USER node
-EXPOSE 8080
+EXPOSE 8080 8081
 CMD ["node", "--max-semi-space-size=64", "api/server.ts"]

@@ -82,9 +82,6 @@ export class AgentChat {
   /** Routes the message and starts its turn (or loop). Refusals are ApiErrors, and nothing is left running. */
   async start(principal: Principal, request: AgentMessage): Promise<StartedAgentTurn> {
     const { chat, router, agents, settings } = this.dependencies;
-    // The session is opened while the message is routed (both wait on other services).
-    const session = chat.openSession({ principal }, request.sessionKey, request.channel);
-    session.catch(() => undefined);
     const all = await agents.list(principal);
     let candidates = all;
     let routed: RoutedAgent;
@@ -131,7 +128,7 @@ export class AgentChat {
       { principal },
       { message: request.message, session_id: request.sessionKey, channel: request.channel, model },
       true,
-      await session,
+      undefined,
       {
         agent: {
           ...routed,

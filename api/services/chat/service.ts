@@ -154,11 +154,6 @@ export class ChatService {
     }
   }
 
-  /** The chatter's session with this key, created on first use. */
-  openSession(chatter: Chatter, key: string, channel: string): Promise<SessionRef> {
-    return this.dependencies.conversations.openSession(ownerOf(chatter), key, channel);
-  }
-
   /** Undoes a prepared turn whose workflow could not be started: the turn closes as failed, its hold is released. */
   async abandon(input: ChatTurnInput): Promise<void> {
     await this.dependencies.conversations.finishTurn(input.turnId, 'failed');
