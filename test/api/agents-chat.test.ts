@@ -175,7 +175,7 @@ describe('routed chat', () => {
 
   it('routes by the fast model with a confidence computed from its scores', async () => {
     const events = await stream(newSession(), {
-      message: 'Please debug this python code: my function raises an error',
+      message: 'Please debug my python function: it raises an error',
     });
     expect(events[0]).toMatchObject({ type: 'routed', agent_id: 'coder', method: 'model' });
     expect(events[0]!.confidence).toBeGreaterThan(0.2);
@@ -261,6 +261,31 @@ describe('routed chat', () => {
     });
     expect(switched[0]).toMatchObject({ agent_id: blind.id, model: 'gpt-4o' });
     expect(text(switched)).toContain('[saw 1 image(s)]');
+  });
+
+  it('lets the agent save a memory with its importance through the save_memory tool', async () => {
+    const content = `The user prefers metric units ${randomUUID()}`;
+    const events = await stream(newSession(), {
+      message: `Remember this ${call('save_memory', { content, importance: 0.8 })}`,
+      preferred_agents: [opsAgent],
+    });
+    expect(events.find((event) => event.tool === 'save_memory' && event.status === 'done')).toMatchObject({ ok: true });
+    const listed = await json(await platform.agents('/memory/list', { key }));
+    const saved = (listed.memories ?? listed.data ?? listed).find((memory: Json) => memory.content === content);
+    expect(saved).toMatchObject({ importance: 0.8 });
+  });
+
+  it('sends a user without the Google login to /auth/google when a workspace agent is chosen, starting nothing', async () => {
+    const sessionId = newSession();
+    const response = await platform.agents(`/chat/stream/${sessionId}`, {
+      method: 'POST',
+      key,
+      body: JSON.stringify({ message: 'Check my inbox', preferred_agents: ['mail'] }),
+    });
+    expect(response.status).toBe(302);
+    expect(response.headers.get('location')).toBe('/auth/google');
+    expect(((await response.json()) as Json).error.message).toContain('Google');
+    expect((await platform.agents(`/history/${sessionId}`, { key })).status).toBe(404);
   });
 
   it('needs a login', async () => {
