@@ -145,8 +145,8 @@ const statements = {
     text: `with conversation as (
              update chat_conversations set turns = turns + 1, updated_at = now() where id = $1 returning turns
            ), turn as (
-             insert into chat_turns (id, conversation_id, number, status, created_at)
-             select 'chat-' || $1 || '-' || turns, $1, turns, 'running', now() from conversation
+             insert into chat_turns (id, conversation_id, number, status, created_at, routing_workflow_id)
+             select 'chat-' || $1 || '-' || turns, $1, turns, 'running', now(), $2 from conversation
              returning number
            )
            select number from turn`,
@@ -272,8 +272,8 @@ export class ConversationStore {
   }
 
   /** Numbers the conversation's next turn and records it as running: turns are answered in this order. */
-  async acceptTurn(conversationId: string): Promise<AcceptedTurn> {
-    const [row] = await run<{ number: number }>(this.pool, statements.acceptTurn, [conversationId]);
+  async acceptTurn(conversationId: string, routingWorkflowId: string | null = null): Promise<AcceptedTurn> {
+    const [row] = await run<{ number: number }>(this.pool, statements.acceptTurn, [conversationId, routingWorkflowId]);
     if (!row) throw new Error(`no conversation ${conversationId}`);
     return {
       turnId: chatTurnWorkflowId(conversationId, row.number),

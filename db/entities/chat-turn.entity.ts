@@ -15,6 +15,8 @@ export const ChatTurn = defineEntity({
     status: p.string().default('running'),
     createdAt: p.datetime().onCreate(() => new Date()),
     finishedAt: p.datetime().nullable(),
+    /** The agent service's routing call for this turn (a completion workflow): its cost counts in the session's usage. */
+    routingWorkflowId: p.string().nullable(),
   },
   uniques: [{ properties: ['conversationId', 'number'] }],
 });

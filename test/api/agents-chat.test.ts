@@ -174,9 +174,13 @@ describe('routed chat', () => {
   });
 
   it('routes by the fast model with a confidence computed from its scores', async () => {
-    const events = await stream(newSession(), {
+    const sessionId = newSession();
+    const events = await stream(sessionId, {
       message: 'Please debug my python function: it raises an error',
     });
+    // The session's usage counts the routing call too: more credits than the turn's own cost event.
+    const usage = await json(await platform.agents(`/usage/${sessionId}`, { key }));
+    expect(usage.credits).toBeGreaterThan(events.at(-1)!.credits);
     expect(events[0]).toMatchObject({ type: 'routed', agent_id: 'coder', method: 'model' });
     expect(events[0]!.confidence).toBeGreaterThan(0.2);
     expect(events[0]!.confidence).toBeLessThanOrEqual(1);

@@ -86,6 +86,7 @@ export class AgentChat {
     let candidates = all;
     let routed: RoutedAgent;
     let agent: ChatAgent;
+    let routingWorkflowId: string | undefined;
     if (request.agentId !== undefined) {
       const named = all.find((candidate) => candidate.id === request.agentId);
       if (!named) throw new ApiError('not_found', `No agent ${request.agentId}`, { param: 'agent_id' });
@@ -103,6 +104,7 @@ export class AgentChat {
       }
       const decision = await router.route(principal, request.message, candidates);
       agent = decision.agent as ChatAgent;
+      routingWorkflowId = decision.workflowId;
       routed = { id: agent.id, name: agent.name, confidence: decision.confidence, method: decision.method };
     }
     if (agent.workspace && !(await this.dependencies.workspaceConnected?.(principal.userId))) {
@@ -138,6 +140,7 @@ export class AgentChat {
         tools,
         memories: { userId: principal.userId, limit: settings.memoryLimit },
         approvalTimeoutMs: settings.approvalTimeoutMs,
+        ...(routingWorkflowId ? { routingWorkflowId } : {}),
         ...(request.images?.length ? { images: request.images } : {}),
         ...(loop ? { loop } : {}),
       },

@@ -33,6 +33,8 @@ export interface RouteDecision {
   confidence: number;
   method: RoutedAgent['method'];
   scores: Record<string, number>;
+  /** The routing call's completion workflow (its credits belong to the turn's session), when one was made. */
+  workflowId?: string;
 }
 
 /** Softmax temperature over 0-10 scores: a lead of 3 points gives about 0.9 between two agents. */
@@ -54,17 +56,19 @@ export class AgentRouter {
     if (candidates.length === 1) {
       return { agent: candidates[0]!, confidence: 1, method: 'preferred', scores: { [candidates[0]!.id]: maxScore } };
     }
-    const scores = (await this.classify(principal, message, candidates)) ?? null;
-    if (scores) return decide(candidates, scores, 'model');
-    return decide(candidates, keywordScores(message, candidates), 'keywords');
+    const classified = await this.classify(principal, message, candidates);
+    const routed = classified.scores
+      ? decide(candidates, classified.scores, 'model')
+      : decide(candidates, keywordScores(message, candidates), 'keywords');
+    return { ...routed, ...(classified.workflowId ? { workflowId: classified.workflowId } : {}) };
   }
 
-  /** The fast model's scores, or null when no model answered with them. */
+  /** The fast model's scores (null when no model answered with them), and the call's workflow when one started. */
   private async classify(
     principal: Principal,
     message: string,
     candidates: RoutableAgent[],
-  ): Promise<Record<string, number> | null> {
+  ): Promise<{ scores: Record<string, number> | null; workflowId?: string }> {
     const request: ChatCompletionRequest = {
       model: this.model,
       temperature: 0,
@@ -109,16 +113,18 @@ export class AgentRouter {
         },
       },
     };
+    let workflowId: string | undefined;
     try {
       const started = await this.completions.start(principal, request, {
         admit: async (reservation) => (reservation ? this.ledger.reserve(reservation) : null),
       });
+      workflowId = started.handle.workflowId;
       const answer = await this.completions.answer(started);
       const content = answer.message?.content;
-      return parseScores(typeof content === 'string' ? content : '', candidates);
+      return { scores: parseScores(typeof content === 'string' ? content : '', candidates), workflowId };
     } catch {
       // No model answered (or none this plan allows, or credits ran short): the keywords decide.
-      return null;
+      return { scores: null, ...(workflowId ? { workflowId } : {}) };
     }
   }
 }

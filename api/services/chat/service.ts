@@ -208,7 +208,7 @@ export class ChatService {
     const userId = principal?.userId ?? 'guest';
     const metered = !!principal && !principal.operator;
     session ??= await conversations.openSession(ownerOf(chatter), body.session_id, body.channel);
-    const accepted = await conversations.acceptTurn(session.conversationId);
+    const accepted = await conversations.acceptTurn(session.conversationId, agentTurn?.routingWorkflowId ?? null);
     const first = candidates[0];
     const contextWindow = first
       ? (resolveModel(catalogue.catalogue, first.model)?.model.contextWindow ?? 32_768)
@@ -341,6 +341,8 @@ export interface AgentTurnOptions {
   images?: string[];
   approvalTimeoutMs: number;
   loop?: NonNullable<ChatTurnInput['loop']>;
+  /** The completion workflow that routed the message, when a model did. */
+  routingWorkflowId?: string;
 }
 
 function systemOf(options: AgentTurnOptions) {

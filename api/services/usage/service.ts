@@ -38,13 +38,15 @@ const statements = {
     name: 'usage-conversation-turns',
     text: 'select count(*) as turns from chat_turns where conversation_id = $1',
   },
-  /** The conversation's settled attempts per model; turns keep their ids when linking renumbers them. */
+  /** The settled attempts per model of the conversation's turns and of their routing calls (turns keep their ids when
+   * linking renumbers them). */
   byModel: {
     name: 'usage-conversation-by-model',
-    text: `select l.model, count(distinct l.workflow_id) as turns, coalesce(sum(l.prompt_tokens), 0) as input_tokens,
+    text: `select l.model, count(distinct t.id) as turns, coalesce(sum(l.prompt_tokens), 0) as input_tokens,
                   coalesce(sum(l.completion_tokens), 0) as output_tokens, coalesce(sum(l.amount), 0) as credits,
                   bool_or(l.estimated) as estimated
-           from chat_turns t join credit_ledger l on l.workflow_id = t.id and l.kind = 'settle'
+           from chat_turns t
+           join credit_ledger l on (l.workflow_id = t.id or l.workflow_id = t.routing_workflow_id) and l.kind = 'settle'
            where t.conversation_id = $1
            group by l.model order by l.model`,
   },
