@@ -97,6 +97,8 @@ export interface LoopCarry {
   plan: PlanStep[];
   /** A cancellation that arrived while the previous run ended (signals are not carried over on their own). */
   cancelledBy?: string;
+  /** The memories the first run loaded into the system prompt. */
+  memories?: Array<{ content: string }>;
 }
 
 /**

@@ -160,6 +160,7 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
       throw modelCallFailure('upstream_error', 'No provider is available for this model', attempts);
     }
     let messages: ChatMessage[];
+    let memories: Array<{ content: string }> = carry?.memories ?? [];
     if (carry) {
       ({ messages } = await resumeTurn({
         conversationId: input.conversationId,
@@ -189,9 +190,9 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
       seq = begun.nextSeq;
       messages = [...begun.messages];
       if (input.images?.length) attachImages(messages, input.images);
-      if (input.agent) messages.unshift({ role: 'system', content: systemPrompt(input, begun.memories) });
+      memories = begun.memories.map(({ content }) => ({ content }));
     }
-    if (carry && input.agent) messages.unshift({ role: 'system', content: systemPrompt(input, []) });
+    if (input.agent) messages.unshift({ role: 'system', content: systemPrompt(input, memories) });
     const offered: Tool[] = Object.values(input.tools).map((tool) => ({
       type: 'function',
       function: { name: tool.name, description: tool.description, parameters: tool.parameters },
@@ -414,6 +415,7 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
           model,
           storedMessages: stored,
           plan,
+          memories,
           ...(cancelled ? { cancelledBy: (cancelled as { by: string }).by } : {}),
         };
         await continueAsNew<typeof chatTurn>({ ...input, loop: { ...input.loop, carry: next } });
