@@ -286,5 +286,13 @@ export function authRoutes(dependencies: AuthRouteDependencies) {
     };
   });
 
+  // Revocation: the key fails on its next use, on every replica (the principal cache hears it from the database).
+  router.delete('/api/keys/:id', async (context) => {
+    const userId = account(requireCaller(context.state));
+    if (!(await keys.revoke(userId, context.params.id!)))
+      throw new ApiError('not_found', `No API key ${context.params.id}`);
+    context.body = { id: context.params.id, deleted: true };
+  });
+
   return router;
 }
