@@ -150,9 +150,7 @@ const settingsSchema = z.object({
     .default('localhost'),
   /** A site's public address, `{subdomain}` filled in (https://{subdomain}.sites.example.com/); unset: derived. */
   SITE_PUBLIC_URL_TEMPLATE: optionalText(
-    z
-      .url({ protocol: /^https?$/ })
-      .refine((value) => value.includes('{subdomain}'), 'must contain {subdomain}'),
+    z.url({ protocol: /^https?$/ }).refine((value) => value.includes('{subdomain}'), 'must contain {subdomain}'),
   ),
   /** Bytes (UTF-8) a site's HTML may hold. */
   SITE_MAX_BYTES: z.coerce.number().int().min(1024).max(10_485_760).default(1_048_576),

@@ -12,7 +12,8 @@
  *   the html (base64url): the site's validator.
  * - `create` never replaces (the HTTP POST answers 409 for a name that is taken, the caller's own included: PUT
  *   updates). `publish` (the tool) creates, or replaces the caller's own site of that name, and records the tool
- *   call (`publish_key`): a retried call finds its own write and changes nothing, so a retry publishes once.
+ *   call (`publish_key`, kept by HTTP updates): a retried call finds its own write and changes nothing, so a retry
+ *   publishes once.
  * - Rule violations throw `RangeError` (the routes answer 400, the tool tells the model).
  */
 import { createHash } from 'node:crypto';
@@ -203,7 +204,7 @@ const statements = {
     name: 'site-update',
     text: `update published_sites
            set title = coalesce($3, title), html = coalesce($4, html), etag = coalesce($5, etag),
-               publish_key = null, updated_at = now()
+               updated_at = now()
            where subdomain = $1 and user_id = $2
            returning ${summaryColumns}`,
   },
@@ -258,8 +259,9 @@ export class SiteStore {
   }
 
   /**
-   * `ToolServices['sites']`: publishes, replacing the user's own site of that name; once per `callKey` (a retry of
-   * the same call returns the site as that call left it). Throws RangeError when the name is someone else's.
+   * `ToolServices['sites']`: publishes, replacing the user's own site of that name; once per `callKey`: a retry of
+   * the same call changes nothing, even after the user edited the site in between (an HTTP update keeps the key).
+   * Throws RangeError when the name is someone else's.
    */
   async publish(userId: string, input: SiteInput, callKey: string): Promise<{ url: string; created: boolean }> {
     const site = this.checked(input);
@@ -319,9 +321,7 @@ export class SiteStore {
   /** The site published on `subdomain`, to serve; null when there is none. */
   async serve(subdomain: string): Promise<ServedSite | null> {
     if (!subdomainPattern.test(subdomain)) return null;
-    const [row] = await run<{ html: string; etag: string; updated_at: Date }>(this.pool, statements.serve, [
-      subdomain,
-    ]);
+    const [row] = await run<{ html: string; etag: string; updated_at: Date }>(this.pool, statements.serve, [subdomain]);
     return row ? { html: row.html, etag: row.etag, updatedAt: row.updated_at } : null;
   }
 
