@@ -140,6 +140,20 @@ const settingsSchema = z.object({
   AGENT_MEMORY_LIMIT: z.coerce.number().int().min(0).max(50).default(5),
   /** Answers a message with an image when the routed agent's model cannot see images. */
   AGENT_VISION_MODEL: z.string().min(1).default('gpt-4o'),
+  // Published sites (README, "Agent service: published sites").
+  /** Sites are served on `<subdomain>.<SITE_DOMAIN>` by the agent service (a domain that is not the app's host). */
+  SITE_DOMAIN: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .regex(/^(?=.{1,200}$)[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*$/, 'a domain name')
+    .default('localhost'),
+  /** A site's public address, `{subdomain}` filled in (https://{subdomain}.sites.example.com/); unset: derived. */
+  SITE_PUBLIC_URL_TEMPLATE: optionalText(
+    z.url({ protocol: /^https?$/ }).refine((value) => value.includes('{subdomain}'), 'must contain {subdomain}'),
+  ),
+  /** Bytes (UTF-8) a site's HTML may hold. */
+  SITE_MAX_BYTES: z.coerce.number().int().min(1024).max(10_485_760).default(1_048_576),
   FETCH_ALLOWED_HOSTS: z
     .string()
     .default('')

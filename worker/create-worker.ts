@@ -31,6 +31,7 @@ import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { ConversationStore } from '../activities/conversations/conversation-store.ts';
 import type { ToolServices, ToolSettings } from '../activities/tools/tool.ts';
 import { MemoryStore } from '../activities/memory/memory-store.ts';
+import { SiteStore, SiteUrls } from '../activities/sites/site-store.ts';
 import { createMailer } from '../activities/mail/mailer.ts';
 import { openPool, type Pool } from '../db/pool.ts';
 
@@ -116,6 +117,8 @@ export interface WorkerDependencies {
   plans: PlansFile;
   /** The agent service's memories (loaded into agent turns, saved by the save_memory tool). */
   memories: MemoryStore;
+  /** Published sites (the deploy endpoints, the site host and the publish_site tool). */
+  sites: SiteStore;
   /** What tools with outside effects use. */
   toolServices: ToolServices;
 }
@@ -158,9 +161,20 @@ export function createWorkerDependencies(
   const mail = settings.SMTP_URL
     ? createMailer({ pool, smtpUrl: settings.SMTP_URL, from: settings.MAIL_FROM, log: (line) => console.log(line) })
     : undefined;
+  const sites = new SiteStore({
+    pool,
+    urls: new SiteUrls({
+      domain: settings.SITE_DOMAIN,
+      template: settings.SITE_PUBLIC_URL_TEMPLATE,
+      publicUrl: settings.AGENT_PUBLIC_URL,
+      port: settings.AGENT_PORT,
+    }),
+    maxBytes: settings.SITE_MAX_BYTES,
+  });
   return {
     memories,
-    toolServices: { memories, ...(mail ? { mail } : {}) },
+    sites,
+    toolServices: { memories, sites, ...(mail ? { mail } : {}) },
     pool,
     conversations,
     toolSettings: toolSettingsOf(settings),

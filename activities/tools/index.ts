@@ -7,6 +7,7 @@ import { codeExecuteTool } from './code-execute.ts';
 import { fileListTool } from './file-list.ts';
 import { fileReadTool } from './file-read.ts';
 import { fileWriteTool } from './file-write.ts';
+import { publishSiteTool } from './publish-site.ts';
 import { sendEmailTool } from './send-email.ts';
 import { updatePlanTool } from './update-plan.ts';
 import { saveMemoryTool } from './save-memory.ts';
@@ -27,6 +28,7 @@ export const builtInTools: ToolDefinition[] = [
   updatePlanTool,
   sendEmailTool,
   saveMemoryTool,
+  publishSiteTool,
 ];
 
 const byName = new Map(builtInTools.map((tool) => [tool.name, tool]));

@@ -44,6 +44,17 @@ export interface ToolServices {
   mail?: {
     send(message: { to: string; subject: string; text: string; idempotencyKey: string }): Promise<{ id: string }>;
   };
+  /**
+   * Published sites (activities/sites/site-store.ts): publishes or replaces the user's own site; once per `callKey`.
+   * Throws RangeError for a refused name, title or html.
+   */
+  sites?: {
+    publish(
+      userId: string,
+      site: { subdomain: string; title: string; html: string },
+      callKey: string,
+    ): Promise<{ url: string; created: boolean }>;
+  };
 }
 
 export interface ToolContext {

@@ -2,11 +2,13 @@
  * createAgentApp(deps): the agent service's Koa app (spec agent-service-interface.md), without listening. It runs on
  * the gateway's core: the same users, keys and credits, the same conversation store, the completions router for
  * every model call, the chat-turn workflow and tool runtime. Middleware order: request log, errors, the per-IP limit
- * (spec 8), webhooks that sign their raw body, body parser, caller authentication, then each area's routes.
+ * (spec 8), webhooks that sign their raw body, body parser, caller authentication, then each area's routes. Requests
+ * for a published site's host (`<label>.<SITE_DOMAIN>`) are answered right after the request log, before all of it
+ * (routes/sites/site-host.ts).
  *
  * Areas (one folder each under api/agents/routes/): auth (logins, linking, keys), agents (catalogue and custom
  * agents), chat (routed streaming chat, agent loops, approvals), history (sessions, search, usage), suggest
- * (follow-up questions), memory, billing.
+ * (follow-up questions), memory, billing, sites (publishing, `/deploy/*`).
  *
  * Callers (api/auth.ts): the `tessera_session` cookie of a magic-link or Google login (api/services/logins/), an
  * `Authorization: Bearer te_…` key, or `X-API-Key` on `/api/v1/*`.
@@ -44,6 +46,9 @@ import { TokenCipher } from '../services/logins/token-cipher.ts';
 import { WebSessions } from '../services/logins/web-sessions.ts';
 import { authRoutes } from './routes/auth/routes.ts';
 import { billingRoutes, billingWebhookRoutes } from './routes/billing/routes.ts';
+import { SiteService } from '../services/sites/service.ts';
+import { siteHost } from './routes/sites/site-host.ts';
+import { siteRoutes } from './routes/sites/routes.ts';
 
 export interface AgentAppDependencies extends AppDependencies {
   settings: Settings;
@@ -70,6 +75,8 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
   });
   const metrics = dependencies.metrics ?? new Metrics();
   app.use(requestObserver(logger, metrics));
+  // Published sites on `<label>.<SITE_DOMAIN>`: answered before anything of the app runs (site-host.ts).
+  app.use(siteHost(dependencies.sites, dependencies.sites.urls));
   app.use(errorRenderer(logger));
   if (dependencies.rateLimits && settings.AGENT_IP_LIMIT_PER_MINUTE > 0) {
     app.use(limitPerIp(dependencies.rateLimits, settings.AGENT_IP_LIMIT_PER_MINUTE));
@@ -195,6 +202,7 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
   const { conversations, pool } = dependencies;
   const usage = new UsageService({ pool, conversations, catalogue: dependencies.catalogue.catalogue });
   routes.use(historyRoutes({ conversations, usage }).routes());
+  routes.use(siteRoutes(new SiteService(dependencies.sites)).routes());
   app.use(routes.routes()).use(routes.allowedMethods({ throw: true }));
   return app;
 }

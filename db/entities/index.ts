@@ -11,6 +11,7 @@ import { LoginToken } from './login-token.entity.ts';
 import { MessengerEvent } from './messenger-event.entity.ts';
 import { OAuthIdentity } from './oauth-identity.entity.ts';
 import { OAuthLoginState } from './oauth-login-state.entity.ts';
+import { PublishedSite } from './published-site.entity.ts';
 import { ProviderBreaker } from './provider-breaker.entity.ts';
 import { RateLimitBucket } from './rate-limit-bucket.entity.ts';
 import { SentMail } from './sent-mail.entity.ts';
@@ -35,6 +36,7 @@ export {
   OAuthIdentity,
   OAuthLoginState,
   ProviderBreaker,
+  PublishedSite,
   RateLimitBucket,
   SentMail,
   StreamChunk,
@@ -65,4 +67,5 @@ export const entities = [
   OAuthIdentity,
   OAuthLoginState,
   SentMail,
+  PublishedSite,
 ];
