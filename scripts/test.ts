@@ -4,6 +4,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
+import { ensureChromium } from './lib/chromium.ts';
 
 const resultsFile = '.data/jest-results.json';
 mkdirSync('.data', { recursive: true });
@@ -18,6 +19,9 @@ const steps: Array<[string, string[], Record<string, string>?]> = [
     { NODE_OPTIONS: '--experimental-vm-modules --no-warnings=ExperimentalWarning' },
   ],
 ];
+
+// The published-site test drives a real browser: make sure one is there before jest starts.
+ensureChromium((line) => process.stdout.write(`[test] ${line}\n`));
 
 for (const [tool, args, environment] of steps) {
   process.stdout.write(`\n> ${tool} ${args.join(' ')}\n`);
