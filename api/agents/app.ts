@@ -6,10 +6,10 @@
  *
  * Areas (one folder each under api/agents/routes/): auth (logins, linking, keys), agents (catalogue and custom
  * agents), chat (routed streaming chat, agent loops, approvals), history (sessions, search, usage), suggest
- * (follow-up questions), memory, billing.
+ * (follow-up questions), memory, billing, a2a (agent card and the A2A JSON-RPC endpoint).
  *
  * Callers (api/auth.ts): the `tessera_session` cookie of a magic-link or Google login (api/services/logins/), an
- * `Authorization: Bearer te_…` key, or `X-API-Key` on `/api/v1/*`.
+ * `Authorization: Bearer te_…` key, or `X-API-Key` on `/api/v1/*` and `/a2a*`.
  */
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
@@ -44,6 +44,7 @@ import { TokenCipher } from '../services/logins/token-cipher.ts';
 import { WebSessions } from '../services/logins/web-sessions.ts';
 import { authRoutes } from './routes/auth/routes.ts';
 import { billingRoutes, billingWebhookRoutes } from './routes/billing/routes.ts';
+import { a2aRoutes } from './routes/a2a/routes.ts';
 
 export interface AgentAppDependencies extends AppDependencies {
   settings: Settings;
@@ -195,6 +196,20 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
   const { conversations, pool } = dependencies;
   const usage = new UsageService({ pool, conversations, catalogue: dependencies.catalogue.catalogue });
   routes.use(historyRoutes({ conversations, usage }).routes());
+  routes.use(
+    a2aRoutes({
+      client: dependencies.client,
+      taskQueue: dependencies.taskQueue,
+      agentChat,
+      chat,
+      pool,
+      fetchAllowedHosts: settings.FETCH_ALLOWED_HOSTS,
+      log: (fields, message) => logger.warn(fields, message),
+      publicAgents: async () => (await agents.list(null)).filter((agent) => agent.builtin),
+      ...(settings.AGENT_PUBLIC_URL ? { publicUrl: settings.AGENT_PUBLIC_URL } : {}),
+      version: dependencies.version,
+    }).routes(),
+  );
   app.use(routes.routes()).use(routes.allowedMethods({ throw: true }));
   return app;
 }
