@@ -152,6 +152,7 @@ export function a2aRoutes(dependencies: A2aRouteDependencies) {
     });
 
   router.post('/a2a', async (context) => {
+    requireCaller(context.state); // a 401 over HTTP, before any JSON-RPC
     const body = context.request.body as Record<string, unknown> | undefined;
     const requested = context.get(A2A_VERSION_HEADER) || undefined;
     const useLegacy = (requested ?? A2A_LEGACY_PROTOCOL_VERSION) === A2A_LEGACY_PROTOCOL_VERSION;

@@ -23,15 +23,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import type { Client as TemporalClient } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import {
-  Role,
-  TaskState,
-  type AgentCard,
-  type Message,
-  type Part,
-  type StreamResponse,
-  type Task,
-} from '@a2a-js/sdk';
+import { Role, TaskState, type AgentCard, type Message, type Part, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { TaskNotCancelableError } from '@a2a-js/sdk/errors';
 import {
   AgentEvent,
@@ -49,7 +41,12 @@ import { V03PushNotificationSerializer } from '@a2a-js/sdk/compat/v0_3/server';
 import { DatabasePushNotificationStore, DatabaseTaskStore } from '@a2a-js/sdk/server/database';
 import { Kysely, PostgresDialect } from 'kysely';
 import type { Pool } from 'pg';
-import { a2aTaskWorkflowId, type A2aTaskRecord, type A2aTaskState, type A2aTaskUpdate } from '../../../../common/a2a-task.ts';
+import {
+  a2aTaskWorkflowId,
+  type A2aTaskRecord,
+  type A2aTaskState,
+  type A2aTaskUpdate,
+} from '../../../../common/a2a-task.ts';
 import { checkedFetch } from '../../../../activities/net/checked-fetch.ts';
 import { a2aTask, a2aTaskQuery, a2aTaskUpdateSignal } from '../../../../workflows/a2a-task.workflow.ts';
 import { ApiError } from '../../../errors.ts';
@@ -167,7 +164,13 @@ export class TesseraAgentExecutor implements AgentExecutor {
       const approve = readDecision(message);
       bus.publish(AgentEvent.task(existing));
       if (approve === null) {
-        this.status(bus, taskId, contextId, 'input-required', 'Answer "approve" or "reject" (or a data part {"approve": true|false}).');
+        this.status(
+          bus,
+          taskId,
+          contextId,
+          'input-required',
+          'Answer "approve" or "reject" (or a data part {"approve": true|false}).',
+        );
         return;
       }
       await this.update(taskId, { state: 'working', approvalId: null });
