@@ -4,6 +4,7 @@
  */
 import { calculatorTool } from './calculator.ts';
 import { codeExecuteTool } from './code-execute.ts';
+import { delegateAgentTool } from './delegate-agent.ts';
 import { fileListTool } from './file-list.ts';
 import { fileReadTool } from './file-read.ts';
 import { fileWriteTool } from './file-write.ts';
@@ -27,6 +28,7 @@ export const builtInTools: ToolDefinition[] = [
   updatePlanTool,
   sendEmailTool,
   saveMemoryTool,
+  delegateAgentTool,
 ];
 
 const byName = new Map(builtInTools.map((tool) => [tool.name, tool]));

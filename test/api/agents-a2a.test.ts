@@ -8,6 +8,16 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { Role, TaskState, type Message, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
+import {
+  AgentEvent,
+  DefaultRequestHandler,
+  InMemoryTaskStore,
+  JsonRpcTransportHandler,
+  ServerCallContext,
+  type AgentExecutor,
+} from '@a2a-js/sdk/server';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
 
@@ -21,6 +31,108 @@ let otherKey: string;
 let opsAgent: string;
 let client: Client;
 let otherClient: Client;
+let remote: Server;
+let remoteUrl: string;
+let delegator: string;
+
+/** An A2A agent on the SDK's own server pieces (node:http, loopback): it answers "echo: <text>" as an artifact. */
+async function startRemoteAgent(): Promise<Server> {
+  const executor: AgentExecutor = {
+    execute: async (request, bus) => {
+      const { taskId, contextId } = request;
+      const text = request.userMessage.parts.map((part) => (part.content?.$case === 'text' ? part.content.value : ''));
+      const status = (state: TaskState) => ({ state, message: undefined, timestamp: new Date().toISOString() });
+      bus.publish(
+        AgentEvent.task({
+          id: taskId,
+          contextId,
+          status: status(TaskState.TASK_STATE_SUBMITTED),
+          artifacts: [],
+          history: [request.userMessage],
+          metadata: undefined,
+        }),
+      );
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId,
+          status: status(TaskState.TASK_STATE_WORKING),
+          metadata: undefined,
+        }),
+      );
+      bus.publish(
+        AgentEvent.artifactUpdate({
+          taskId,
+          contextId,
+          artifact: {
+            artifactId: 'echo',
+            name: 'echo',
+            description: '',
+            parts: [
+              {
+                content: { $case: 'text', value: `echo: ${text.join('')}` },
+                metadata: undefined,
+                filename: '',
+                mediaType: 'text/plain',
+              },
+            ],
+            metadata: undefined,
+            extensions: [],
+          },
+          append: false,
+          lastChunk: true,
+          metadata: undefined,
+        }),
+      );
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId,
+          status: status(TaskState.TASK_STATE_COMPLETED),
+          metadata: undefined,
+        }),
+      );
+      bus.finished();
+    },
+    cancelTask: async () => {},
+  };
+  let base = '';
+  const card = () => ({
+    name: 'Echo',
+    description: 'Echoes',
+    supportedInterfaces: [{ url: `${base}/rpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+    provider: undefined,
+    version: '1',
+    capabilities: { streaming: true, pushNotifications: false, extensions: [] },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [],
+    signatures: [],
+  });
+  const server = createServer(async (request, response) => {
+    if (request.method === 'GET') {
+      response.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(card()));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const transport = new JsonRpcTransportHandler(new DefaultRequestHandler(card(), tasks, executor));
+    const answer = await transport.handle(Buffer.concat(chunks).toString(), new ServerCallContext({}));
+    if (typeof (answer as AsyncGenerator)[Symbol.asyncIterator] === 'function') {
+      response.writeHead(200, { 'Content-Type': 'text/event-stream' });
+      for await (const event of answer as AsyncGenerator) response.write(`data: ${JSON.stringify(event)}\n\n`);
+      response.end();
+    } else {
+      response.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(answer));
+    }
+  });
+  const tasks = new InMemoryTaskStore();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return server;
+}
 
 const call = (tool: string, args: unknown) => `[[call ${tool} ${JSON.stringify(args)}]]`;
 
@@ -40,7 +152,15 @@ function clientFor(apiKey: string): Promise<Client> {
 
 beforeAll(async () => {
   smtp = await startTestSmtp();
-  platform = await startTestPlatform({ SMTP_URL: smtp.url, AGENT_APPROVAL_TIMEOUT: '30s' });
+  remote = await startRemoteAgent();
+  const remoteHost = `127.0.0.1:${(remote.address() as AddressInfo).port}`;
+  remoteUrl = `http://${remoteHost}/.well-known/agent-card.json`;
+  platform = await startTestPlatform({
+    SMTP_URL: smtp.url,
+    AGENT_APPROVAL_TIMEOUT: '30s',
+    FETCH_ALLOWED_HOSTS: remoteHost,
+    A2A_REMOTE_AGENTS: `echo=${remoteUrl}`,
+  });
   key = (await platform.createKey()).key;
   otherKey = (await platform.createKey()).key;
   const created = (await (
@@ -56,6 +176,19 @@ beforeAll(async () => {
     })
   ).json()) as Json;
   opsAgent = created.id;
+  const delegating = (await (
+    await platform.agents('/agents/custom', {
+      method: 'POST',
+      key,
+      body: JSON.stringify({
+        name: 'Delegator',
+        description: 'Hands work to remote agents',
+        system_prompt: 'You delegate.',
+        tools: ['delegate_to_agent'],
+      }),
+    })
+  ).json()) as Json;
+  delegator = delegating.id;
   client = await clientFor(key);
   otherClient = await clientFor(otherKey);
 });
@@ -63,6 +196,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await platform?.close();
   await smtp?.close();
+  await new Promise((resolve) => remote?.close(resolve));
 });
 
 function userMessage(text: string, extra: Partial<Message> = {}): Message {
@@ -277,5 +411,39 @@ describe('hostile input', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x' } }),
     });
     expect(response.status).toBe(401);
+  });
+});
+
+describe('delegation out (delegate_to_agent)', () => {
+  async function chatTurn(message: string): Promise<Json[]> {
+    const response = await platform.agents(`/chat/stream/web:${randomUUID()}`, {
+      method: 'POST',
+      key,
+      body: JSON.stringify({ message, preferred_agents: [delegator] }),
+    });
+    expect(response.status).toBe(200);
+    return (await response.text())
+      .split('\n')
+      .filter((line) => line.startsWith('data: {'))
+      .map((line) => JSON.parse(line.slice(6)) as Json);
+  }
+
+  it('calls the configured remote agent with the SDK client and gets its answer', async () => {
+    const events = await chatTurn(`Ask echo ${call('delegate_to_agent', { agent: 'echo', message: 'ping 42' })}`);
+    const done = events.find((event) => event.type === 'tool' && event.status === 'done');
+    expect(done).toMatchObject({
+      tool: 'delegate_to_agent',
+      ok: true,
+      result: { state: 'completed', answer: 'echo: ping 42' },
+    });
+  });
+
+  it('refuses a card URL at a private address', async () => {
+    const events = await chatTurn(
+      `Ask ${call('delegate_to_agent', { agent_card_url: 'http://10.0.0.7/.well-known/agent-card.json', message: 'hi' })}`,
+    );
+    const done = events.find((event) => event.type === 'tool' && event.status === 'done');
+    expect(done).toMatchObject({ tool: 'delegate_to_agent', ok: false });
+    expect(String(done!.result)).toMatch(/non-public|refused/i);
   });
 });

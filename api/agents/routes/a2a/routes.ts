@@ -19,8 +19,8 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { A2A_VERSION_HEADER, Extensions, HTTP_EXTENSION_HEADER, Role, type AgentCard, type Task } from '@a2a-js/sdk';
 import { TaskNotFoundError } from '@a2a-js/sdk/errors';
+import type { DefaultRequestHandler } from '@a2a-js/sdk/server';
 import {
-  DefaultRequestHandler,
   JsonRpcTransportHandler,
   ServerCallContext,
   defaultServerCallContextBuilder,
