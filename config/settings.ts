@@ -163,6 +163,25 @@ const settingsSchema = z.object({
         .map((entry) => entry.trim())
         .filter(Boolean),
     ),
+  /** Remote A2A agents delegate_to_agent may call by name: `name=<agent card URL>` entries, comma-separated. */
+  A2A_REMOTE_AGENTS: z
+    .string()
+    .default('')
+    .transform((value, context) => {
+      const agents: Record<string, string> = {};
+      for (const entry of value
+        .split(',')
+        .map((item) => item.trim())
+        .filter(Boolean)) {
+        const match = /^([A-Za-z0-9_-]{1,64})=(https?:\/\/\S+)$/.exec(entry);
+        if (!match) {
+          context.addIssue({ code: 'custom', message: `"${entry}" is not name=<http(s) card URL>` });
+          return z.NEVER;
+        }
+        agents[match[1]!] = match[2]!;
+      }
+      return agents;
+    }),
 });
 
 export type Settings = z.infer<typeof settingsSchema>;
@@ -190,6 +209,7 @@ export function toolSettingsOf(settings: Settings): ToolSettings {
     tavilyApiUrl: settings.TAVILY_API_URL,
     fetchAllowedHosts: settings.FETCH_ALLOWED_HOSTS,
     mailConfigured: !!settings.SMTP_URL,
+    a2aRemoteAgents: settings.A2A_REMOTE_AGENTS,
   };
 }
 

@@ -4,6 +4,7 @@
  */
 import { calculatorTool } from './calculator.ts';
 import { codeExecuteTool } from './code-execute.ts';
+import { delegateAgentTool } from './delegate-agent.ts';
 import { fileListTool } from './file-list.ts';
 import { fileReadTool } from './file-read.ts';
 import { fileWriteTool } from './file-write.ts';
@@ -29,6 +30,7 @@ export const builtInTools: ToolDefinition[] = [
   sendEmailTool,
   saveMemoryTool,
   publishSiteTool,
+  delegateAgentTool,
 ];
 
 const byName = new Map(builtInTools.map((tool) => [tool.name, tool]));

@@ -29,6 +29,8 @@ export interface ToolSettings {
   fetchAllowedHosts: string[];
   /** An SMTP server is configured (send_email). */
   mailConfigured?: boolean;
+  /** Remote A2A agents by name (A2A_REMOTE_AGENTS): the cards delegate_to_agent may use. */
+  a2aRemoteAgents?: Record<string, string>;
 }
 
 /**

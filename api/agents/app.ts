@@ -8,10 +8,11 @@
  *
  * Areas (one folder each under api/agents/routes/): auth (logins, linking, keys), agents (catalogue and custom
  * agents), chat (routed streaming chat, agent loops, approvals), history (sessions, search, usage), suggest
- * (follow-up questions), memory, billing, sites (publishing, `/deploy/*`).
+ * (follow-up questions), memory, billing, sites (publishing, `/deploy/*`), a2a (agent card and the A2A JSON-RPC
+ * endpoint).
  *
  * Callers (api/auth.ts): the `tessera_session` cookie of a magic-link or Google login (api/services/logins/), an
- * `Authorization: Bearer te_…` key, or `X-API-Key` on `/api/v1/*`.
+ * `Authorization: Bearer te_…` key, or `X-API-Key` on `/api/v1/*` and `/a2a*`.
  */
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
@@ -49,6 +50,7 @@ import { billingRoutes, billingWebhookRoutes } from './routes/billing/routes.ts'
 import { SiteService } from '../services/sites/service.ts';
 import { siteHost } from './routes/sites/site-host.ts';
 import { siteRoutes } from './routes/sites/routes.ts';
+import { a2aRoutes } from './routes/a2a/routes.ts';
 
 export interface AgentAppDependencies extends AppDependencies {
   settings: Settings;
@@ -203,6 +205,20 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
   const usage = new UsageService({ pool, conversations, catalogue: dependencies.catalogue.catalogue });
   routes.use(historyRoutes({ conversations, usage }).routes());
   routes.use(siteRoutes(new SiteService(dependencies.sites)).routes());
+  routes.use(
+    a2aRoutes({
+      client: dependencies.client,
+      taskQueue: dependencies.taskQueue,
+      agentChat,
+      chat,
+      pool,
+      fetchAllowedHosts: settings.FETCH_ALLOWED_HOSTS,
+      log: (fields, message) => logger.warn(fields, message),
+      publicAgents: async () => (await agents.list(null)).filter((agent) => agent.builtin),
+      ...(settings.AGENT_PUBLIC_URL ? { publicUrl: settings.AGENT_PUBLIC_URL } : {}),
+      version: dependencies.version,
+    }).routes(),
+  );
   app.use(routes.routes()).use(routes.allowedMethods({ throw: true }));
   return app;
 }
