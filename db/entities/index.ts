@@ -16,6 +16,7 @@ import { RateLimitBucket } from './rate-limit-bucket.entity.ts';
 import { SentMail } from './sent-mail.entity.ts';
 import { StreamChunk } from './stream-chunk.entity.ts';
 import { StripeEvent } from './stripe-event.entity.ts';
+import { Team, TeamBroadcast, TeamBroadcastDelivery, TeamInvitation, TeamMember } from './team.entity.ts';
 import { User } from './user.entity.ts';
 import { WebSession } from './web-session.entity.ts';
 
@@ -39,6 +40,11 @@ export {
   SentMail,
   StreamChunk,
   StripeEvent,
+  Team,
+  TeamBroadcast,
+  TeamBroadcastDelivery,
+  TeamInvitation,
+  TeamMember,
   User,
   WebSession,
 };
@@ -65,4 +71,9 @@ export const entities = [
   OAuthIdentity,
   OAuthLoginState,
   SentMail,
+  Team,
+  TeamMember,
+  TeamInvitation,
+  TeamBroadcast,
+  TeamBroadcastDelivery,
 ];
