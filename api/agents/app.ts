@@ -6,7 +6,7 @@
  *
  * Areas (one folder each under api/agents/routes/): auth (logins, linking, keys), agents (catalogue and custom
  * agents), chat (routed streaming chat, agent loops, approvals), history (sessions, search, usage), suggest
- * (follow-up questions), memory, billing.
+ * (follow-up questions), memory, billing, teams (members, invitations, broadcasts).
  *
  * Callers (api/auth.ts): the `tessera_session` cookie of a magic-link or Google login (api/services/logins/), an
  * `Authorization: Bearer te_…` key, or `X-API-Key` on `/api/v1/*`.
@@ -44,6 +44,8 @@ import { TokenCipher } from '../services/logins/token-cipher.ts';
 import { WebSessions } from '../services/logins/web-sessions.ts';
 import { authRoutes } from './routes/auth/routes.ts';
 import { billingRoutes, billingWebhookRoutes } from './routes/billing/routes.ts';
+import { TeamService } from '../services/teams/service.ts';
+import { teamRoutes } from './routes/teams/routes.ts';
 
 export interface AgentAppDependencies extends AppDependencies {
   settings: Settings;
@@ -113,6 +115,12 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
       return origin !== '' && isAllowed(origin, serviceOrigin(context));
     }) as Koa.Middleware,
   );
+  const mailer = createMailer({
+    pool: dependencies.pool,
+    smtpUrl: settings.SMTP_URL,
+    from: settings.MAIL_FROM,
+    log: (line) => logger.info(line),
+  });
   const routes = new Router<CallerState>();
   routes.use(
     authRoutes({
@@ -120,16 +128,7 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
       pool: dependencies.pool,
       keys,
       sessions,
-      magicLinks: new MagicLinks({
-        pool: dependencies.pool,
-        mailer: createMailer({
-          pool: dependencies.pool,
-          smtpUrl: settings.SMTP_URL,
-          from: settings.MAIL_FROM,
-          log: (line) => logger.info(line),
-        }),
-        productName: 'Tessera',
-      }),
+      magicLinks: new MagicLinks({ pool: dependencies.pool, mailer, productName: 'Tessera' }),
       ...googleLogin(dependencies, keys),
       ledger: dependencies.ledger,
       conversations: dependencies.conversations,
@@ -195,6 +194,23 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
   const { conversations, pool } = dependencies;
   const usage = new UsageService({ pool, conversations, catalogue: dependencies.catalogue.catalogue });
   routes.use(historyRoutes({ conversations, usage }).routes());
+  routes.use(
+    teamRoutes({
+      teams: new TeamService({
+        pool,
+        client: dependencies.client,
+        taskQueue: dependencies.taskQueue,
+        mailer,
+        productName: 'Tessera',
+      }),
+      settings,
+      pool,
+      keys,
+      sessions,
+      limits: dependencies.rateLimits,
+      log: (fields, message) => logger.error(fields, message),
+    }).routes(),
+  );
   app.use(routes.routes()).use(routes.allowedMethods({ throw: true }));
   return app;
 }
