@@ -202,7 +202,8 @@ export function createTeamActivities(dependencies: {
       const error = errors.length ? errors.join('; ') : null;
       await pool.query(
         `update team_broadcast_deliveries
-         set status = $3, error = $4, channels = $5::jsonb, delivered_at = case when $3 = 'delivered' then now() end
+         set status = $3::text, error = $4, channels = $5::jsonb,
+             delivered_at = case when $3::text = 'delivered' then now() end
          where broadcast_id = $1 and user_id = $2 and status = 'pending'`,
         [broadcastId, userId, status, error, JSON.stringify(channels)],
       );

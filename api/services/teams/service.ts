@@ -207,7 +207,7 @@ export class TeamService {
     try {
       await mailer.send({
         to: email,
-        subject: `You are invited to the team "${team.name}" on ${productName}`,
+        subject: `You are invited to a team on ${productName}: ${team.name}`,
         text: [
           'Hello,',
           '',
