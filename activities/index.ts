@@ -8,6 +8,7 @@ import { releaseStaleHolds, renewDueCycles } from './credits/renewals.ts';
 import { createMessengerActivities } from './messengers/messenger-activities.ts';
 import type { MessengerClient, MessengerPlatform } from './messengers/messenger.ts';
 import type { ProviderCalls } from './provider-calls.ts';
+import { createTeamActivities } from './teams/team-broadcasts.ts';
 import type { Pool } from '../db/pool.ts';
 
 export interface ActivityDependencies extends ChatActivityDependencies {
@@ -24,6 +25,7 @@ export function createActivities(dependencies: ActivityDependencies) {
     ...createCompletionActivities(dependencies),
     ...createChatActivities(dependencies),
     ...createMessengerActivities(dependencies),
+    ...createTeamActivities(dependencies),
     /** Grants the monthly credits of every account whose cycle ended (see credits/renewals.ts). */
     renewDueCycles: () => renewDueCycles(dependencies.orm, dependencies.accounts),
     /** Releases reservations that will never be settled (see credits/renewals.ts). */

@@ -4,3 +4,4 @@ export { creditRenewalsWorkflow } from './credit-renewals.workflow.ts';
 export { chatTurn } from './chat-turn.workflow.ts';
 export { messengerMessage } from './messenger-message.workflow.ts';
 export { a2aTask } from './a2a-task.workflow.ts';
+export { teamBroadcast } from './team-broadcast.workflow.ts';

@@ -9,7 +9,7 @@
  * Areas (one folder each under api/agents/routes/): auth (logins, linking, keys), agents (catalogue and custom
  * agents), chat (routed streaming chat, agent loops, approvals), history (sessions, search, usage), suggest
  * (follow-up questions), memory, billing, sites (publishing, `/deploy/*`), a2a (agent card and the A2A JSON-RPC
- * endpoint).
+ * endpoint), teams (members, invitations, broadcasts).
  *
  * Callers (api/auth.ts): the `tessera_session` cookie of a magic-link or Google login (api/services/logins/), an
  * `Authorization: Bearer te_…` key, or `X-API-Key` on `/api/v1/*` and `/a2a*`.
@@ -51,6 +51,8 @@ import { SiteService } from '../services/sites/service.ts';
 import { siteHost } from './routes/sites/site-host.ts';
 import { siteRoutes } from './routes/sites/routes.ts';
 import { a2aRoutes } from './routes/a2a/routes.ts';
+import { TeamService } from '../services/teams/service.ts';
+import { teamRoutes } from './routes/teams/routes.ts';
 
 export interface AgentAppDependencies extends AppDependencies {
   settings: Settings;
@@ -122,6 +124,12 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
       return origin !== '' && isAllowed(origin, serviceOrigin(context));
     }) as Koa.Middleware,
   );
+  const mailer = createMailer({
+    pool: dependencies.pool,
+    smtpUrl: settings.SMTP_URL,
+    from: settings.MAIL_FROM,
+    log: (line) => logger.info(line),
+  });
   const routes = new Router<CallerState>();
   routes.use(
     authRoutes({
@@ -129,16 +137,7 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
       pool: dependencies.pool,
       keys,
       sessions,
-      magicLinks: new MagicLinks({
-        pool: dependencies.pool,
-        mailer: createMailer({
-          pool: dependencies.pool,
-          smtpUrl: settings.SMTP_URL,
-          from: settings.MAIL_FROM,
-          log: (line) => logger.info(line),
-        }),
-        productName: 'Tessera',
-      }),
+      magicLinks: new MagicLinks({ pool: dependencies.pool, mailer, productName: 'Tessera' }),
       ...googleLogin(dependencies, keys),
       ledger: dependencies.ledger,
       conversations: dependencies.conversations,
@@ -217,6 +216,23 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
       publicAgents: async () => (await agents.list(null)).filter((agent) => agent.builtin),
       ...(settings.AGENT_PUBLIC_URL ? { publicUrl: settings.AGENT_PUBLIC_URL } : {}),
       version: dependencies.version,
+    }).routes(),
+  );
+  routes.use(
+    teamRoutes({
+      teams: new TeamService({
+        pool,
+        client: dependencies.client,
+        taskQueue: dependencies.taskQueue,
+        mailer,
+        productName: 'Tessera',
+      }),
+      settings,
+      pool,
+      keys,
+      sessions,
+      limits: dependencies.rateLimits,
+      log: (fields, message) => logger.error(fields, message),
     }).routes(),
   );
   app.use(routes.routes()).use(routes.allowedMethods({ throw: true }));

@@ -17,6 +17,7 @@ import { RateLimitBucket } from './rate-limit-bucket.entity.ts';
 import { SentMail } from './sent-mail.entity.ts';
 import { StreamChunk } from './stream-chunk.entity.ts';
 import { StripeEvent } from './stripe-event.entity.ts';
+import { Team, TeamBroadcast, TeamBroadcastDelivery, TeamInvitation, TeamMember } from './team.entity.ts';
 import { User } from './user.entity.ts';
 import { WebSession } from './web-session.entity.ts';
 
@@ -41,6 +42,11 @@ export {
   SentMail,
   StreamChunk,
   StripeEvent,
+  Team,
+  TeamBroadcast,
+  TeamBroadcastDelivery,
+  TeamInvitation,
+  TeamMember,
   User,
   WebSession,
 };
@@ -68,4 +74,9 @@ export const entities = [
   OAuthLoginState,
   SentMail,
   PublishedSite,
+  Team,
+  TeamMember,
+  TeamInvitation,
+  TeamBroadcast,
+  TeamBroadcastDelivery,
 ];

@@ -49,6 +49,19 @@ import { createKeyBodySchema, linkVerifyBodySchema, registerBodySchema, verifyQu
 /** The session key of each user's home conversation in the agent service: what `/link` codes join to. */
 export const homeSessionKey = 'web:home';
 
+/** The origin links for a browser are built on (see the file comment); team invitations use it too. */
+export function linkBase(settings: Settings, context: Context): string {
+  if (settings.AGENT_PUBLIC_URL) return settings.AGENT_PUBLIC_URL;
+  const own = serviceOrigin(context);
+  const loopback = ['localhost', '127.0.0.1', '[::1]', '::1'].includes(context.hostname);
+  const allowed = settings.AGENT_ALLOWED_ORIGINS.some((origin) => new URL(origin).origin === own);
+  if (loopback || allowed) return own;
+  throw new ApiError(
+    'service_unavailable',
+    'Set AGENT_PUBLIC_URL: links for a browser are only built on this request’s host when it is local',
+  );
+}
+
 export interface AuthRouteDependencies {
   settings: Settings;
   pool: Pool;
@@ -69,19 +82,7 @@ export function authRoutes(dependencies: AuthRouteDependencies) {
   const { settings, sessions, magicLinks, keys, conversations, linking } = dependencies;
   const router = new Router<CallerState>();
   const secure = (context: Context) => secureCookies(context, settings.AGENT_PUBLIC_URL);
-  const allowed = new Set(settings.AGENT_ALLOWED_ORIGINS.map((origin) => new URL(origin).origin));
-
-  /** The origin links for a browser are built on (see the file comment). */
-  const publicBase = (context: Context): string => {
-    if (settings.AGENT_PUBLIC_URL) return settings.AGENT_PUBLIC_URL;
-    const own = serviceOrigin(context);
-    const loopback = ['localhost', '127.0.0.1', '[::1]', '::1'].includes(context.hostname);
-    if (loopback || allowed.has(own)) return own;
-    throw new ApiError(
-      'service_unavailable',
-      'Set AGENT_PUBLIC_URL: links for a browser are only built on this request’s host when it is local',
-    );
-  };
+  const publicBase = (context: Context): string => linkBase(settings, context);
 
   /** After a login: JSON for a client that prefers it, else a redirect to the front page. */
   const loggedIn = (context: Context, user: { id: string; email: string | null; plan: string }) => {
