@@ -22,6 +22,8 @@ export function ormConfig(databaseUrl: string, options: { poolMax?: number } = {
       emit: 'ts',
       fileName: (timestamp: string, name?: string) => `Migration${timestamp}${name ? '_' + name : ''}`,
     },
+    // Tables the A2A SDK's own PostgreSQL stores define and use (migration `a2a`): no entities map them.
+    schemaGenerator: { skipTables: ['a2a_tasks', 'a2a_push_configs'] },
     debug: false,
     allowGlobalContext: false,
   });
