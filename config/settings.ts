@@ -140,6 +140,19 @@ const settingsSchema = z.object({
   AGENT_MEMORY_LIMIT: z.coerce.number().int().min(0).max(50).default(5),
   /** Answers a message with an image when the routed agent's model cannot see images. */
   AGENT_VISION_MODEL: z.string().min(1).default('gpt-4o'),
+  /** Scheduled tasks: the least time between two firings of a task's cron, in seconds. */
+  SCHEDULE_MIN_INTERVAL_SECONDS: z.coerce.number().int().min(1).default(60),
+  /** Scheduled tasks: firings missed during downtime run afterwards if at most this old (a Temporal duration, ≥ 10s). */
+  SCHEDULE_CATCHUP_WINDOW: z
+    .string()
+    .default('10 minutes')
+    .refine((value) => {
+      try {
+        return msToNumber(value as Duration) >= 10_000;
+      } catch {
+        return false;
+      }
+    }, 'must be a duration of at least 10 seconds, such as "10 minutes"'),
   FETCH_ALLOWED_HOSTS: z
     .string()
     .default('')

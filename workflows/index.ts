@@ -3,3 +3,4 @@ export { chatCompletion, completionWorkflow, traceQuery } from './completion.wor
 export { creditRenewalsWorkflow } from './credit-renewals.workflow.ts';
 export { chatTurn } from './chat-turn.workflow.ts';
 export { messengerMessage } from './messenger-message.workflow.ts';
+export { scheduledRun } from './scheduled-run.workflow.ts';

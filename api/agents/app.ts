@@ -6,7 +6,10 @@
  *
  * Areas (one folder each under api/agents/routes/): auth (logins, linking, keys), agents (catalogue and custom
  * agents), chat (routed streaming chat, agent loops, approvals), history (sessions, search, usage), suggest
- * (follow-up questions), memory, billing.
+ * (follow-up questions), memory, schedule (scheduled tasks), billing.
+ *
+ * `createAgentService` also returns what the process wires beside the app: the scheduled tasks' service (reconciled
+ * with Temporal at start) and the activities a scheduled run needs from this service (served on its own task queue).
  *
  * Callers (api/auth.ts): the `tessera_session` cookie of a magic-link or Google login (api/services/logins/), an
  * `Authorization: Bearer te_…` key, or `X-API-Key` on `/api/v1/*`.
@@ -44,6 +47,11 @@ import { TokenCipher } from '../services/logins/token-cipher.ts';
 import { WebSessions } from '../services/logins/web-sessions.ts';
 import { authRoutes } from './routes/auth/routes.ts';
 import { billingRoutes, billingWebhookRoutes } from './routes/billing/routes.ts';
+import { scheduleRoutes } from './routes/schedule/routes.ts';
+import { ScheduleService } from '../services/schedules/service.ts';
+import { createScheduleActivities } from '../services/schedules/activities.ts';
+import type { ScheduleActivities } from '../../workflows/scheduled-run.workflow.ts';
+import type { MessengerPlatform } from '../../activities/messengers/messenger.ts';
 
 export interface AgentAppDependencies extends AppDependencies {
   settings: Settings;
@@ -61,6 +69,17 @@ export function allowedOrigins(settings: Settings): (origin: string, requestOrig
 }
 
 export function createAgentApp(dependencies: AgentAppDependencies): Koa {
+  return createAgentService(dependencies).app;
+}
+
+export interface AgentService {
+  app: Koa;
+  schedules: ScheduleService;
+  /** Served by an activity-only worker on `agentsTaskQueue(taskQueue)` (api/server.ts). */
+  scheduleActivities: ScheduleActivities;
+}
+
+export function createAgentService(dependencies: AgentAppDependencies): AgentService {
   const { logger, settings } = dependencies;
   const app = new Koa();
   app.proxy = true;
@@ -195,8 +214,28 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
   const { conversations, pool } = dependencies;
   const usage = new UsageService({ pool, conversations, catalogue: dependencies.catalogue.catalogue });
   routes.use(historyRoutes({ conversations, usage }).routes());
+  const schedules = new ScheduleService({
+    pool,
+    client: dependencies.client,
+    taskQueue: dependencies.taskQueue,
+    settings: {
+      minIntervalSeconds: settings.SCHEDULE_MIN_INTERVAL_SECONDS,
+      catchupWindow: settings.SCHEDULE_CATCHUP_WINDOW,
+    },
+    hasAgent: async (principal, agentId) => (await agents.get(principal, agentId)) !== null,
+    log: (fields, message) => logger.info(fields, message),
+  });
+  routes.use(scheduleRoutes(schedules).routes());
   app.use(routes.routes()).use(routes.allowedMethods({ throw: true }));
-  return app;
+  const scheduleActivities = createScheduleActivities({
+    pool,
+    schedules,
+    agentChat,
+    conversations,
+    principalForUser: (userId) => keys.principalForUser(userId),
+    platforms: Object.keys(dependencies.messengers) as MessengerPlatform[],
+  });
+  return { app, schedules, scheduleActivities };
 }
 
 /**

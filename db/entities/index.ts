@@ -13,6 +13,7 @@ import { OAuthIdentity } from './oauth-identity.entity.ts';
 import { OAuthLoginState } from './oauth-login-state.entity.ts';
 import { ProviderBreaker } from './provider-breaker.entity.ts';
 import { RateLimitBucket } from './rate-limit-bucket.entity.ts';
+import { ScheduleTask } from './schedule-task.entity.ts';
 import { SentMail } from './sent-mail.entity.ts';
 import { StreamChunk } from './stream-chunk.entity.ts';
 import { StripeEvent } from './stripe-event.entity.ts';
@@ -36,6 +37,7 @@ export {
   OAuthLoginState,
   ProviderBreaker,
   RateLimitBucket,
+  ScheduleTask,
   SentMail,
   StreamChunk,
   StripeEvent,
@@ -65,4 +67,5 @@ export const entities = [
   OAuthIdentity,
   OAuthLoginState,
   SentMail,
+  ScheduleTask,
 ];
