@@ -312,7 +312,11 @@ export class ScheduleService {
     } catch (error) {
       if (error instanceof ScheduleAlreadyRunning) return false;
       // Temporal's cron dialect refused what cron-parser took: the caller's cron.
-      if (error instanceof Error && /invalid|cron/i.test(error.message) && !/connect|unavailable/i.test(error.message)) {
+      if (
+        error instanceof Error &&
+        /invalid|cron/i.test(error.message) &&
+        !/connect|unavailable/i.test(error.message)
+      ) {
         throw new ApiError('invalid_request', `Invalid cron '${row.cron}': ${error.message}`, { param: 'cron' });
       }
       throw error;
