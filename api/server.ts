@@ -3,10 +3,13 @@
  * dependencies (database pools, Temporal connection, ledger, conversation store), plus an in-process worker on the
  * task queue sharing one NativeConnection with the client, so turns and completions start eagerly in this process.
  * `API_SERVICES` picks the services (`gateway`, `agents`, or both, the default). `npm run api`.
+ * Serving the agent service, the process also runs an activity-only worker on `<task queue>-agents` (the activities
+ * of scheduled runs that need the agent service: api/services/schedules/activities.ts), and at start reconciles the
+ * scheduled tasks with their Temporal schedules.
  * SIGTERM drains: stop accepting, let open streams finish (up to SHUTDOWN_GRACE_MS), stop the worker.
  */
 import { Client } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import type Koa from 'koa';
 import type { Server } from 'node:http';
 import { loadCatalogue } from '../config/load-catalogue.ts';
@@ -14,7 +17,8 @@ import { loadPlans } from '../config/load-plans.ts';
 import { readSettings } from '../config/settings.ts';
 import { openOrm } from '../db/orm.ts';
 import { createWorker, createWorkerDependencies, installTemporalRuntime, stopWorker } from '../worker/create-worker.ts';
-import { createAgentApp } from './agents/app.ts';
+import { createAgentService } from './agents/app.ts';
+import { agentsTaskQueue } from '../common/schedules.ts';
 import { createApp } from './gateway/app.ts';
 import { createLogger } from '../process/logger.ts';
 import { stopOnSignals } from '../process/signals.ts';
@@ -89,18 +93,27 @@ export async function startGateway(
   const gateway = settings.API_SERVICES.includes('gateway')
     ? await listen(createApp({ ...shared, metrics }), settings.PORT)
     : undefined;
-  const agents = settings.API_SERVICES.includes('agents')
-    ? await listen(
-        createAgentApp({
-          ...shared,
-          logger: logger.child({ service: 'agents' }),
-          metrics: new Metrics(),
-          settings,
-          environment,
-        }),
-        settings.AGENT_PORT,
-      )
-    : undefined;
+  let agents: RunningService | undefined;
+  let agentsWorker: { worker: Worker; run: Promise<void> } | undefined;
+  if (settings.API_SERVICES.includes('agents')) {
+    const service = createAgentService({
+      ...shared,
+      logger: logger.child({ service: 'agents' }),
+      metrics: new Metrics(),
+      settings,
+      environment,
+    });
+    const worker = await Worker.create({
+      connection,
+      namespace: settings.TEMPORAL_NAMESPACE,
+      taskQueue: agentsTaskQueue(settings.TEMPORAL_TASK_QUEUE),
+      activities: service.scheduleActivities,
+      shutdownGraceTime: `${settings.SHUTDOWN_GRACE_MS}ms`,
+    });
+    agentsWorker = { worker, run: worker.run() };
+    await service.schedules.reconcile();
+    agents = await listen(service.app, settings.AGENT_PORT);
+  }
 
   let closing: Promise<void> | null = null;
   const close = () => {
@@ -115,9 +128,10 @@ export async function startGateway(
       clearTimeout(graceTimer);
       for (const server of servers) server.closeAllConnections();
       await stopped;
-      await stopWorker(worker, workerRun).catch((error: unknown) =>
-        logger.error({ err: error }, 'worker stopped with an error'),
-      );
+      await Promise.all([
+        stopWorker(worker, workerRun),
+        ...(agentsWorker ? [stopWorker(agentsWorker.worker, agentsWorker.run)] : []),
+      ]).catch((error: unknown) => logger.error({ err: error }, 'worker stopped with an error'));
       await connection.close();
       await rateLimits.close();
       await principals.close();

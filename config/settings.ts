@@ -154,6 +154,19 @@ const settingsSchema = z.object({
   ),
   /** Bytes (UTF-8) a site's HTML may hold. */
   SITE_MAX_BYTES: z.coerce.number().int().min(1024).max(10_485_760).default(1_048_576),
+  /** Scheduled tasks: the least time between two firings of a task's cron, in seconds. */
+  SCHEDULE_MIN_INTERVAL_SECONDS: z.coerce.number().int().min(1).default(60),
+  /** Scheduled tasks: firings missed during downtime run afterwards if at most this old (a Temporal duration, ≥ 10s). */
+  SCHEDULE_CATCHUP_WINDOW: z
+    .string()
+    .default('10 minutes')
+    .refine((value) => {
+      try {
+        return msToNumber(value as Duration) >= 10_000;
+      } catch {
+        return false;
+      }
+    }, 'must be a duration of at least 10 seconds, such as "10 minutes"'),
   FETCH_ALLOWED_HOSTS: z
     .string()
     .default('')

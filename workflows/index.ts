@@ -5,3 +5,4 @@ export { chatTurn } from './chat-turn.workflow.ts';
 export { messengerMessage } from './messenger-message.workflow.ts';
 export { a2aTask } from './a2a-task.workflow.ts';
 export { teamBroadcast } from './team-broadcast.workflow.ts';
+export { scheduledRun } from './scheduled-run.workflow.ts';

@@ -8,8 +8,11 @@
  *
  * Areas (one folder each under api/agents/routes/): auth (logins, linking, keys), agents (catalogue and custom
  * agents), chat (routed streaming chat, agent loops, approvals), history (sessions, search, usage), suggest
- * (follow-up questions), memory, billing, sites (publishing, `/deploy/*`), a2a (agent card and the A2A JSON-RPC
- * endpoint), teams (members, invitations, broadcasts).
+ * (follow-up questions), memory, schedule (scheduled tasks), billing, sites (publishing, `/deploy/*`), a2a (agent
+ * card and the A2A JSON-RPC endpoint), teams (members, invitations, broadcasts).
+ *
+ * `createAgentService` also returns what the process wires beside the app: the scheduled tasks' service (reconciled
+ * with Temporal at start) and the activities a scheduled run needs from this service (served on its own task queue).
  *
  * Callers (api/auth.ts): the `tessera_session` cookie of a magic-link or Google login (api/services/logins/), an
  * `Authorization: Bearer te_…` key, or `X-API-Key` on `/api/v1/*` and `/a2a*`.
@@ -53,6 +56,11 @@ import { siteRoutes } from './routes/sites/routes.ts';
 import { a2aRoutes } from './routes/a2a/routes.ts';
 import { TeamService } from '../services/teams/service.ts';
 import { teamRoutes } from './routes/teams/routes.ts';
+import { scheduleRoutes } from './routes/schedule/routes.ts';
+import { ScheduleService } from '../services/schedules/service.ts';
+import { createScheduleActivities } from '../services/schedules/activities.ts';
+import type { ScheduleActivities } from '../../workflows/scheduled-run.workflow.ts';
+import type { MessengerPlatform } from '../../activities/messengers/messenger.ts';
 
 export interface AgentAppDependencies extends AppDependencies {
   settings: Settings;
@@ -70,6 +78,17 @@ export function allowedOrigins(settings: Settings): (origin: string, requestOrig
 }
 
 export function createAgentApp(dependencies: AgentAppDependencies): Koa {
+  return createAgentService(dependencies).app;
+}
+
+export interface AgentService {
+  app: Koa;
+  schedules: ScheduleService;
+  /** Served by an activity-only worker on `agentsTaskQueue(taskQueue)` (api/server.ts). */
+  scheduleActivities: ScheduleActivities;
+}
+
+export function createAgentService(dependencies: AgentAppDependencies): AgentService {
   const { logger, settings } = dependencies;
   const app = new Koa();
   app.proxy = true;
@@ -235,8 +254,28 @@ export function createAgentApp(dependencies: AgentAppDependencies): Koa {
       log: (fields, message) => logger.error(fields, message),
     }).routes(),
   );
+  const schedules = new ScheduleService({
+    pool,
+    client: dependencies.client,
+    taskQueue: dependencies.taskQueue,
+    settings: {
+      minIntervalSeconds: settings.SCHEDULE_MIN_INTERVAL_SECONDS,
+      catchupWindow: settings.SCHEDULE_CATCHUP_WINDOW,
+    },
+    hasAgent: async (principal, agentId) => (await agents.get(principal, agentId)) !== null,
+    log: (fields, message) => logger.info(fields, message),
+  });
+  routes.use(scheduleRoutes(schedules).routes());
   app.use(routes.routes()).use(routes.allowedMethods({ throw: true }));
-  return app;
+  const scheduleActivities = createScheduleActivities({
+    pool,
+    schedules,
+    agentChat,
+    conversations,
+    principalForUser: (userId) => keys.principalForUser(userId),
+    platforms: Object.keys(dependencies.messengers) as MessengerPlatform[],
+  });
+  return { app, schedules, scheduleActivities };
 }
 
 /**

@@ -14,6 +14,7 @@ import { OAuthLoginState } from './oauth-login-state.entity.ts';
 import { PublishedSite } from './published-site.entity.ts';
 import { ProviderBreaker } from './provider-breaker.entity.ts';
 import { RateLimitBucket } from './rate-limit-bucket.entity.ts';
+import { ScheduleTask } from './schedule-task.entity.ts';
 import { SentMail } from './sent-mail.entity.ts';
 import { StreamChunk } from './stream-chunk.entity.ts';
 import { StripeEvent } from './stripe-event.entity.ts';
@@ -39,6 +40,7 @@ export {
   ProviderBreaker,
   PublishedSite,
   RateLimitBucket,
+  ScheduleTask,
   SentMail,
   StreamChunk,
   StripeEvent,
@@ -79,4 +81,5 @@ export const entities = [
   TeamInvitation,
   TeamBroadcast,
   TeamBroadcastDelivery,
+  ScheduleTask,
 ];

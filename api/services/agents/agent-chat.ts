@@ -48,7 +48,8 @@ export interface AgentChatSettings {
 
 export interface AgentMessage {
   sessionKey: string;
-  channel: 'web' | 'api';
+  /** `schedule`: a scheduled task's run (api/services/schedules/). */
+  channel: 'web' | 'api' | 'schedule';
   message: string;
   images?: string[];
   preferredAgents?: string[];
@@ -81,6 +82,23 @@ export class AgentChat {
 
   /** Routes the message and starts its turn (or loop). Refusals are ApiErrors, and nothing is left running. */
   async start(principal: Principal, request: AgentMessage): Promise<StartedAgentTurn> {
+    const { input, routed, agent } = await this.prepare(principal, request);
+    const started = await this.dependencies.chat.launch(input, {
+      kind: input.loop ? 'agent-loop' : 'agent-turn',
+      memo: { session: request.sessionKey, channel: request.channel, agent: agent.id, confidence: routed.confidence },
+      summary: `${input.loop ? 'Agent loop' : 'Agent turn'} ${input.turn} of session ${request.sessionKey}: ${agent.name} (routed by ${routed.method}, confidence ${routed.confidence}), for ${principal.userId}`,
+    });
+    return { ...started, routed };
+  }
+
+  /**
+   * Routes the message and prepares its turn (session opened, turn numbered, credits held): the turn's workflow
+   * input, for `start` or for a workflow that runs the turn as its child (a scheduled run). Refusals are ApiErrors.
+   */
+  async prepare(
+    principal: Principal,
+    request: AgentMessage,
+  ): Promise<{ input: ChatTurnInput; routed: RoutedAgent; agent: ChatAgent }> {
     const { chat, router, agents, settings } = this.dependencies;
     const all = await agents.list(principal);
     let candidates = all;
@@ -145,13 +163,7 @@ export class AgentChat {
         ...(loop ? { loop } : {}),
       },
     );
-    const kind = loop ? 'agent-loop' : 'agent-turn';
-    const started = await chat.launch(input, {
-      kind,
-      memo: { session: request.sessionKey, channel: request.channel, agent: agent.id, confidence: routed.confidence },
-      summary: `${loop ? 'Agent loop' : 'Agent turn'} ${input.turn} of session ${request.sessionKey}: ${agent.name} (routed by ${routed.method}, confidence ${routed.confidence}), for ${principal.userId}`,
-    });
-    return { ...started, routed };
+    return { input, routed, agent };
   }
 
   /** Delivers a decision on a waiting tool call (`POST /chat/approvals/{id}/approve|reject`). */
