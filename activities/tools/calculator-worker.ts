@@ -48,6 +48,11 @@ export interface CalculatorRequest {
 
 export type CalculatorResponse = { id: number; ok: true; result: string } | { id: number; ok: false; error: string };
 
+/** Sent once mathjs is loaded: a calculation's deadline starts when the thread can calculate, not while it loads. */
+export interface CalculatorReady {
+  ready: true;
+}
+
 function calculate(expression: string): string {
   const tree: MathNode = parse(expression);
   tree.traverse((node) => {
@@ -70,3 +75,5 @@ parentPort?.on('message', (request: CalculatorRequest) => {
   }
   parentPort?.postMessage(response);
 });
+
+parentPort?.postMessage({ ready: true } satisfies CalculatorReady);

@@ -7,9 +7,11 @@
 import { Worker } from 'node:worker_threads';
 import { z } from 'zod';
 import { defineTool, ToolError } from './tool.ts';
-import type { CalculatorRequest, CalculatorResponse } from './calculator-worker.ts';
+import type { CalculatorReady, CalculatorRequest, CalculatorResponse } from './calculator-worker.ts';
 
 const evaluationDeadlineMs = 2_000;
+/** Loading mathjs in a new thread takes about 0.3 s on an idle core; much longer means something is wrong. */
+const startupDeadlineMs = 30_000;
 
 interface Pending {
   resolve(response: CalculatorResponse): void;
@@ -19,12 +21,18 @@ interface Pending {
 /** One evaluator thread for the process, started on first use and replaced when killed. */
 class Evaluator {
   private worker: Worker | null = null;
+  /** Resolves true once the current thread has loaded mathjs (false if it is reset first). */
+  private ready: Promise<boolean> = Promise.resolve(false);
+  private settleReady: (ready: boolean) => void = () => undefined;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
 
-  evaluate(expression: string): Promise<CalculatorResponse> {
+  async evaluate(expression: string): Promise<CalculatorResponse> {
     const worker = this.ensureWorker();
     const id = this.nextId++;
+    // The deadline is the calculation's own: a thread still loading (a cold start on a busy machine) is waited for.
+    if (!(await this.ready)) return { id, ok: false, error: 'the calculator did not start' };
+    if (this.worker !== worker) return { id, ok: false, error: 'the calculator stopped' };
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         // A deadline passed: nothing short of ending the thread stops synchronous work. Every call in it fails.
@@ -44,7 +52,17 @@ class Evaluator {
       resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 16 },
     });
     worker.unref();
-    worker.on('message', (response: CalculatorResponse) => {
+    this.ready = new Promise<boolean>((resolve) => (this.settleReady = resolve));
+    const startup = setTimeout(() => {
+      if (this.worker === worker) this.reset('the calculator did not start');
+    }, startupDeadlineMs);
+    startup.unref();
+    worker.on('message', (response: CalculatorResponse | CalculatorReady) => {
+      if ('ready' in response) {
+        clearTimeout(startup);
+        this.settleReady(true);
+        return;
+      }
       const pending = this.pending.get(response.id);
       if (!pending) return;
       this.pending.delete(response.id);
@@ -64,6 +82,7 @@ class Evaluator {
   private reset(reason: string): void {
     const worker = this.worker;
     this.worker = null;
+    this.settleReady(false);
     void worker?.terminate();
     for (const [id, pending] of this.pending) {
       clearTimeout(pending.timer);
