@@ -14,7 +14,7 @@ import type { StreamHub } from './streaming/stream-hub.ts';
 import type { StreamJournal } from './streaming/stream-journal.ts';
 import { toolByName } from './tools/index.ts';
 import { runTool } from './tools/runtime.ts';
-import { ToolError, type ToolServices, type ToolSettings } from './tools/tool.ts';
+import { ToolError, type ToolProgress, type ToolServices, type ToolSettings } from './tools/tool.ts';
 
 export interface ChatActivityDependencies {
   conversations: ConversationStore;
@@ -131,8 +131,8 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
     },
 
     /**
-     * Runs one tool call the model asked for. Its start and result go on the turn's stream at `seq` and `seq + 1`;
-     * a retryable failure (timeout, upstream trouble) is thrown for the workflow's retry policy, any other comes
+     * Runs one tool call the model asked for. Its start goes on the turn's stream at `seq`, then any progress it
+     * reports, then its result; the answer names the next free position (`nextSeq`). A retryable failure (timeout, upstream trouble) is thrown for the workflow's retry policy, any other comes
      * back as the tool's result, for the model to read.
      */
     async runToolCall(input: {
@@ -145,20 +145,41 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
       userId?: string | null;
       /** Tools the turn offers beyond the gateway's defaults (the agent's agents-only tools). */
       agentTools?: boolean;
-    }): Promise<{ ok: boolean; content: string }> {
-      // A tool whose result is already in the journal ran before this worker (or an earlier attempt) lost the
-      // local activity's record: that result is the outcome, and the tool is not run again.
-      const recorded = (await journal.at(input.turnId, input.seq + 1))?.event as ChatTurnEvent | undefined;
-      if (recorded?.type === 'tool-result' && recorded.callId === input.callId) {
-        return { ok: recorded.ok, content: recorded.content };
+    }): Promise<{ ok: boolean; content: string; nextSeq?: number }> {
+      // What this call already put on the stream (a worker that died mid-call, or an earlier attempt): a result
+      // there is the outcome, and the tool is not run again; progress there is handed back to the tool, so it can
+      // pick up where it was (a delegation resubscribes to its remote task), and its positions are not reused.
+      const earlier = (await journal.read(input.turnId, input.seq - 1))
+        .map((item) => ({ seq: item.seq, event: item.event as ChatTurnEvent }))
+        .filter(({ event }) => 'callId' in event && event.callId === input.callId);
+      const recorded = earlier.find(({ event }) => event.type === 'tool-result');
+      if (recorded?.event.type === 'tool-result') {
+        return { ok: recorded.event.ok, content: recorded.event.content, nextSeq: recorded.seq + 1 };
       }
-      const start: ChatTurnEvent = {
-        type: 'tool-start',
-        callId: input.callId,
-        name: input.name,
-        arguments: input.arguments,
+      const earlierProgress = earlier.flatMap(({ event }) =>
+        event.type === 'tool-progress'
+          ? [
+              {
+                ...(event.text !== undefined ? { text: event.text } : {}),
+                ...(event.detail ? { detail: event.detail } : {}),
+              },
+            ]
+          : [],
+      );
+      let next = Math.max(input.seq + 1, ...earlier.map(({ seq }) => seq + 1));
+      if (!earlier.some(({ event }) => event.type === 'tool-start')) {
+        const start: ChatTurnEvent = {
+          type: 'tool-start',
+          callId: input.callId,
+          name: input.name,
+          arguments: input.arguments,
+        };
+        await publish(input.turnId, [{ seq: input.seq, event: start }]);
+      }
+      const progress = async (update: ToolProgress) => {
+        const event: ChatTurnEvent = { type: 'tool-progress', callId: input.callId, name: input.name, ...update };
+        await publish(input.turnId, [{ seq: next++, event }]);
       };
-      await publish(input.turnId, [{ seq: input.seq, event: start }]);
       const tool = toolByName(input.name);
       let outcome: { ok: boolean; content: string };
       if (!tool || !tool.configured(dependencies.toolSettings) || (tool.agentsOnly && !input.agentTools)) {
@@ -174,6 +195,8 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
               userId: input.userId ?? null,
               callKey: `${input.turnId}:${input.callId}`,
               services: dependencies.toolServices ?? {},
+              progress,
+              earlierProgress,
             },
             Context.current().cancellationSignal,
           );
@@ -189,8 +212,8 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
         }
       }
       const result: ChatTurnEvent = { type: 'tool-result', callId: input.callId, name: input.name, ...outcome };
-      await publish(input.turnId, [{ seq: input.seq + 1, event: result }]);
-      return outcome;
+      await publish(input.turnId, [{ seq: next, event: result }]);
+      return { ...outcome, nextSeq: next + 1 };
     },
 
     /** Stores what the turn added after the user's message, closes the turn, and ends its stream. */

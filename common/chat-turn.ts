@@ -34,6 +34,7 @@ export type ChatTurnEvent =
   | { type: 'plan'; change: 'created' | 'step' | 'done'; steps: PlanStep[]; step?: PlanStep & { index: number } }
   | { type: 'tool-start'; callId: string; name: string; arguments: string }
   | { type: 'tool-result'; callId: string; name: string; ok: boolean; content: string }
+  | { type: 'tool-progress'; callId: string; name: string; text?: string; detail?: Record<string, string> }
   | {
       type: 'approval-required';
       approvalId: string;

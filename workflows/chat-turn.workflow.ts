@@ -318,7 +318,8 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
             agentTools: !!input.agent,
           })
         : await refuseUnknown(call, seq);
-      seq += 2;
+      // A tool that reported progress used more positions (`nextSeq`); older recorded results name none.
+      seq = (outcome as { nextSeq?: number }).nextSeq ?? seq + 2;
       if (outcome.ok && call.function.name === 'update_plan') {
         const changes = planChanges(plan, call.function.arguments);
         plan = changes.steps;

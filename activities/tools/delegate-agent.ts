@@ -4,9 +4,11 @@
  * name from A2A_REMOTE_AGENTS (`name=<card URL>`) or a card URL the model gives. The card and every request go through
  * checkedFetch (activities/net/checked-fetch.ts): public addresses only, no redirects, FETCH_ALLOWED_HOSTS excepted,
  * so a card at a private address is refused. Cards (the SDK client built from one) are cached per URL for five
- * minutes in the worker. It runs as the turn's tool activity: a worker restart retries it (the remote task starts
- * again), the turn's cancellation aborts the stream, and the answer is the remote task's streamed artifact text and
- * final status message. Agents only (it needs an allow-list the deployment sets).
+ * minutes in the worker. It runs as the turn's tool activity and reports as it goes (`tool_progress` on the caller's
+ * stream): the remote task's id first, then the remote answer's text as it streams. A call run again after its worker
+ * died finds that id among its earlier progress and resubscribes to the same remote task (`tasks/resubscribe`)
+ * instead of starting another. The turn's cancellation cancels the remote task. The answer is the remote task's
+ * artifact text and final status message. Agents only.
  */
 import { Role, TaskState, type Part, type StreamResponse } from '@a2a-js/sdk';
 import {
@@ -89,49 +91,75 @@ export const delegateAgentTool = defineTool({
     let answer = '';
     let final = '';
     let state = 'unknown';
-    let remoteTask = '';
+    // A call run again after its worker died: the remote task it had started, from its earlier progress.
+    const earlierTask = [...(context.earlierProgress ?? [])].reverse().find((update) => update.detail?.remote_task);
+    let remoteTask = earlierTask?.detail?.remote_task ?? '';
+    const report = async (update: { text?: string; detail?: Record<string, string> }) => {
+      await context.progress?.(update);
+    };
+    let client: Client | undefined;
     try {
-      const client = await clientFor(cardUrl, context.settings.fetchAllowedHosts);
-      const events: AsyncGenerator<StreamResponse> = client.sendMessageStream(
-        {
-          tenant: '',
-          message: {
-            messageId: randomUUID(),
-            contextId: '',
-            taskId: '',
-            role: Role.ROLE_USER,
-            parts: [
-              {
-                content: { $case: 'text', value: input.message },
+      client = await clientFor(cardUrl, context.settings.fetchAllowedHosts);
+      const events: AsyncGenerator<StreamResponse> = remoteTask
+        ? client.resubscribeTask({ tenant: '', id: remoteTask }, { signal: context.signal })
+        : client.sendMessageStream(
+            {
+              tenant: '',
+              message: {
+                messageId: randomUUID(),
+                contextId: '',
+                taskId: '',
+                role: Role.ROLE_USER,
+                parts: [
+                  {
+                    content: { $case: 'text', value: input.message },
+                    metadata: undefined,
+                    filename: '',
+                    mediaType: 'text/plain',
+                  },
+                ],
                 metadata: undefined,
-                filename: '',
-                mediaType: 'text/plain',
+                extensions: [],
+                referenceTaskIds: [],
               },
-            ],
-            metadata: undefined,
-            extensions: [],
-            referenceTaskIds: [],
-          },
-          configuration: undefined,
-          metadata: undefined,
-        },
-        { signal: context.signal },
-      );
+              configuration: undefined,
+              metadata: undefined,
+            },
+            { signal: context.signal },
+          );
       for await (const event of events) {
         const payload = event.payload;
-        if (payload?.$case === 'task') remoteTask = payload.value.id;
+        if (payload?.$case === 'task') {
+          if (!remoteTask) await report({ detail: { remote_task: payload.value.id, agent_card_url: cardUrl } });
+          remoteTask = payload.value.id;
+          if (payload.value.status) state = stateNames[payload.value.status.state] ?? state;
+          const artifactText = payload.value.artifacts.map((artifact) => textOf(artifact.parts)).join('');
+          if (artifactText) answer = artifactText;
+        }
         if (payload?.$case === 'message') final = textOf(payload.value.parts);
         if (payload?.$case === 'artifactUpdate' && payload.value.artifact) {
-          answer = (payload.value.append ? answer : '') + textOf(payload.value.artifact.parts);
+          const chunk = textOf(payload.value.artifact.parts);
+          answer = (payload.value.append ? answer : '') + chunk;
+          if (chunk) await report({ text: chunk });
         }
         if (payload?.$case === 'statusUpdate' && payload.value.status) {
+          if (!remoteTask && payload.value.taskId) {
+            remoteTask = payload.value.taskId;
+            await report({ detail: { remote_task: remoteTask, agent_card_url: cardUrl } });
+          }
           state = stateNames[payload.value.status.state] ?? state;
           if (payload.value.status.message) final = textOf(payload.value.status.message.parts);
         }
       }
     } catch (error) {
       if (error instanceof FetchGuardError) throw new ToolError(error.message);
-      if (context.signal.aborted) throw error;
+      if (context.signal.aborted) {
+        // The turn was cancelled (or the call timed out): the remote agent stops too.
+        if (client && remoteTask) {
+          await client.cancelTask({ tenant: '', id: remoteTask, metadata: undefined }).catch(() => undefined);
+        }
+        throw error;
+      }
       throw new ToolError(`The remote agent failed: ${(error as Error).message}`, { retryable: true });
     }
     if (state === 'failed' || state === 'rejected') {

@@ -59,6 +59,12 @@ export interface ToolServices {
   };
 }
 
+/** A tool's report while it runs. */
+export interface ToolProgress {
+  text?: string;
+  detail?: Record<string, string>;
+}
+
 export interface ToolContext {
   /** The conversation the tool runs for: its sandbox directory is derived from this. */
   conversationId: string;
@@ -67,6 +73,13 @@ export interface ToolContext {
   /** This call's id (the model's tool-call id, unique in its turn): the idempotency key of an outside effect. */
   callKey?: string;
   services?: ToolServices;
+  /**
+   * Reports progress on the turn's stream as it happens (`tool_progress` events): text as it arrives, and `detail`
+   * the tool needs to pick up where it was if its call is run again after a crash. Absent outside a chat turn.
+   */
+  progress?: (update: ToolProgress) => Promise<void>;
+  /** What this call reported before it was interrupted (a worker died mid-call), oldest first; empty on a first run. */
+  earlierProgress?: ToolProgress[];
   settings: ToolSettings;
   /** Aborted when the tool's timeout passes or the turn is cancelled. */
   signal: AbortSignal;

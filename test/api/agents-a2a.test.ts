@@ -436,6 +436,15 @@ describe('delegation out (delegate_to_agent)', () => {
       ok: true,
       result: { state: 'completed', answer: 'echo: ping 42' },
     });
+    // The remote agent's progress reached the caller's stream, between the call and its result.
+    const kinds = events
+      .filter((event) => event.type === 'tool' || event.type === 'tool_progress')
+      .map((event) => (event.type === 'tool' ? event.status : 'progress'));
+    expect(kinds[0]).toBe('calling');
+    expect(kinds.at(-1)).toBe('done');
+    const progress = events.filter((event) => event.type === 'tool_progress');
+    expect(progress[0]).toMatchObject({ tool: 'delegate_to_agent', detail: { remote_task: expect.any(String) } });
+    expect(progress.map((event) => event.text ?? '').join('')).toContain('echo: ping 42');
   });
 
   it('refuses a card URL at a private address', async () => {

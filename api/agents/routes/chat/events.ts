@@ -3,7 +3,8 @@
  * lines `data: <JSON>`, each with an `id:` (its position, for `Last-Event-ID` when re-attaching), ending with
  * `data: [DONE]`. These zod schemas are the documentation of every payload, the spec's six open ones included
  * (README, "Agent service: chat"). Order: `routed` first, then `memories_loaded`, then as the agent works `plan_*`,
- * `token`, `tool`, `hitl_required`/`hitl_resolved` and (loops) `iteration`, then `cost` (or `error`), then [DONE].
+ * `token`, `tool` (with `tool_progress` between a call's `calling` and `done`), `hitl_required`/`hitl_resolved` and
+ * (loops) `iteration`, then `cost` (or `error`), then [DONE].
  */
 import { z } from 'zod';
 import type { SequencedStreamEvent } from '../../../../common/completion.ts';
@@ -45,6 +46,14 @@ export const agentStreamEvents = {
     /** `done`: whether it succeeded, and its result or error. */
     ok: z.boolean().optional(),
     result: z.unknown().optional(),
+  }),
+  /** What a running tool reports: a delegated agent's answer as it streams, say. */
+  tool_progress: z.object({
+    type: z.literal('tool_progress'),
+    tool: z.string(),
+    call_id: z.string(),
+    text: z.string().optional(),
+    detail: z.record(z.string(), z.string()).optional(),
   }),
   hitl_required: z.object({
     type: z.literal('hitl_required'),
@@ -128,6 +137,14 @@ export function presentAgentEvent(event: SequencedStreamEvent['event']): Record<
         call_id: turnEvent.callId,
         ok: turnEvent.ok,
         result: turnEvent.ok ? parseJson(turnEvent.content) : turnEvent.content,
+      };
+    case 'tool-progress':
+      return {
+        type: 'tool_progress',
+        tool: turnEvent.name,
+        call_id: turnEvent.callId,
+        ...(turnEvent.text !== undefined ? { text: turnEvent.text } : {}),
+        ...(turnEvent.detail ? { detail: turnEvent.detail } : {}),
       };
     case 'approval-required':
       return {
