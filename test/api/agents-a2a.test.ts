@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
+import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { Role, TaskState, type Message, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
 import {
@@ -269,6 +270,14 @@ describe('the SDK client against our server', () => {
     await expect(otherClient.getTask({ tenant: '', id: task.id, historyLength: undefined })).rejects.toThrow(
       /not found/i,
     );
+    // The task is a workflow the Temporal UI finds by kind.
+    const connection = await Connection.connect({ address: platform.environment.TEMPORAL_ADDRESS! });
+    try {
+      const description = await new TemporalClient({ connection }).workflow.getHandle(`a2a-task-${task.id}`).describe();
+      expect(description.searchAttributes).toMatchObject({ TesseraKind: ['a2a-task'] });
+    } finally {
+      await connection.close();
+    }
   });
 
   it('streams the task: submitted, working, artifact chunks, completed', async () => {

@@ -49,6 +49,7 @@ import {
 } from '../../../../common/a2a-task.ts';
 import { checkedFetch } from '../../../../activities/net/checked-fetch.ts';
 import { a2aTask, a2aTaskQuery, a2aTaskUpdateSignal } from '../../../../workflows/a2a-task.workflow.ts';
+import { kindKey, userKey } from '../../../../common/search-attributes.ts';
 import { ApiError } from '../../../errors.ts';
 import type { Principal } from '../../../services/apikeys/service.ts';
 import type { AgentChat } from '../../../services/agents/agent-chat.ts';
@@ -200,6 +201,11 @@ export class TesseraAgentExecutor implements AgentExecutor {
       workflowId: a2aTaskWorkflowId(taskId),
       taskQueue: this.dependencies.taskQueue,
       args: [{ taskId, contextId, userId: principal.userId }],
+      // Searchable in the Temporal UI as what it is: TesseraKind = 'a2a-task', TesseraUser = the caller.
+      typedSearchAttributes: [
+        { key: kindKey, value: 'a2a-task' },
+        { key: userKey, value: principal.userId },
+      ],
       staticSummary: `A2A task ${taskId} (context ${contextId}) for ${principal.userId}`,
     });
     let started;
