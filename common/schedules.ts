@@ -24,6 +24,11 @@ export function agentsTaskQueue(taskQueue: string): string {
   return `${taskQueue}-agents`;
 }
 
+/** The send of a run's answer to one linked chat: its `messenger_events` row and idempotency key (sent once). */
+export function scheduledDeliveryId(turnId: string, chat: MessengerTarget): string {
+  return `schedule:${turnId}:${chat.platform}:${chat.to}`;
+}
+
 export interface ScheduledRunInput {
   taskId: string;
   /** Where `prepareScheduledTurn` and `recordScheduledRun` run (`agentsTaskQueue`). */
@@ -35,8 +40,8 @@ export type PreparedScheduledRun =
   | { kind: 'skipped'; reason: string }
   /** The turn was refused before it started (no credits, agent gone, model not in the plan): the run failed. */
   | { kind: 'refused'; errorType: string; message: string; turnId: string | null }
-  /** The turn, ready to run as a child workflow, and the messaging app chat its answer also goes to. */
-  | { kind: 'turn'; turn: ChatTurnInput; agentName: string; deliverTo: MessengerTarget | null };
+  /** The turn, ready to run as a child workflow, and the owner's linked messaging app chats its answer also goes to. */
+  | { kind: 'turn'; turn: ChatTurnInput; agentName: string; deliverTo: MessengerTarget[] };
 
 export type ScheduledRunStatus = 'running' | 'done' | 'failed';
 

@@ -6,8 +6,9 @@
  *    preparation the API uses) reads the task and prepares the turn of the task's session for its owner, holding
  *    the turn's credits: a refusal (no credits, agent gone) is recorded on the task and fails the run.
  * 2. The turn runs as a child workflow (`chatTurn`, id = the turn id), as a messaging app's turn does.
- * 3. The outcome is recorded on the task row (`last_run`), and the answer is sent to the messaging app chat linked
- *    to the task's conversation, if any, by the messengers' activity (keyed by the turn: sent once).
+ * 3. The outcome is recorded on the task row (`last_run`), and the answer is sent to each messaging app chat linked
+ *    to the owner's account (`ConversationStore.linkedChats`, as team broadcasts reach them), by the messengers'
+ *    activity keyed by the turn and the chat: sent once.
  */
 import {
   ApplicationFailure,
@@ -18,6 +19,7 @@ import {
 } from '@temporalio/workflow';
 import type { createMessengerActivities } from '../activities/messengers/messenger-activities.ts';
 import type { PreparedScheduledRun, ScheduledRunInput, ScheduledRunRecord } from '../common/schedules.ts';
+import { scheduledDeliveryId } from '../common/schedules.ts';
 import { kindKey, modelKey, userKey } from '../common/search-attributes.ts';
 import type { chatTurn } from './chat-turn.workflow.ts';
 
@@ -81,8 +83,10 @@ export async function scheduledRun(input: ScheduledRunInput): Promise<{ status: 
     throw ApplicationFailure.nonRetryable(`The scheduled turn ${turn.turnId} failed: ${message}`, 'ScheduledRunFailed');
   }
   await recordScheduledRun({ taskId: input.taskId, status: 'done', at, turnId: turn.turnId });
-  if (prepared.deliverTo && text) {
-    await sendMessengerText({ ...prepared.deliverTo, eventId: `schedule:${turn.turnId}`, text });
+  if (text) {
+    for (const chat of prepared.deliverTo) {
+      await sendMessengerText({ ...chat, eventId: scheduledDeliveryId(turn.turnId, chat), text });
+    }
   }
   return { status: 'done', turnId: turn.turnId };
 }

@@ -9,6 +9,7 @@ import type { ChatMessage as OpenAIMessage, ToolCall } from '../../common/chat.t
 import { chatTurnWorkflowId } from '../../common/chat-turn.ts';
 import { messageSearchConfig } from '../../db/entities/chat-message.entity.ts';
 import { run, type Pool } from '../../db/pool.ts';
+import type { MessengerPlatform, MessengerTarget } from '../messengers/messenger.ts';
 
 export interface SessionRef {
   sessionId: string;
@@ -598,6 +599,22 @@ export class ConversationStore {
       conversationId,
     ]);
     return rows[0]?.owner ?? null;
+  }
+
+  /**
+   * The messaging app chats linked to the owner's conversations: every LINE or Telegram session in a conversation
+   * the owner holds (a chat's key is `<platform>:<chat id>`, api/gateway/routes/webhooks/inbound.ts). What `/auth/me`
+   * reports as `linked_apps`, and where team broadcasts and scheduled runs reach an account's chats.
+   */
+  async linkedChats(owner: string): Promise<MessengerTarget[]> {
+    const { rows } = await this.pool.query<{ channel: MessengerPlatform; key: string }>(
+      `select distinct s.channel, s.key from chat_sessions s join chat_conversations c on c.id = s.conversation_id
+       where c.owner = $1 and s.channel = any($2::text[]) order by s.channel, s.key`,
+      [owner, messengerChannels],
+    );
+    return rows
+      .filter((row) => row.key.startsWith(`${row.channel}:`))
+      .map((row) => ({ platform: row.channel, to: row.key.slice(row.channel.length + 1) }));
   }
 
   /**

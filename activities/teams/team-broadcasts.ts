@@ -17,7 +17,6 @@
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import type { ConversationStore } from '../conversations/conversation-store.ts';
-import { messengerChannels } from '../conversations/conversation-store.ts';
 import {
   MessengerRejection,
   splitMessage,
@@ -113,17 +112,6 @@ export function createTeamActivities(dependencies: {
     }
   }
 
-  /** The member's linked messaging app chats (sessions of a messenger channel in a conversation they own). */
-  async function linkedChats(userId: string): Promise<Array<{ platform: MessengerPlatform; to: string }>> {
-    const { rows } = await pool.query<{ channel: MessengerPlatform; key: string }>(
-      `select distinct s.channel, s.key from chat_sessions s join chat_conversations c on c.id = s.conversation_id
-       where c.owner = $1 and s.channel = any($2::text[]) order by s.channel, s.key`,
-      [`user:${userId}`, messengerChannels],
-    );
-    // A messenger session's key is `<platform>:<chat id>` (api/gateway/routes/webhooks/inbound.ts).
-    return rows.map((row) => ({ platform: row.channel, to: row.key.slice(row.channel.length + 1) }));
-  }
-
   const saveChannels = (broadcastId: string, userId: string, channels: ChannelDelivery[]) =>
     pool.query('update team_broadcast_deliveries set channels = $3::jsonb where broadcast_id = $1 and user_id = $2', [
       broadcastId,
@@ -161,7 +149,7 @@ export function createTeamActivities(dependencies: {
       await deliverToSession(broadcastId, userId, row.team_id, text);
 
       const channels = [...row.channels];
-      for (const chat of await linkedChats(userId)) {
+      for (const chat of await conversations.linkedChats(`user:${userId}`)) {
         if (!channels.some((entry) => entry.platform === chat.platform && entry.to === chat.to)) {
           channels.push({ ...chat, parts: 0, sent: 0 });
         }

@@ -2,11 +2,12 @@
  * Teams of the agent service through HTTP (README "Agent service: teams"): creating and listing teams, an
  * invitation mailed through a real SMTP server (smtp-server on loopback) and accepted by its link (once), who may
  * see and invite, and a broadcast delivered by the `teamBroadcast` workflow to every member's `team:<id>` session
- * and to a member's Telegram chat linked by `/link CODE` (the simulator plays Telegram), with its status queryable.
+ * and to a member's Telegram chat, or LINE chat, linked by `/link CODE` (the simulator plays both), with its status
+ * queryable.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client, Connection } from '@temporalio/client';
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { simulatedMessengerCredentials as credentials } from '../../scripts/lib/simulated-providers.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
@@ -97,11 +98,35 @@ async function telegramSays(chat: string, text: string) {
   expect(delivered.status).toBe(200);
 }
 
+/** LINE delivering a text message from `user` to the gateway's webhook (the simulator signs it as LINE does). */
+async function lineSays(user: string, text: string) {
+  const delivered = await simulator('/line/_deliver', {
+    webhook_url: `${platform.gateway.url}/webhooks/line`,
+    channel_secret: credentials.LINE_CHANNEL_SECRET,
+    events: [
+      {
+        type: 'message',
+        mode: 'active',
+        timestamp: Date.now(),
+        webhookEventId: randomUUID(),
+        deliveryContext: { isRedelivery: false },
+        replyToken: randomUUID().replace(/-/g, ''),
+        source: { type: 'user', userId: user },
+        message: { type: 'text', id: String(randomInt(1e9, 2e9)), quoteToken: 'q', text },
+      },
+    ],
+  });
+  expect(delivered.status).toBe(200);
+}
+
 /** What the platform sent to the Telegram chat, waiting until there are at least `count` messages. */
-async function telegramSent(chat: string, count: number): Promise<string[]> {
+const telegramSent = (chat: string, count: number) => sentTo('telegram', chat, count);
+
+/** What the platform pushed to a chat (`/<platform>/_sent`), waiting until there are at least `count` messages. */
+async function sentTo(platformName: 'line' | 'telegram', chat: string, count: number): Promise<string[]> {
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const { messages } = await simulator('/telegram/_sent');
+    const { messages } = await simulator(`/${platformName}/_sent`);
     const texts = (messages as Array<{ to: string; text: string }>).filter((m) => m.to === chat).map((m) => m.text);
     if (texts.length >= count || Date.now() > deadline) return texts;
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -292,5 +317,34 @@ describe('teams', () => {
       `[Pelican crew] ${invitee.email}: Thanks!`,
     ]);
     expect(await telegramSent(chat, 3)).toHaveLength(3);
+  });
+
+  it('broadcasts to a linked LINE chat, once', async () => {
+    // The colleague (an API key account) links a LINE chat: a code from the agent service, `/link CODE` in LINE.
+    const issued = await call('/link/code', { key: colleague.key });
+    expect(issued.status).toBe(200);
+    const lineUser = `U${randomUUID().replace(/-/g, '')}`;
+    await lineSays(lineUser, `/link ${issued.body.code as string}`);
+    expect((await sentTo('line', lineUser, 1))[0]).toContain('Linked');
+    expect((await call('/auth/me', { key: colleague.key })).body.linked_apps).toEqual(['line']);
+
+    const started = await call(`/teams/${teamId}/broadcast`, owner, 'POST', { message: 'Deploy freeze from Friday.' });
+    expect(started.status).toBe(202);
+    const broadcastId = started.body.id as string;
+    const client = new Client({ connection: temporal });
+    expect(await client.workflow.getHandle(`broadcast-${broadcastId}`).result()).toMatchObject({
+      status: 'delivered',
+    });
+    const status = (await call(`/teams/${teamId}/broadcasts/${broadcastId}`, colleague)).body;
+    expect(status).toMatchObject({ status: 'delivered', source: 'table' });
+    const colleagueDelivery = (status.deliveries as Json[]).find((delivery) => delivery.user_id === colleague.userId);
+    expect(colleagueDelivery).toMatchObject({ status: 'delivered', session: 'delivered' });
+    expect(colleagueDelivery!.channels).toEqual([{ platform: 'line', status: 'delivered' }]);
+
+    // The LINE chat got the link confirmation and then the broadcast, once (the workflow has finished: no more).
+    const text = `[Pelican crew] ${owner.email}: Deploy freeze from Friday.`;
+    expect(await sentTo('line', lineUser, 2)).toEqual([expect.stringContaining('Linked'), text]);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await sentTo('line', lineUser, 2)).toHaveLength(2);
   });
 });

@@ -5,10 +5,9 @@
  * process that serves the agent service (api/server.ts). One implementation of a turn's preparation: the API's.
  */
 import type { ConversationStore } from '../../../activities/conversations/conversation-store.ts';
-import { messengerChannels } from '../../../activities/conversations/conversation-store.ts';
 import type { MessengerPlatform } from '../../../activities/messengers/messenger.ts';
 import type { PreparedScheduledRun, ScheduledRunRecord } from '../../../common/schedules.ts';
-import { taskSessionKey } from '../../../common/schedules.ts';
+import { scheduledDeliveryId, taskSessionKey } from '../../../common/schedules.ts';
 import type { Pool } from '../../../db/pool.ts';
 import type { ScheduleActivities } from '../../../workflows/scheduled-run.workflow.ts';
 import { ApiError } from '../../errors.ts';
@@ -25,7 +24,7 @@ export function createScheduleActivities(dependencies: {
   /** The messaging apps this deployment can send to. */
   platforms: MessengerPlatform[];
 }): ScheduleActivities {
-  const { pool, schedules, agentChat, platforms } = dependencies;
+  const { pool, schedules, agentChat, conversations, platforms } = dependencies;
   return {
     /**
      * Reads the task and prepares its turn in the task's session for its owner (credits held as for any message):
@@ -54,13 +53,17 @@ export function createScheduleActivities(dependencies: {
         throw error;
       }
       const { input, agent } = prepared;
-      const deliverTo = await linkedChat(input.conversationId);
-      if (deliverTo) {
-        // The answer's send is counted on an event row (parts sent), as a messaging app's own answers are.
+      // The owner's linked chats (the account's, as team broadcasts reach them): the task's own session is never
+      // linked itself, since nobody can type `/link` in it.
+      const deliverTo = (await conversations.linkedChats(`user:${task.user_id}`)).filter((chat) =>
+        platforms.includes(chat.platform),
+      );
+      for (const chat of deliverTo) {
+        // Each chat's send is counted on an event row (parts sent), as a messaging app's own answers are.
         await pool.query(
           `insert into messenger_events (id, input, started, replied_parts, created_at)
            values ($1, null, true, 0, now()) on conflict (id) do nothing`,
-          [`schedule:${input.turnId}`],
+          [scheduledDeliveryId(input.turnId, chat)],
         );
       }
       return { kind: 'turn', turn: input, agentName: agent.name, deliverTo };
@@ -70,16 +73,4 @@ export function createScheduleActivities(dependencies: {
       await schedules.record(record);
     },
   };
-
-  /** The messaging app chat (LINE, Telegram) linked to the conversation, if one is and its app is configured. */
-  async function linkedChat(conversationId: string) {
-    const { rows } = await pool.query<{ key: string; channel: MessengerPlatform }>(
-      `select key, channel from chat_sessions where conversation_id = $1 and channel = any($2::text[])
-       order by updated_at desc limit 1`,
-      [conversationId, messengerChannels.filter((channel) => platforms.includes(channel as MessengerPlatform))],
-    );
-    const row = rows[0];
-    if (!row || !row.key.startsWith(`${row.channel}:`)) return null;
-    return { platform: row.channel, to: row.key.slice(row.channel.length + 1) };
-  }
 }

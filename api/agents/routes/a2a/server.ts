@@ -18,13 +18,14 @@
  * - Push notifications: `SignedPushSender` posts each event to the task's configured URLs (the SDK's serializers,
  *   v1.0 or v0.3 by the wire version the config came over), signed `X-Tessera-Signature: sha256=<hex HMAC-SHA256 of
  *   the body keyed by the config's token>` (and the token itself as `X-A2A-Notification-Token`), through
- *   checkedFetch (public addresses only; FETCH_ALLOWED_HOSTS excepted).
+ *   checkedFetch (public addresses only; FETCH_ALLOWED_HOSTS excepted), one task's callbacks in event order. A URL
+ *   outside those rules is refused when the config is set (`CheckedPushConfigStore`: JSON-RPC invalid params).
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import type { Client as TemporalClient } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { Role, TaskState, type AgentCard, type Message, type Part, type StreamResponse, type Task } from '@a2a-js/sdk';
-import { TaskNotCancelableError } from '@a2a-js/sdk/errors';
+import { RequestMalformedError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
 import {
   AgentEvent,
   DefaultRequestHandler,
@@ -47,7 +48,8 @@ import {
   type A2aTaskState,
   type A2aTaskUpdate,
 } from '../../../../common/a2a-task.ts';
-import { checkedFetch } from '../../../../activities/net/checked-fetch.ts';
+import { assertPublicUrl, checkedFetch } from '../../../../activities/net/checked-fetch.ts';
+import { UrlRefusedError } from '../../../../activities/net/url-guard.ts';
 import { a2aTask, a2aTaskQuery, a2aTaskUpdateSignal } from '../../../../workflows/a2a-task.workflow.ts';
 import { kindKey, userKey } from '../../../../common/search-attributes.ts';
 import { ApiError } from '../../../errors.ts';
@@ -381,11 +383,44 @@ function principalOf(context: ServerCallContext): Principal {
   return user.principal;
 }
 
-/** Posts each task event to the task's push URLs, signed (see the file comment). */
+/**
+ * The push-config store, refusing a callback URL the sender would never reach (a private or otherwise non-public
+ * address, bad scheme, credentials, a host that does not resolve) when it is set: a JSON-RPC invalid-params error on
+ * the push-config set and on a send carrying the config, rather than a config that silently never delivers.
+ */
+export class CheckedPushConfigStore extends DatabasePushNotificationStore {
+  private readonly allowedHosts: string[];
+
+  constructor(db: ConstructorParameters<typeof DatabasePushNotificationStore>[0], allowedHosts: string[]) {
+    super(db, { tableName: 'a2a_push_configs' });
+    this.allowedHosts = allowedHosts;
+  }
+
+  override async save(...args: Parameters<DatabasePushNotificationStore['save']>): Promise<void> {
+    const url = args[2].url;
+    try {
+      await assertPublicUrl(url, this.allowedHosts);
+    } catch (error) {
+      const reason =
+        error instanceof UrlRefusedError
+          ? error.message
+          : `${String(url).slice(0, 200)} does not resolve (${(error as { code?: string }).code ?? 'lookup failed'})`;
+      throw new RequestMalformedError(`Push notification URL refused: ${reason}`);
+    }
+    await super.save(...args);
+  }
+}
+
+/**
+ * Posts each task event to the task's push URLs, signed (see the file comment). The SDK fires each send without
+ * waiting, so a task's sends are chained here (in the order the events came) and its callbacks arrive in order.
+ */
 export class SignedPushSender implements PushNotificationSender {
   private readonly store: DatabasePushNotificationStore;
   private readonly fetch: typeof fetch;
   private readonly log: A2aServerDependencies['log'];
+  /** Per task, the last send queued: the next one starts when it has finished. */
+  private readonly chains = new Map<string, Promise<void>>();
   private readonly serializers: Record<string, PushNotificationSerializer> = {
     '1.0': new V1PushNotificationSerializer(),
     '0.3': new V03PushNotificationSerializer(),
@@ -397,9 +432,22 @@ export class SignedPushSender implements PushNotificationSender {
     this.log = log;
   }
 
-  async send(response: StreamResponse, context: ServerCallContext, task?: Task): Promise<void> {
+  send(response: StreamResponse, context: ServerCallContext, task?: Task): Promise<void> {
     const taskId = taskIdOf(response) ?? task?.id;
-    if (!taskId) return;
+    if (!taskId) return Promise.resolve();
+    // Queued before any await, so the chain keeps the order the SDK called in.
+    const queued = (this.chains.get(taskId) ?? Promise.resolve()).then(() =>
+      this.deliver(taskId, response, context, task),
+    );
+    const settled = queued.catch(() => undefined);
+    this.chains.set(taskId, settled);
+    void settled.then(() => {
+      if (this.chains.get(taskId) === settled) this.chains.delete(taskId);
+    });
+    return queued;
+  }
+
+  private async deliver(taskId: string, response: StreamResponse, context: ServerCallContext, task?: Task) {
     const configs = await this.store.loadWithMetadata(taskId, context);
     await Promise.all(
       configs.map(async ({ config, wireVersion }) => {
@@ -446,7 +494,7 @@ function taskIdOf(response: StreamResponse): string | undefined {
 export function createA2aHandler(card: () => AgentCard, dependencies: A2aServerDependencies): DefaultRequestHandler {
   const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: dependencies.pool }) });
   const tasks = new DatabaseTaskStore(db, { tableName: 'a2a_tasks' });
-  const pushConfigs = new DatabasePushNotificationStore(db, { tableName: 'a2a_push_configs' });
+  const pushConfigs = new CheckedPushConfigStore(db, dependencies.fetchAllowedHosts);
   const handler = new DefaultRequestHandler(
     card(),
     tasks,

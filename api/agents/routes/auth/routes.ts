@@ -21,7 +21,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { ConversationStore } from '../../../../activities/conversations/conversation-store.ts';
-import { messengerChannels } from '../../../../activities/conversations/conversation-store.ts';
 import type { CreditLedger } from '../../../../activities/credits/credit-ledger.ts';
 import type { Settings } from '../../../../config/settings.ts';
 import type { Pool } from '../../../../db/pool.ts';
@@ -164,17 +163,13 @@ export function authRoutes(dependencies: AuthRouteDependencies) {
     );
     const balance = await dependencies.ledger.balance(principal.userId);
     if (!rows[0] || !balance) throw new ApiError('not_found', 'This account no longer exists');
-    const linked = await dependencies.pool.query<{ channel: string }>(
-      `select distinct s.channel from chat_sessions s join chat_conversations c on c.id = s.conversation_id
-       where c.owner = $1 and s.channel = any($2::text[]) order by s.channel`,
-      [`user:${principal.userId}`, messengerChannels],
-    );
+    const linked = await dependencies.conversations.linkedChats(`user:${principal.userId}`);
     context.body = {
       logged_in: true,
       via: context.state.via,
       user: { id: principal.userId, email: rows[0].email, plan: rows[0].plan },
       credits: { balance: balance.available, held: balance.held, used: balance.used },
-      linked_apps: linked.rows.map((row) => row.channel),
+      linked_apps: [...new Set(linked.map((chat) => chat.platform))],
       ai_name: settings.AGENT_AI_NAME,
     };
   });
