@@ -21,37 +21,18 @@
  * Without the endpoint (HTTP 404, say) the direct arm is still measured and the report says why the agent arm failed.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import {
-  createBenchKey,
-  repositoryRoot,
-  shippedProcesses,
-  startShipped,
-  startUpstream,
-  type Platform,
-} from './arms.ts';
-import { agent, post, postAgentChat, type AgentSample, type Target } from './http-client.ts';
-import { percentile, runLoad, type LoadResult } from './load.ts';
+import { figures, measureCalls, quick, waitForIdlePlatform, withAgentService, type Figures } from './agent-service.ts';
+import { createBenchKey, type Platform } from './arms.ts';
+import { post, postAgentChat, type AgentSample, type Sample, type Target } from './http-client.ts';
 import { machineLine, ms, writeMarkdown } from './report.ts';
-import { waitUntilIdle } from './resources.ts';
 
-const quick = process.env.BENCH_QUICK === '1';
 const messages = quick ? 5 : Number(process.env.BENCH_AGENTS_N ?? 200);
-const benchDir = join(repositoryRoot, '.data', 'bench-agents');
-const logDir = join(benchDir, 'logs');
 // Apart from `npm run bench`'s and `npm run bench:chat`'s ports (and `npm start`'s defaults).
 const ports = { upstream: 19040, shipped: 18070, temporal: 17263, postgres: 15462 };
 const upstreamModel = 'gpt-4o-mini-2024-07-18';
 const prompt = 'Say hello to the benchmark in one short sentence.';
 
 const log = (line: string) => process.stderr.write(`[bench:agents] ${line}\n`);
-
-interface Figures {
-  n: number;
-  p50: number;
-  p95: number;
-}
 
 interface ArmFigures {
   arm: string;
@@ -65,38 +46,21 @@ interface ArmFigures {
   perSecond: number;
 }
 
-const figures = (values: Array<number | undefined>): Figures => {
-  const present = values.filter((value): value is number => value !== undefined);
-  return { n: present.length, p50: percentile(present, 50), p95: percentile(present, 95) };
-};
-
-/** A warm-up (connections, compiled code paths, pools), then `messages` measured calls from `clients` clients. */
-async function measure(
-  arm: string,
-  clients: number,
-  call: () => Promise<AgentSample>,
-  failures: string[],
-): Promise<ArmFigures> {
-  const tracked = async () => {
-    const sample = await call();
-    if (!sample.ok) failures.push(sample.failure ?? `HTTP ${sample.status}`);
-    return sample;
-  };
-  await runLoad({ concurrency: clients, requests: Math.max(clients * 2, quick ? 2 : 20), maxMs: 30_000 }, tracked);
-  failures.length = 0;
-  const result: LoadResult = await runLoad({ concurrency: clients, requests: messages, maxMs: 600_000 }, tracked);
-  const samples = result.samples as AgentSample[];
+/** A warm-up, then `messages` measured calls from `clients` clients. */
+async function measure(arm: string, clients: number, call: () => Promise<AgentSample | Sample>): Promise<ArmFigures> {
+  const result = await measureCalls<AgentSample>(clients, messages, call);
+  const samples = result.samples;
   const measured: ArmFigures = {
     arm,
     clients,
     n: samples.length,
     errors: result.errors,
-    ...(failures[0] ? { firstFailure: failures[0] } : {}),
+    ...(result.firstFailure ? { firstFailure: result.firstFailure } : {}),
     ...(samples.some((sample) => sample.routedMs !== undefined)
       ? { routed: figures(samples.map((sample) => sample.routedMs)) }
       : {}),
     firstToken: figures(samples.map((sample) => sample.firstTokenMs)),
-    perSecond: samples.length / (result.elapsedMs / 1000),
+    perSecond: result.perSecond,
   };
   log(
     `  ${arm} × ${clients}: n=${measured.n} errors=${measured.errors}` +
@@ -164,8 +128,7 @@ async function runPhases(platform: Platform, upstreamUrl: string): Promise<void>
   };
   const directCall = () => post(direct, directBody, true);
 
-  const busy = await waitUntilIdle(() => shippedProcesses(platform), { maxBusy: 0.05, timeoutMs: 60_000 });
-  log(`platform idle (${(busy * 100).toFixed(0)} % of a core)`);
+  await waitForIdlePlatform(platform, log);
   let agentBroken: string | undefined;
   try {
     await probeAgentChat(agentTarget, agentBody);
@@ -176,8 +139,8 @@ async function runPhases(platform: Platform, upstreamUrl: string): Promise<void>
   for (const clients of [1, 8]) {
     const title = clients === 1 ? `${messages} messages, one after another` : `${messages} messages from 8 clients`;
     log(title);
-    const rows = [await measure('direct', clients, directCall, [])];
-    if (!agentBroken) rows.push(await measure('agent chat', clients, agentCall, []));
+    const rows = [await measure('direct', clients, directCall)];
+    if (!agentBroken) rows.push(await measure('agent chat', clients, agentCall));
     phases.push({ title, rows });
   }
   if (agentBroken) throw new Error(agentBroken);
@@ -211,40 +174,16 @@ async function writeReport(): Promise<void> {
   log('wrote bench/agents-results.md');
 }
 
-let upstream: Awaited<ReturnType<typeof startUpstream>> | undefined;
-let platform: Platform | undefined;
 let exitCode = 0;
-try {
-  if (!Number.isInteger(messages) || messages < 1) throw new Error('BENCH_AGENTS_N must be a positive integer');
-  await rm(benchDir, { recursive: true, force: true });
-  await mkdir(logDir, { recursive: true });
-  log(`logs in ${logDir}`);
-  upstream = await startUpstream(ports.upstream, logDir);
-  log('starting `npm start` (first run of its data directory: dev server store, embedded PostgreSQL, migrations)');
-  platform = await startShipped({
-    port: ports.shipped,
-    temporalPort: ports.temporal,
-    postgresPort: ports.postgres,
-    dataDir: join(benchDir, 'npm-start-data'),
-    upstreamUrl: upstream.url,
-    masterKey: `te_bench_${randomBytes(16).toString('hex')}`,
-    logDir,
-    environment: { AGENT_IP_LIMIT_PER_MINUTE: '0' },
-  });
-  log(`gateway ${platform.url}, agent service ${platform.agentsUrl}`);
-  await runPhases(platform, upstream.url);
-} catch (error) {
-  exitCode = 1;
-  failure = error instanceof Error ? error.message : String(error);
-  log(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-} finally {
-  agent.destroy();
-  if (platform) {
-    log('stopping `npm start`');
-    await platform.stop().catch(() => undefined);
-  }
-  await upstream?.child.stop(5_000);
+if (!Number.isInteger(messages) || messages < 1) {
+  failure = 'BENCH_AGENTS_N must be a positive integer';
+} else {
+  failure = await withAgentService(
+    { name: 'bench-agents', ports, environment: { AGENT_IP_LIMIT_PER_MINUTE: '0' }, log },
+    ({ platform, upstream }) => runPhases(platform, upstream.url),
+  );
 }
+if (failure) exitCode = 1;
 await writeReport();
 process.exitCode = exitCode;
 setTimeout(() => process.exit(exitCode), 5_000).unref();

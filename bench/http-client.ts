@@ -19,6 +19,8 @@ export interface Sample {
   firstTokenMs?: number;
   /** The response's `Server-Timing` header, when it sent one. */
   serverTiming?: string;
+  /** Why the call did not count (status, an unexpected body, missing events), when the client says. */
+  failure?: string;
 }
 
 export interface Target {
@@ -87,6 +89,7 @@ export function post(
           finish({
             ok,
             status,
+            ...(!ok && expect && !stream ? { failure: `HTTP ${status} ${responseBody.slice(0, 300)}` } : {}),
             ...(firstTokenMs === undefined ? {} : { firstTokenMs }),
             ...(serverTiming === undefined ? {} : { serverTiming }),
           });
@@ -116,8 +119,6 @@ function hasContent(data: string): boolean {
 export interface AgentSample extends Sample {
   /** Request start to the `routed` event. */
   routedMs?: number;
-  /** Why the message did not count (status, error event, missing events). */
-  failure?: string;
 }
 
 /**
