@@ -58,6 +58,10 @@ import type { AgentChat } from '../../../services/agents/agent-chat.ts';
 import type { ChatService } from '../../../services/chat/service.ts';
 import { presentAgentEvent } from '../chat/events.ts';
 
+/** How long answer tokens are gathered into one artifact chunk, and the most characters one holds. */
+const chunkWindowMs = 40;
+const chunkMaxChars = 1_000;
+
 /** Characters of text a message may carry in all (the chat API's bound); larger is a JSON-RPC invalid-params error. */
 export const maxA2aMessageChars = 32_000;
 
@@ -260,31 +264,44 @@ export class TesseraAgentExecutor implements AgentExecutor {
   ): Promise<void> {
     let answer = '';
     let chunks = 0;
+    // Tokens go out as artifact chunks, gathered for up to `chunkWindowMs`: the SDK saves the whole task at every
+    // event, and a save per token was what capped A2A's throughput under load (bench:agents-durable).
+    let pending = '';
+    let flushedAt = Date.now();
+    const flush = () => {
+      if (pending === '') return;
+      bus.publish(
+        AgentEvent.artifactUpdate({
+          taskId,
+          contextId,
+          artifact: {
+            artifactId: `answer-${turnId}`,
+            name: 'answer',
+            description: 'The agent’s answer',
+            parts: [textPart(pending)],
+            metadata: undefined,
+            extensions: [],
+          },
+          append: chunks++ > 0,
+          lastChunk: false,
+          metadata: undefined,
+        }),
+      );
+      pending = '';
+      flushedAt = Date.now();
+    };
     for await (const item of this.dependencies.chat.events({ turnId, subscription }, afterSeq)) {
       if (this.cancelled.has(taskId)) return;
       const payload = presentAgentEvent(item.event);
       if (!payload) continue;
+      if (payload.type === 'token') {
+        answer += String(payload.text);
+        pending += String(payload.text);
+        if (Date.now() - flushedAt >= chunkWindowMs || pending.length >= chunkMaxChars) flush();
+        continue;
+      }
+      flush();
       switch (payload.type) {
-        case 'token':
-          answer += String(payload.text);
-          bus.publish(
-            AgentEvent.artifactUpdate({
-              taskId,
-              contextId,
-              artifact: {
-                artifactId: `answer-${turnId}`,
-                name: 'answer',
-                description: 'The agent’s answer',
-                parts: [textPart(String(payload.text))],
-                metadata: undefined,
-                extensions: [],
-              },
-              append: chunks++ > 0,
-              lastChunk: false,
-              metadata: undefined,
-            }),
-          );
-          break;
         case 'tool':
           this.status(bus, taskId, contextId, 'working', undefined, { event: payload });
           break;
@@ -331,6 +348,7 @@ export class TesseraAgentExecutor implements AgentExecutor {
           break;
       }
     }
+    flush();
     if (this.cancelled.has(taskId)) return;
     await this.update(taskId, { state: 'failed' });
     this.status(bus, taskId, contextId, 'failed', 'The turn did not finish in time');
