@@ -119,7 +119,8 @@ export function createMediaService(state: MediaState): MediaService {
         return sendJson(response, 405, { error: { message: `No route for ${method} ${url.pathname}` } });
       }
       const params = route.pattern.exec(url.pathname)!.slice(1).map(decodeURIComponent);
-      const body = method === 'GET' ? {} : await readBody(request);
+      // A poll and a cancel carry no body.
+      const body = method === 'GET' || route.name === 'cancel' ? {} : await readBody(request);
       if (body === undefined) {
         return sendJson(response, 400, errorBody(route.protocol, 400, 'The request body is not valid.'));
       }
