@@ -26,6 +26,8 @@ export interface SimulatorOptions {
   port?: number;
   /** Defaults to 127.0.0.1. */
   host?: string;
+  /** How long a simulated Replicate prediction runs; defaults to SIM_MEDIA_JOB_MS, else 1500. */
+  mediaJobMs?: number;
 }
 
 export interface RunningSimulator {
@@ -46,9 +48,10 @@ interface SimulatorState {
 
 /** Starts the simulator and resolves once it listens. */
 export async function startSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
+  const jobMs = options.mediaJobMs ?? (Number(process.env.SIM_MEDIA_JOB_MS ?? 1500) || 0);
   const faults = new FaultRegistry();
   const requests = new RequestLog();
-  const state: SimulatorState = { faults, requests, media: createMediaService({ faults, requests }) };
+  const state: SimulatorState = { faults, requests, media: createMediaService({ faults, requests, jobMs }) };
   const server = createServer((request, response) => {
     handle(request, response, state).catch(() => {
       // A handler failure after headers went out can only end the connection.

@@ -15,7 +15,8 @@
  *   name says music, audio, sound, song or speech, MP4 otherwise).
  *
  * Files are real (simulator/media-files.ts). Speech MP3s carry their text, so transcribing one gives it back; other
- * audio is transcribed to a sentence derived from its bytes. A prediction runs for `SIM_MEDIA_JOB_MS` (default 1500)
+ * audio is transcribed to a sentence derived from its bytes. A prediction runs for `mediaJobMs` (SimulatorOptions; default
+ * `SIM_MEDIA_JOB_MS`, else 1500 ms)
  * — `starting` for its first fifth, `processing` (with tqdm-style percentages in `logs`) until done — and then
  * succeeds. Directives in the prompt: `[[takes 3s]]` / `[[takes 400ms]]` sets the run time, `[[fail]]` ends it
  * `failed` with an error, `[[poll-error 2]]` answers the first 2 polls with 500.
@@ -47,6 +48,8 @@ const maxStoredFiles = 500;
 interface MediaState {
   faults: FaultRegistry;
   requests: RequestLog;
+  /** How long a prediction without a `[[takes …]]` directive runs. */
+  jobMs: number;
 }
 
 export interface MediaService {
@@ -179,7 +182,7 @@ export function createMediaService(state: MediaState): MediaService {
         case 'sfx':
           return elevenLabsSoundEffect(exchange, body);
         case 'create':
-          return createPrediction(exchange, body, params, predictions, store, reply);
+          return createPrediction(exchange, body, params, { predictions, store, jobMs: state.jobMs }, reply);
         default:
           return predictionCall(exchange, route.name, params[0]!, prediction, reply);
       }
@@ -380,8 +383,7 @@ async function createPrediction(
   exchange: Exchange,
   body: unknown,
   params: string[],
-  predictions: Map<string, Prediction>,
-  store: Store,
+  { predictions, store, jobMs }: { predictions: Map<string, Prediction>; store: Store; jobMs: number },
   reply: Reply,
 ): Promise<void> {
   const parsed = predictionSchema.safeParse(body);
@@ -405,7 +407,7 @@ async function createPrediction(
     version: requestedVersion?.split(':').at(-1) ?? createHash('sha256').update(model).digest('hex'),
     input,
     createdAt: Date.now(),
-    runMs: takes ? Number(takes[1]) * (takes[2] === 's' ? 1000 : 1) : Number(process.env.SIM_MEDIA_JOB_MS ?? 1500) || 0,
+    runMs: takes ? Number(takes[1]) * (takes[2] === 's' ? 1000 : 1) : jobMs,
     failure: /\[\[fail\]\]/.test(prompt)
       ? 'Simulated failure: the model could not generate an output for this prompt.'
       : undefined,

@@ -15,7 +15,10 @@ import {
   defaultReplicateMusicModel,
   defaultReplicateVideoModel,
 } from '../../activities/media/providers/replicate.ts';
+import { createHostedMediaEngines } from '../../activities/media/providers/index.ts';
 import type { BreakerView } from '../../activities/routing/circuit-breaker.ts';
+import { readSettings } from '../../config/settings.ts';
+import { simulatedMediaProviders, simulatedProviders } from '../../scripts/lib/simulated-providers.ts';
 import {
   simulatorControl,
   startSimulator,
@@ -343,5 +346,37 @@ describe('withFallback', () => {
     await control.addFault({ match: { protocol: 'elevenlabs' }, fault: { status: 503 } });
     const failure = await withFallback(speakers(), hello, breaker).catch((error: unknown) => error);
     expect(failure).toMatchObject({ engine: 'media', retryable: true, status: 503 });
+  });
+});
+
+describe('hosted media engines from settings', () => {
+  it('configures each provider with a key, in fallback order, pointed at the simulator by npm start', async () => {
+    const environment = {
+      DATABASE_URL: 'postgres://unused',
+      ...simulatedProviders(simulator.url),
+      ...simulatedMediaProviders(simulator.url, {}),
+    };
+    const engines = createHostedMediaEngines(readSettings(environment), environment);
+    expect(engines.speech.map((engine) => engine.id)).toEqual(['openai', 'elevenlabs']);
+    expect(engines.images.map((engine) => engine.id)).toEqual(['openai']);
+    expect(engines.transcription.map((engine) => engine.id)).toEqual(['openai']);
+    expect(engines.soundEffects.map((engine) => engine.id)).toEqual(['elevenlabs']);
+    expect(engines.music.map((engine) => engine.id)).toEqual(['replicate']);
+    expect(engines.video.map((engine) => engine.id)).toEqual(['replicate']);
+
+    await engines.music[0]!.create({ prompt: 'a lullaby', type: 'music', durationSeconds: 4 });
+    expect(await lastRequest()).toMatchObject({ model: 'meta/musicgen', path: '/v1/models/meta/musicgen/predictions' });
+  });
+
+  it('leaves out providers without keys, and keeps configured ones off the simulator', () => {
+    const none = createHostedMediaEngines(readSettings({ DATABASE_URL: 'postgres://unused' }), {});
+    expect(Object.values(none).flat()).toEqual([]);
+    expect(simulatedMediaProviders(simulator.url, { ELEVENLABS_API_KEY: 'real' })).toEqual({
+      REPLICATE_API_TOKEN: 'simulator',
+      REPLICATE_BASE_URL: simulator.url,
+    });
+    expect(() => readSettings({ DATABASE_URL: 'postgres://unused', REPLICATE_VIDEO_MODEL: 'kling' })).toThrow(
+      /REPLICATE_VIDEO_MODEL/,
+    );
   });
 });
