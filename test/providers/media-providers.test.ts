@@ -19,6 +19,8 @@ import { createHostedMediaEngines } from '../../activities/media/providers/index
 import type { BreakerView } from '../../activities/routing/circuit-breaker.ts';
 import { readSettings } from '../../config/settings.ts';
 import { simulatedMediaProviders, simulatedProviders } from '../../scripts/lib/simulated-providers.ts';
+import { simulatedMp3, simulatedMp3Seconds } from '../../simulator/media-files.ts';
+import { mp3DurationSeconds } from '../../activities/media/mp3-duration.ts';
 import {
   simulatorControl,
   startSimulator,
@@ -63,6 +65,8 @@ describe('OpenAI media engine', () => {
   it('speaks MP3 through POST /v1/audio/speech', async () => {
     const audio = await openAI().speak({ text: 'Hello from Tessera', voice: 'alloy', speed: 1.25 });
     expect(audio.contentType).toBe('audio/mpeg');
+    // Three words at 2.5 words a second, sped up 1.25 times: about 0.96 s of MPEG frames.
+    expect(audio.durationSeconds).toBeCloseTo(simulatedMp3Seconds(3 / 2.5 / 1.25), 3);
     expect(await kindOf(audio.bytes)).toBe('audio/mpeg');
     const request = await lastRequest();
     expect(request).toMatchObject({ protocol: 'openai-media', model: 'tts-1', path: '/v1/audio/speech' });
@@ -144,6 +148,7 @@ describe('ElevenLabs engine', () => {
   it('speaks MP3 through POST /v1/text-to-speech/{voice_id} with xi-api-key', async () => {
     const audio = await elevenLabs().speak({ text: 'こんにちは', voice: '21m00Tcm4TlvDq8ikWAM', speed: 2 });
     expect(await kindOf(audio.bytes)).toBe('audio/mpeg');
+    expect(audio.durationSeconds).toBeGreaterThan(0);
     const request = await lastRequest();
     expect(request).toMatchObject({
       protocol: 'elevenlabs',
@@ -305,6 +310,15 @@ class MemoryBreaker implements EngineBreaker {
     return state;
   }
 }
+
+describe('mp3DurationSeconds', () => {
+  it('adds up the frames after an ID3 tag, and finds none in other bytes', () => {
+    expect(mp3DurationSeconds(simulatedMp3(2, 'tagged'))).toBeCloseTo(simulatedMp3Seconds(2), 6);
+    expect(mp3DurationSeconds(simulatedMp3(0.3))).toBeCloseTo(simulatedMp3Seconds(0.3), 6);
+    expect(mp3DurationSeconds(new Uint8Array([0x49, 0x44, 0x33, 4, 0, 0, 0, 0, 0, 0]))).toBeUndefined();
+    expect(mp3DurationSeconds(new TextEncoder().encode('not audio'))).toBeUndefined();
+  });
+});
 
 describe('withFallback', () => {
   const speakers = (): SpeechEngine[] => [openAI(), elevenLabs()];

@@ -8,7 +8,7 @@
  * last 0.5 to 30 seconds.
  */
 import type { EngineOptions, SoundEffectEngine, SpeechEngine, SpeechRequest } from '../engine.ts';
-import { exchange, joinUrl, mediaUpstream, readFile, type MediaHttpConfig } from './http.ts';
+import { exchange, joinUrl, mediaUpstream, readFile, withDuration, type MediaHttpConfig } from './http.ts';
 
 export interface ElevenLabsConfig extends MediaHttpConfig {
   /** `https://api.elevenlabs.io`. */
@@ -46,11 +46,13 @@ export function createElevenLabsEngine(config: ElevenLabsConfig): ElevenLabsEngi
         voice_settings: { speed: Math.min(1.2, Math.max(0.7, request.speed)) },
       };
       const path = `v1/text-to-speech/${encodeURIComponent(request.voice)}${query}`;
-      return exchange(
-        upstream,
-        { method: 'POST', url: joinUrl(config.baseUrl, path), headers, body },
-        (response) => readFile(id, response, 'audio/'),
-        options?.signal,
+      return withDuration(
+        await exchange(
+          upstream,
+          { method: 'POST', url: joinUrl(config.baseUrl, path), headers, body },
+          (response) => readFile(id, response, 'audio/'),
+          options?.signal,
+        ),
       );
     },
 

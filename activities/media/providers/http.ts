@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { EngineError, type MediaFile } from '../engine.ts';
+import { mp3DurationSeconds } from '../mp3-duration.ts';
 
 export const defaultMediaTimeoutMs = 120_000;
 /** Outputs larger than this are refused rather than buffered (a video of a few minutes fits). */
@@ -110,6 +111,12 @@ export async function readFile(engine: string, response: Response, expected: str
     throw new EngineError(engine, `output of ${bytes.length} bytes is larger than allowed`, { retryable: false });
   }
   return { bytes, contentType };
+}
+
+/** An MP3 with its playing time, when its frames can be walked. */
+export function withDuration(file: MediaFile): MediaFile & { durationSeconds?: number } {
+  const durationSeconds = file.contentType === 'audio/mpeg' ? mp3DurationSeconds(file.bytes) : undefined;
+  return durationSeconds === undefined ? file : { ...file, durationSeconds };
 }
 
 /** Downloads an output URL a provider returned (Replicate's files, OpenAI image URLs). */

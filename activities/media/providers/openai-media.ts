@@ -18,7 +18,16 @@ import {
   type SpeechRequest,
   type TranscriptionEngine,
 } from '../engine.ts';
-import { downloadOutput, exchange, joinUrl, mediaUpstream, readFile, readJson, type MediaHttpConfig } from './http.ts';
+import {
+  downloadOutput,
+  exchange,
+  joinUrl,
+  mediaUpstream,
+  readFile,
+  readJson,
+  withDuration,
+  type MediaHttpConfig,
+} from './http.ts';
 
 export interface OpenAIMediaConfig extends MediaHttpConfig {
   /** With the version path: `https://api.openai.com/v1`. */
@@ -84,11 +93,13 @@ export function createOpenAIMediaEngine(config: OpenAIMediaConfig): OpenAIMediaE
         response_format: 'mp3',
         speed: Math.min(4, Math.max(0.25, request.speed)),
       };
-      return exchange(
-        upstream,
-        { method: 'POST', url: joinUrl(config.baseUrl, 'audio/speech'), headers, body },
-        (response) => readFile(id, response, 'audio/'),
-        options?.signal,
+      return withDuration(
+        await exchange(
+          upstream,
+          { method: 'POST', url: joinUrl(config.baseUrl, 'audio/speech'), headers, body },
+          (response) => readFile(id, response, 'audio/'),
+          options?.signal,
+        ),
       );
     },
 
