@@ -11,6 +11,9 @@ import type { ToolSettings } from '../activities/tools/tool.ts';
 const optionalText = <T extends z.ZodType>(schema: T) =>
   z.preprocess((value) => (value === '' ? undefined : value), schema.optional());
 
+/** A Replicate model: `owner/name`, optionally pinned to a version. */
+const replicateModel = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+(?::[0-9a-f]{64})?$/;
+
 const settingsSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().default('0.0.0.0'),
@@ -60,6 +63,22 @@ const settingsSchema = z.object({
   BILLING_SUCCESS_URL: z.url().default('http://localhost:8080/billing/success?session_id={CHECKOUT_SESSION_ID}'),
   BILLING_CANCEL_URL: z.url().default('http://localhost:8080/billing/cancel'),
   BILLING_PORTAL_RETURN_URL: z.url().default('http://localhost:8080/billing'),
+  // Hosted media engines (README, "Media engines (hosted)"). OpenAI's use OPENAI_API_KEY and OPENAI_BASE_URL.
+  ELEVENLABS_API_KEY: optionalText(z.string()),
+  /** Without `/v1`. */
+  ELEVENLABS_BASE_URL: z.url({ protocol: /^https?$/ }).default('https://api.elevenlabs.io'),
+  REPLICATE_API_TOKEN: optionalText(z.string()),
+  /** Without `/v1`. */
+  REPLICATE_BASE_URL: z.url({ protocol: /^https?$/ }).default('https://api.replicate.com'),
+  /** `owner/name` (an official model) or `owner/name:<version id>`. */
+  REPLICATE_MUSIC_MODEL: z
+    .string()
+    .regex(replicateModel, 'owner/name or owner/name:<version>')
+    .default('meta/musicgen'),
+  REPLICATE_VIDEO_MODEL: z
+    .string()
+    .regex(replicateModel, 'owner/name or owner/name:<version>')
+    .default('kwaivgi/kling-v1.6-standard'),
   // Session chat and built-in tools (README, "Session chat").
   CHAT_DEFAULT_MODEL: z.string().min(1).default('gpt-4o-mini'),
   CHAT_MAX_TOOL_ROUNDS: z.coerce.number().int().min(0).max(32).default(8),

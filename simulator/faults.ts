@@ -2,7 +2,8 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 
-export const protocols = ['openai', 'anthropic', 'gemini'] as const;
+/** The chat protocols, then the hosted media APIs (simulator/services/media.ts). */
+export const protocols = ['openai', 'anthropic', 'gemini', 'openai-media', 'elevenlabs', 'replicate'] as const;
 export type Protocol = (typeof protocols)[number];
 
 export const faultSchema = z.strictObject({

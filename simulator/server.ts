@@ -1,6 +1,7 @@
 /**
  * The provider simulator: one plain `node:http` server speaking the OpenAI-compatible, Anthropic and Gemini
- * wire protocols with deterministic replies, plus a control API for faults and request counts. It is the
+ * wire protocols with deterministic replies, the hosted media APIs (OpenAI audio and images, ElevenLabs, Replicate
+ * predictions: simulator/services/media.ts), plus a control API for faults and request counts. It is the
  * upstream for tests, benchmarks and `npm start` without provider keys.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -13,6 +14,7 @@ import type { IncomingCall, ProtocolHandler } from './protocols/protocol.ts';
 import { planReply } from './reply.ts';
 import { RequestLog } from './request-log.ts';
 import { simulatedServices } from './services/index.ts';
+import { createMediaService, type MediaService } from './services/media.ts';
 import { pause, readJsonBody, sendEvents, sendJson, sendJsonReply } from './transport.ts';
 
 export { simulatorControl, type SimulatorControl } from './control-client.ts';
@@ -24,6 +26,8 @@ export interface SimulatorOptions {
   port?: number;
   /** Defaults to 127.0.0.1. */
   host?: string;
+  /** How long a simulated Replicate prediction runs; defaults to SIM_MEDIA_JOB_MS, else 1500. */
+  mediaJobMs?: number;
 }
 
 export interface RunningSimulator {
@@ -39,11 +43,15 @@ const geminiPath = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateC
 interface SimulatorState {
   faults: FaultRegistry;
   requests: RequestLog;
+  media: MediaService;
 }
 
 /** Starts the simulator and resolves once it listens. */
 export async function startSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
-  const state: SimulatorState = { faults: new FaultRegistry(), requests: new RequestLog() };
+  const jobMs = options.mediaJobMs ?? (Number(process.env.SIM_MEDIA_JOB_MS ?? 1500) || 0);
+  const faults = new FaultRegistry();
+  const requests = new RequestLog();
+  const state: SimulatorState = { faults, requests, media: createMediaService({ faults, requests, jobMs }) };
   const server = createServer((request, response) => {
     handle(request, response, state).catch(() => {
       // A handler failure after headers went out can only end the connection.
@@ -84,6 +92,7 @@ async function handle(request: IncomingMessage, response: ServerResponse, state:
   if (url.pathname.startsWith('/_simulator/')) return handleControl(request, response, url.pathname, state);
   const service = simulatedServices.find((candidate) => url.pathname.startsWith(candidate.prefix));
   if (service) return service.handle(request, response, url);
+  if (state.media.handles(url.pathname)) return state.media.handle(request, response, url);
 
   const route = routeOf(request.method ?? 'GET', url.pathname);
   if (route === undefined) {

@@ -34,6 +34,22 @@ export function simulatedToolServices(
     ...(searchConfigured ? {} : { SEARXNG_URL: `${simulatorUrl}/searxng` }),
     FETCH_ALLOWED_HOSTS: [environment.FETCH_ALLOWED_HOSTS, host].filter(Boolean).join(','),
     ...simulatedMessengers(simulatorUrl, environment),
+    ...simulatedMediaProviders(simulatorUrl, environment),
+  };
+}
+
+/**
+ * The hosted media providers played by the simulator (simulator/services/media.ts), each unless the deployment set
+ * its key: ElevenLabs and Replicate. OpenAI's speech, images and transcription follow OPENAI_BASE_URL, which
+ * `simulatedProviders` already points at the simulator.
+ */
+export function simulatedMediaProviders(
+  simulatorUrl: string,
+  environment: Record<string, string | undefined>,
+): Record<string, string> {
+  return {
+    ...(environment.ELEVENLABS_API_KEY ? {} : { ELEVENLABS_API_KEY: 'simulator', ELEVENLABS_BASE_URL: simulatorUrl }),
+    ...(environment.REPLICATE_API_TOKEN ? {} : { REPLICATE_API_TOKEN: 'simulator', REPLICATE_BASE_URL: simulatorUrl }),
   };
 }
 
