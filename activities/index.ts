@@ -5,6 +5,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { AccountPlans } from './credits/accounts.ts';
 import type { CreditLedger } from './credits/credit-ledger.ts';
 import { releaseStaleHolds, renewDueCycles } from './credits/renewals.ts';
+import { createMediaActivities, type MediaServices } from './media/media-activities.ts';
 import { createMessengerActivities } from './messengers/messenger-activities.ts';
 import type { MessengerClient, MessengerPlatform } from './messengers/messenger.ts';
 import type { ProviderCalls } from './provider-calls.ts';
@@ -18,6 +19,7 @@ export interface ActivityDependencies extends ChatActivityDependencies {
   accounts: AccountPlans;
   pool: Pool;
   messengers: Partial<Record<MessengerPlatform, MessengerClient>>;
+  media: MediaServices;
 }
 
 export function createActivities(dependencies: ActivityDependencies) {
@@ -26,6 +28,7 @@ export function createActivities(dependencies: ActivityDependencies) {
     ...createChatActivities(dependencies),
     ...createMessengerActivities(dependencies),
     ...createTeamActivities(dependencies),
+    ...createMediaActivities(dependencies),
     /** Grants the monthly credits of every account whose cycle ended (see credits/renewals.ts). */
     renewDueCycles: () => renewDueCycles(dependencies.orm, dependencies.accounts),
     /** Releases reservations that will never be settled (see credits/renewals.ts). */

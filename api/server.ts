@@ -53,8 +53,13 @@ export async function startGateway(
   const connection = await NativeConnection.connect({ address: settings.TEMPORAL_ADDRESS });
   const client = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
   const metrics = new Metrics({ defaultMetrics: true });
-  const dependencies = createWorkerDependencies(orm, settings, catalogue, loadPlans(environment), (provider, outcome) =>
-    metrics.recordAttempt(provider, outcome),
+  const dependencies = createWorkerDependencies(
+    orm,
+    settings,
+    catalogue,
+    loadPlans(environment),
+    (provider, outcome) => metrics.recordAttempt(provider, outcome),
+    environment,
   );
   const worker = await createWorker({ orm, connection, settings, catalogue, dependencies });
   const workerRun = worker.run();

@@ -79,6 +79,10 @@ const settingsSchema = z.object({
     .string()
     .regex(replicateModel, 'owner/name or owner/name:<version>')
     .default('kwaivgi/kling-v1.6-standard'),
+  // Media jobs (README, "Media engines"): result files, how long they are promised to stay, video poll interval.
+  MEDIA_DIR: z.string().default(resolve('.data/media')),
+  MEDIA_FILE_TTL_DAYS: z.coerce.number().int().positive().default(7),
+  MEDIA_POLL_INTERVAL_MS: z.coerce.number().int().positive().default(15_000),
   // Session chat and built-in tools (README, "Session chat").
   CHAT_DEFAULT_MODEL: z.string().min(1).default('gpt-4o-mini'),
   CHAT_MAX_TOOL_ROUNDS: z.coerce.number().int().min(0).max(32).default(8),

@@ -27,6 +27,8 @@ const log = (line: string) => process.stdout.write(`[start] ${line}\n`);
 const environment: Record<string, string | undefined> = { ...process.env };
 // Conversations' sandboxes (file tools, code_execute) live with the rest of the local state.
 environment.SANDBOX_DIR ||= `${dataDir}/sandboxes`;
+// Media result files (speech, video, …), served by unguessable name.
+environment.MEDIA_DIR ||= `${dataDir}/media`;
 
 const temporal = await ensureTemporalServer({
   address: environment.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',

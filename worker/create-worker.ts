@@ -34,6 +34,10 @@ import { MemoryStore } from '../activities/memory/memory-store.ts';
 import { SiteStore, SiteUrls } from '../activities/sites/site-store.ts';
 import { createMailer } from '../activities/mail/mailer.ts';
 import { openPool, type Pool } from '../db/pool.ts';
+import type { MediaServices } from '../activities/media/media-activities.ts';
+import { createHostedMediaEngines } from '../activities/media/providers/index.ts';
+import { EspeakSpeechEngine } from '../activities/media/local/espeak-speech.ts';
+import { MediaFiles } from '../activities/media/files.ts';
 
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 let bundle: Promise<WorkflowBundleWithSourceMap> | null = null;
@@ -121,6 +125,8 @@ export interface WorkerDependencies {
   sites: SiteStore;
   /** What tools with outside effects use. */
   toolServices: ToolServices;
+  /** Media engines (hosted ones with keys, then local ones), result files and the engines' breaker. */
+  media: MediaServices;
 }
 
 export function createWorkerDependencies(
@@ -129,6 +135,8 @@ export function createWorkerDependencies(
   catalogue: LoadedCatalogue,
   plans: PlansFile,
   observe?: ProviderCallDependencies['observe'],
+  /** Where OPENAI_API_KEY and OPENAI_BASE_URL are read for the OpenAI media engine (as the catalogue reads them). */
+  environment: Record<string, string | undefined> = process.env,
 ): WorkerDependencies {
   const messengerSettings = messengerSettingsOf(settings);
   const pool = openPool(settings.DATABASE_URL);
@@ -171,7 +179,14 @@ export function createWorkerDependencies(
     }),
     maxBytes: settings.SITE_MAX_BYTES,
   });
+  const hosted = createHostedMediaEngines(settings, environment);
+  const media: MediaServices = {
+    speech: new Map([...hosted.speech, new EspeakSpeechEngine()].map((engine) => [engine.id, engine])),
+    files: new MediaFiles(settings.MEDIA_DIR),
+    breaker,
+  };
   return {
+    media,
     memories,
     sites,
     toolServices: { memories, sites, ...(mail ? { mail } : {}) },

@@ -17,7 +17,14 @@ export async function startWorker(environment: Record<string, string | undefined
   const orm = await openOrm(settings.DATABASE_URL);
   installTemporalRuntime();
   const connection = await NativeConnection.connect({ address: settings.TEMPORAL_ADDRESS });
-  const dependencies = createWorkerDependencies(orm, settings, catalogue, loadPlans(environment));
+  const dependencies = createWorkerDependencies(
+    orm,
+    settings,
+    catalogue,
+    loadPlans(environment),
+    undefined,
+    environment,
+  );
   const worker = await createWorker({ orm, connection, settings, catalogue, dependencies });
   const running = worker.run();
   return {

@@ -6,3 +6,4 @@ export { messengerMessage } from './messenger-message.workflow.ts';
 export { a2aTask } from './a2a-task.workflow.ts';
 export { teamBroadcast } from './team-broadcast.workflow.ts';
 export { scheduledRun } from './scheduled-run.workflow.ts';
+export { mediaSpeech } from './media.workflow.ts';

@@ -31,6 +31,8 @@ import { lineWebhookRoutes } from './routes/webhooks/line.ts';
 import { telegramWebhookRoutes } from './routes/webhooks/telegram.ts';
 import { completionRoutes, requestRoutes, type OpenStreams } from './routes/completions/routes.ts';
 import { CompletionService } from './routes/completions/service.ts';
+import { mediaFileRoutes, mediaRoutes } from './routes/media/routes.ts';
+import { MediaService } from './routes/media/service.ts';
 import { modelRoutes } from './routes/models/routes.ts';
 import { providerRoutes } from './routes/providers/routes.ts';
 
@@ -140,6 +142,7 @@ export function createApp(dependencies: AppDependencies): Koa {
       line: !!dependencies.messengerSettings.line,
       telegram: !!dependencies.messengerSettings.telegram,
     }),
+    mediaFileRoutes(dependencies.media.files),
     metricsRouter,
   ];
   for (const router of open) app.use(router.routes()).use(router.allowedMethods({ throw: true }));
@@ -178,6 +181,13 @@ export function createApp(dependencies: AppDependencies): Koa {
   const accounts = new AccountService(dependencies.orm, dependencies.ledger, dependencies.plans, catalogue.catalogue);
   keyed.use(accountRoutes(accounts, dependencies.accounts, dependencies.principals).routes());
   keyed.use(billingRoutes(billing).routes());
+  const media = new MediaService({
+    client: dependencies.client,
+    taskQueue: dependencies.taskQueue,
+    ledger: dependencies.ledger,
+    files: dependencies.media.files,
+  });
+  keyed.use(mediaRoutes(media).routes());
   app.use(keyed.routes()).use(keyed.allowedMethods({ throw: true }));
   return app;
 }

@@ -1,0 +1,47 @@
+/**
+ * Media jobs' workflow-safe shapes (no zod, no Node built-ins): the speech workflow's input and result, the workflow id
+ * of a job. The API validates requests (api/gateway/routes/media/schema.ts) and the activities run them
+ * (activities/media/media-activities.ts).
+ */
+
+/** `tts`: POST /api/v1/media/tts; `speech`: POST /v1/audio/speech (OpenAI-compatible). */
+export type SpeechKind = 'tts' | 'speech';
+
+/** One engine and the voice it speaks with, in fallback order. */
+export interface EngineVoice {
+  engine: string;
+  voice: string;
+  language?: string;
+}
+
+export interface SpeechJobInput {
+  jobId: string;
+  kind: SpeechKind;
+  userId: string;
+  text: string;
+  /** The voice the caller asked for (as stored on the job). */
+  voice: string;
+  speed: number;
+  /** The engines to try, in order (engines this deployment lacks are skipped). */
+  engines: EngineVoice[];
+  /** The price, held by the API before the start; charged when the file is stored. */
+  credits: number;
+  /** False for the operator: nothing was held, nothing is charged. */
+  metered: boolean;
+}
+
+export interface SpeechJobResult {
+  jobId: string;
+  engine: string;
+  fileName: string;
+  durationSeconds?: number;
+  credits: number;
+}
+
+/** What a failed media activity reports to the workflow (ApplicationFailure type `MediaEngineError`). */
+export interface MediaFailureDetails {
+  /** False when the engine refused the input (a 400 for the caller); true when engines failed (502). */
+  retryable: boolean;
+}
+
+export const mediaWorkflowId = (kind: string, jobId: string) => `media-${kind}-${jobId}`;

@@ -1,0 +1,29 @@
+import { defineEntity, p } from '@mikro-orm/core';
+
+/**
+ * A media job (gateway spec 2, "Media jobs"; 4.3 and 4.5): one request for speech, video, … as run by its workflow
+ * (`media-<kind>-<id>`). The id is the public one (`video_id`). `status` moves `queued` → `processing` →
+ * `completed` | `failed` (a synchronous job is written once it ended); `engine` names the engine that served it;
+ * `request` is the validated request, `result` what it produced (file names under MEDIA_DIR, duration, …);
+ * `credits` the price charged (or held until the job ends). Written by activities/media/media-activities.ts (plain
+ * SQL), read by the media routes.
+ */
+export const MediaJob = defineEntity({
+  name: 'MediaJob',
+  tableName: 'media_jobs',
+  properties: {
+    id: p.string().primary(),
+    /** `tts`, `speech` (the OpenAI-compatible endpoint), `video`. */
+    kind: p.string(),
+    userId: p.string().index(),
+    status: p.string(),
+    engine: p.string().nullable(),
+    request: p.json<Record<string, unknown>>(),
+    result: p.json<Record<string, unknown>>().nullable(),
+    credits: p.integer(),
+    error: p.text().nullable(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    updatedAt: p.datetime().onCreate(() => new Date()),
+    finishedAt: p.datetime().nullable(),
+  },
+});
