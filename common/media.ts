@@ -45,3 +45,27 @@ export interface MediaFailureDetails {
 }
 
 export const mediaWorkflowId = (kind: string, jobId: string) => `media-${kind}-${jobId}`;
+
+/** A video job (POST /api/v1/media/video), run by the `mediaVideo` workflow (`media-video-<id>`). */
+export interface VideoJobInput {
+  jobId: string;
+  userId: string;
+  prompt: string;
+  /** 5 or 10. */
+  durationSeconds: number;
+  mode: 'standard' | 'pro';
+  /** The engine that makes it (`replicate`). */
+  engine: string;
+  /** The price, held by the API before the start; charged when the video is stored, released when the job fails. */
+  credits: number;
+  /** False for the operator: nothing was held, nothing is charged. */
+  metered: boolean;
+  /** The wait between two polls of the provider (MEDIA_POLL_INTERVAL_MS). */
+  pollIntervalMs: number;
+}
+
+/** One poll of a provider's job: still running, done with an output (a URL to download or a stored file), failed. */
+export type VideoPoll =
+  | { status: 'running'; progress?: number }
+  | { status: 'succeeded'; output: { url: string } | { fileName: string } }
+  | { status: 'failed'; error: string };

@@ -184,6 +184,8 @@ export function createWorkerDependencies(
     speech: new Map([...hosted.speech, new EspeakSpeechEngine()].map((engine) => [engine.id, engine])),
     files: new MediaFiles(settings.MEDIA_DIR),
     breaker,
+    video: new Map(hosted.video.map((engine) => [engine.id, engine])),
+    pollIntervalMs: settings.MEDIA_POLL_INTERVAL_MS,
   };
   return {
     media,

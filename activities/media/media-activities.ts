@@ -15,7 +15,7 @@ import {
   type SpeechJobInput,
   type SpeechJobResult,
 } from '../../common/media.ts';
-import { EngineError, type SpeechEngine } from './engine.ts';
+import { EngineError, type SpeechEngine, type VideoEngine } from './engine.ts';
 import { withFallback, type EngineBreaker } from './fallback.ts';
 import type { MediaFiles } from './files.ts';
 
@@ -24,6 +24,10 @@ export interface MediaServices {
   speech: ReadonlyMap<string, SpeechEngine>;
   files: MediaFiles;
   breaker: EngineBreaker;
+  /** Every video engine this deployment has, by id (Replicate with a token). */
+  video: ReadonlyMap<string, VideoEngine>;
+  /** The wait between two polls of a provider's job (MEDIA_POLL_INTERVAL_MS). */
+  pollIntervalMs: number;
 }
 
 export interface MediaActivityDependencies {

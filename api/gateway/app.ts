@@ -32,7 +32,7 @@ import { telegramWebhookRoutes } from './routes/webhooks/telegram.ts';
 import { completionRoutes, requestRoutes, type OpenStreams } from './routes/completions/routes.ts';
 import { CompletionService } from './routes/completions/service.ts';
 import { mediaFileRoutes, mediaRoutes } from './routes/media/routes.ts';
-import { MediaService } from './routes/media/service.ts';
+import { MediaService, VideoJobs } from './routes/media/service.ts';
 import { modelRoutes } from './routes/models/routes.ts';
 import { providerRoutes } from './routes/providers/routes.ts';
 
@@ -181,13 +181,16 @@ export function createApp(dependencies: AppDependencies): Koa {
   const accounts = new AccountService(dependencies.orm, dependencies.ledger, dependencies.plans, catalogue.catalogue);
   keyed.use(accountRoutes(accounts, dependencies.accounts, dependencies.principals).routes());
   keyed.use(billingRoutes(billing).routes());
-  const media = new MediaService({
+  const mediaDependencies = {
     client: dependencies.client,
     taskQueue: dependencies.taskQueue,
     ledger: dependencies.ledger,
     files: dependencies.media.files,
-  });
-  keyed.use(mediaRoutes(media).routes());
+    pool: dependencies.pool,
+    videoEngines: [...dependencies.media.video.keys()],
+    pollIntervalMs: dependencies.media.pollIntervalMs,
+  };
+  keyed.use(mediaRoutes(new MediaService(mediaDependencies), new VideoJobs(mediaDependencies)).routes());
   app.use(keyed.routes()).use(keyed.allowedMethods({ throw: true }));
   return app;
 }

@@ -1,17 +1,19 @@
 /**
  * Media endpoints (gateway spec 4.3, 4.5): `POST /v1/audio/speech` (OpenAI-compatible) and `POST /api/v1/media/tts`
- * answer MP3 bytes with the serving engine in `X-Media-Engine` and the price in `X-Credits-Used`; `GET
+ * answer MP3 bytes with the serving engine in `X-Media-Engine` and the price in `X-Credits-Used`; `POST
+ * /api/v1/media/video` answers 202 with the job (run by the `mediaVideo` workflow) and `GET /api/v1/media/video/{id}`
+ * shows it to its owner; `GET
  * /api/v1/media/files/{name}` serves stored results to anyone holding the (unguessable) name.
  */
 import Router from '@koa/router';
 import type { MediaFiles } from '../../../../activities/media/files.ts';
 import type { AuthState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
-import { speechSchema, ttsSchema } from './schema.ts';
-import type { MediaService } from './service.ts';
+import { speechSchema, ttsSchema, videoCredits, videoEstimatedSeconds, videoSchema } from './schema.ts';
+import type { MediaService, VideoJobs } from './service.ts';
 import { openAIVoiceEngines, speechCredits, ttsCredits, ttsVoices } from './voices.ts';
 
-export function mediaRoutes(media: MediaService): Router<AuthState> {
+export function mediaRoutes(media: MediaService, videos: VideoJobs): Router<AuthState> {
   const router = new Router<AuthState>();
 
   router.post('/v1/audio/speech', async (context) => {
@@ -42,6 +44,27 @@ export function mediaRoutes(media: MediaService): Router<AuthState> {
       credits: ttsCredits(text),
     });
     send(context, served);
+  });
+
+  router.post('/api/v1/media/video', async (context) => {
+    const parsed = videoSchema.safeParse(context.request.body ?? {});
+    if (!parsed.success) throw invalidRequest(parsed.error);
+    const { prompt, duration, mode } = parsed.data;
+    const credits = videoCredits(mode, duration);
+    const { jobId } = await videos.create(context.state.principal, { prompt, duration, mode, credits });
+    context.status = 202;
+    context.body = {
+      video_id: jobId,
+      status: 'queued',
+      estimated_time: videoEstimatedSeconds(mode, duration),
+      credits_used: credits,
+    };
+  });
+
+  router.get('/api/v1/media/video/:id', async (context) => {
+    const view = await videos.view(context.state.principal, context.params.id!);
+    if (!view) throw new ApiError('not_found', 'No such video job');
+    context.body = view;
   });
 
   return router;

@@ -21,3 +21,18 @@ export const speechSchema = z.object({
   speed: z.number().min(0.25).max(4).default(1),
   instructions: z.string().max(maxText).optional(),
 });
+
+/** POST /api/v1/media/video: 5 or 10 seconds, standard or pro. */
+export const videoSchema = z.object({
+  prompt: z.string().trim().min(1).max(4000, 'must be at most 4000 characters'),
+  duration: z.union([z.literal(5), z.literal(10)], 'must be 5 or 10').default(5),
+  mode: z.enum(['standard', 'pro'], 'must be standard or pro').default('standard'),
+});
+
+/** Video prices (gateway spec 4.5): by mode and duration. */
+export const videoCredits = (mode: 'standard' | 'pro', duration: 5 | 10) =>
+  mode === 'standard' ? (duration === 5 ? 50 : 100) : duration === 5 ? 150 : 300;
+
+/** A rough wait, in seconds, for a client to plan its polling: the provider's typical run time. */
+export const videoEstimatedSeconds = (mode: 'standard' | 'pro', duration: 5 | 10) =>
+  (mode === 'standard' ? 120 : 300) * (duration / 5);

@@ -1,0 +1,176 @@
+/**
+ * Asynchronous media jobs through HTTP (real Postgres, real Temporal, Replicate played by the simulator): a video
+ * moves queued → processing → completed with its MP4 served and its credits held then charged once; a failed
+ * prediction refunds; failed polls are survived; refusals (400 naming the field, 402) start nothing.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+
+let platform: TestPlatform;
+let mediaDir: string;
+beforeAll(async () => {
+  mediaDir = await mkdtemp(join(tmpdir(), 'tessera-media-jobs-'));
+  platform = await startTestPlatform({ MEDIA_DIR: mediaDir, MEDIA_POLL_INTERVAL_MS: '200' });
+});
+afterAll(async () => {
+  await platform.close();
+  await rm(mediaDir, { recursive: true, force: true });
+});
+
+type VideoJob = {
+  video_id: string;
+  status: string;
+  video_url?: string;
+  url?: string;
+  duration: number;
+  mode: string;
+  created_at: string;
+  completed_at?: string;
+  error?: string;
+  credits_used: number;
+  engine: string;
+};
+
+async function account(userId: string, key: string) {
+  const response = await platform.fetch(`/api/v1/account/${userId}`, { key });
+  return (await response.json()) as { credits_remaining: number; credits_used: number };
+}
+
+async function setBalance(userId: string, balance: number) {
+  const database = new pg.Client({ connectionString: platform.databaseUrl });
+  await database.connect();
+  try {
+    await database.query('update users set credits_balance = $2, credits_held = 0 where id = $1', [userId, balance]);
+  } finally {
+    await database.end();
+  }
+}
+
+function createVideo(key: string, body: unknown) {
+  return platform.fetch('/api/v1/media/video', { method: 'POST', key, body: JSON.stringify(body) });
+}
+
+async function getVideo(key: string, id: string) {
+  const response = await platform.fetch(`/api/v1/media/video/${id}`, { key });
+  expect(response.status).toBe(200);
+  return (await response.json()) as VideoJob;
+}
+
+/** Polls the job until it ends, collecting every status seen. */
+async function untilEnded(key: string, id: string, seen: Set<string>, timeoutMs = 30_000): Promise<VideoJob> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const job = await getVideo(key, id);
+    seen.add(job.status);
+    if (job.status === 'completed' || job.status === 'failed') return job;
+    if (Date.now() > deadline) throw new Error(`video ${id} still ${job.status}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe('POST /api/v1/media/video', () => {
+  it('answers 202 queued, then moves through processing to completed with an MP4, charging once', async () => {
+    const { key, user_id } = await platform.createKey();
+    await setBalance(user_id, 1000);
+    const response = await createVideo(key, { prompt: 'a cat surfing [[takes 1s]]', duration: 10 });
+    expect(response.status).toBe(202);
+    const created = (await response.json()) as { video_id: string; status: string; estimated_time: number };
+    expect(created).toMatchObject({ status: 'queued', credits_used: 100 });
+    expect(created.estimated_time).toBeGreaterThan(0);
+    // Held at once: the balance already shows the price.
+    expect((await account(user_id, key)).credits_remaining).toBe(900);
+
+    const seen = new Set<string>();
+    const job = await untilEnded(key, created.video_id, seen);
+    expect(job).toMatchObject({
+      video_id: created.video_id,
+      status: 'completed',
+      duration: 10,
+      mode: 'standard',
+      engine: 'replicate',
+      credits_used: 100,
+    });
+    expect(seen.has('processing')).toBe(true);
+    expect(new Date(job.completed_at!).getTime()).toBeGreaterThanOrEqual(new Date(job.created_at).getTime());
+    expect(job.url).toBe(job.video_url);
+
+    const file = await platform.fetch(job.video_url!);
+    expect(file.status).toBe(200);
+    expect(file.headers.get('content-type')).toBe('video/mp4');
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    expect(new TextDecoder().decode(bytes.subarray(4, 8))).toBe('ftyp');
+
+    // Charged once: the hold became the charge, nothing more.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const after = await account(user_id, key);
+    expect(after.credits_remaining).toBe(900);
+  });
+
+  it('fails a refused prediction and refunds the hold', async () => {
+    const { key, user_id } = await platform.createKey();
+    await setBalance(user_id, 500);
+    const response = await createVideo(key, { prompt: 'doomed [[takes 1s]] [[fail]]', mode: 'pro' });
+    expect(response.status).toBe(202);
+    const { video_id, credits_used } = (await response.json()) as { video_id: string; credits_used: number };
+    expect(credits_used).toBe(150);
+    const job = await untilEnded(key, video_id, new Set());
+    expect(job.status).toBe('failed');
+    expect(job.error).toBeTruthy();
+    expect(job.video_url).toBeUndefined();
+    expect((await account(user_id, key)).credits_remaining).toBe(500);
+  });
+
+  it('survives failed polls', async () => {
+    const { key, user_id } = await platform.createKey();
+    await setBalance(user_id, 500);
+    const response = await createVideo(key, { prompt: 'patient [[takes 1s]] [[poll-error 2]]' });
+    const { video_id } = (await response.json()) as { video_id: string };
+    const job = await untilEnded(key, video_id, new Set(), 60_000);
+    expect(job.status).toBe('completed');
+    expect((await account(user_id, key)).credits_remaining).toBe(450);
+  }, 90_000);
+
+  it("hides another user's job", async () => {
+    const owner = await platform.createKey();
+    await setBalance(owner.user_id, 500);
+    const other = await platform.createKey();
+    const response = await createVideo(owner.key, { prompt: 'mine [[takes 1s]]' });
+    const { video_id } = (await response.json()) as { video_id: string };
+    expect((await platform.fetch(`/api/v1/media/video/${video_id}`, { key: other.key })).status).toBe(404);
+    expect((await platform.fetch('/api/v1/media/video/nothing-here', { key: owner.key })).status).toBe(404);
+  });
+
+  it('refuses a bad duration or mode, naming the field', async () => {
+    const { key } = await platform.createKey();
+    for (const [body, param] of [
+      [{ prompt: 'x', duration: 7 }, 'duration'],
+      [{ prompt: 'x', mode: 'ultra' }, 'mode'],
+      [{ duration: 5 }, 'prompt'],
+    ] as const) {
+      const response = await createVideo(key, body);
+      expect(response.status).toBe(400);
+      const { error } = (await response.json()) as { error: { type: string; param: string } };
+      expect(error).toMatchObject({ type: 'invalid_request', param });
+    }
+  });
+
+  it('answers 402 when short of credits, starting nothing', async () => {
+    const { key, user_id } = await platform.createKey();
+    await setBalance(user_id, 49);
+    const response = await createVideo(key, { prompt: 'too dear' });
+    expect(response.status).toBe(402);
+    expect((await account(user_id, key)).credits_remaining).toBe(49);
+    const database = new pg.Client({ connectionString: platform.databaseUrl });
+    await database.connect();
+    try {
+      const { rows } = await database.query('select 1 from media_jobs where user_id = $1', [user_id]);
+      expect(rows).toHaveLength(0);
+    } finally {
+      await database.end();
+    }
+  });
+});
