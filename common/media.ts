@@ -46,17 +46,24 @@ export interface MediaFailureDetails {
 
 export const mediaWorkflowId = (kind: string, jobId: string) => `media-${kind}-${jobId}`;
 
-/** A video job (POST /api/v1/media/video), run by the `mediaVideo` workflow (`media-video-<id>`). */
-export interface VideoJobInput {
+/** Asynchronous media jobs: polled at the provider, run by `mediaVideo` / `mediaMusic` (`media-<kind>-<id>`). */
+export type AsyncMediaKind = 'video' | 'music';
+
+/** A video job (POST /api/v1/media/video) or a music job (POST /api/v1/media/music). */
+export interface AsyncJobInput {
   jobId: string;
+  kind: AsyncMediaKind;
   userId: string;
   prompt: string;
-  /** 5 or 10. */
+  /** Video: 5 or 10; music: 10, 30 or 60. */
   durationSeconds: number;
-  mode: 'standard' | 'pro';
+  /** Video only. */
+  mode?: 'standard' | 'pro';
+  /** Music only. */
+  type?: 'music' | 'sfx';
   /** The engine that makes it (`replicate`). */
   engine: string;
-  /** The price, held by the API before the start; charged when the video is stored, released when the job fails. */
+  /** The price, held by the API before the start; charged when the output is stored, released when the job fails. */
   credits: number;
   /** False for the operator: nothing was held, nothing is charged. */
   metered: boolean;
@@ -65,7 +72,7 @@ export interface VideoJobInput {
 }
 
 /** One poll of a provider's job: still running, done with an output (a URL to download or a stored file), failed. */
-export type VideoPoll =
+export type JobPoll =
   | { status: 'running'; progress?: number }
   | { status: 'succeeded'; output: { url: string } | { fileName: string } }
   | { status: 'failed'; error: string };

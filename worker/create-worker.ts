@@ -185,6 +185,7 @@ export function createWorkerDependencies(
     files: new MediaFiles(settings.MEDIA_DIR),
     breaker,
     video: new Map(hosted.video.map((engine) => [engine.id, engine])),
+    music: new Map(hosted.music.map((engine) => [engine.id, engine])),
     pollIntervalMs: settings.MEDIA_POLL_INTERVAL_MS,
   };
   return {

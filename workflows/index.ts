@@ -7,4 +7,4 @@ export { a2aTask } from './a2a-task.workflow.ts';
 export { teamBroadcast } from './team-broadcast.workflow.ts';
 export { scheduledRun } from './scheduled-run.workflow.ts';
 export { mediaSpeech } from './media.workflow.ts';
-export { mediaVideo } from './media-video.workflow.ts';
+export { mediaMusic, mediaVideo } from './media-async.workflow.ts';

@@ -15,7 +15,7 @@ import {
   type SpeechJobInput,
   type SpeechJobResult,
 } from '../../common/media.ts';
-import { EngineError, type SpeechEngine, type VideoEngine } from './engine.ts';
+import { EngineError, type MusicEngine, type SpeechEngine, type VideoEngine } from './engine.ts';
 import { withFallback, type EngineBreaker } from './fallback.ts';
 import type { MediaFiles } from './files.ts';
 
@@ -26,6 +26,8 @@ export interface MediaServices {
   breaker: EngineBreaker;
   /** Every video engine this deployment has, by id (Replicate with a token). */
   video: ReadonlyMap<string, VideoEngine>;
+  /** Every music engine this deployment has, by id (Replicate with a token). */
+  music: ReadonlyMap<string, MusicEngine>;
   /** The wait between two polls of a provider's job (MEDIA_POLL_INTERVAL_MS). */
   pollIntervalMs: number;
 }

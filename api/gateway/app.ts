@@ -32,7 +32,7 @@ import { telegramWebhookRoutes } from './routes/webhooks/telegram.ts';
 import { completionRoutes, requestRoutes, type OpenStreams } from './routes/completions/routes.ts';
 import { CompletionService } from './routes/completions/service.ts';
 import { mediaFileRoutes, mediaRoutes } from './routes/media/routes.ts';
-import { MediaService, VideoJobs } from './routes/media/service.ts';
+import { AsyncMediaJobs, MediaService } from './routes/media/service.ts';
 import { modelRoutes } from './routes/models/routes.ts';
 import { providerRoutes } from './routes/providers/routes.ts';
 
@@ -188,9 +188,10 @@ export function createApp(dependencies: AppDependencies): Koa {
     files: dependencies.media.files,
     pool: dependencies.pool,
     videoEngines: [...dependencies.media.video.keys()],
+    musicEngines: [...dependencies.media.music.keys()],
     pollIntervalMs: dependencies.media.pollIntervalMs,
   };
-  keyed.use(mediaRoutes(new MediaService(mediaDependencies), new VideoJobs(mediaDependencies)).routes());
+  keyed.use(mediaRoutes(new MediaService(mediaDependencies), new AsyncMediaJobs(mediaDependencies)).routes());
   app.use(keyed.routes()).use(keyed.allowedMethods({ throw: true }));
   return app;
 }

@@ -1,7 +1,8 @@
 /**
  * Asynchronous media jobs through HTTP (real Postgres, real Temporal, Replicate played by the simulator): a video
  * moves queued → processing → completed with its MP4 served and its credits held then charged once; a failed
- * prediction refunds; failed polls are survived; refusals (400 naming the field, 402) start nothing.
+ * prediction refunds; failed polls are survived; refusals (400 naming the field, 402) start nothing. Music the same
+ * way, answering `processing` at once and an MP3 when completed.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -60,11 +61,29 @@ async function getVideo(key: string, id: string) {
   return (await response.json()) as VideoJob;
 }
 
+type MusicJob = { music_id: string; status: string; audio_url?: string; duration: number; error?: string };
+
+async function getMusic(key: string, id: string) {
+  const response = await platform.fetch(`/api/v1/media/music/${id}`, { key });
+  expect(response.status).toBe(200);
+  return (await response.json()) as MusicJob;
+}
+
+function createMusic(key: string, body: unknown) {
+  return platform.fetch('/api/v1/media/music', { method: 'POST', key, body: JSON.stringify(body) });
+}
+
 /** Polls the job until it ends, collecting every status seen. */
-async function untilEnded(key: string, id: string, seen: Set<string>, timeoutMs = 30_000): Promise<VideoJob> {
+async function untilEnded(
+  key: string,
+  id: string,
+  seen: Set<string>,
+  timeoutMs = 30_000,
+  kind: 'video' | 'music' = 'video',
+): Promise<VideoJob> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const job = await getVideo(key, id);
+    const job = kind === 'video' ? await getVideo(key, id) : ((await getMusic(key, id)) as unknown as VideoJob);
     seen.add(job.status);
     if (job.status === 'completed' || job.status === 'failed') return job;
     if (Date.now() > deadline) throw new Error(`video ${id} still ${job.status}`);
@@ -172,5 +191,47 @@ describe('POST /api/v1/media/video', () => {
     } finally {
       await database.end();
     }
+  });
+});
+
+describe('POST /api/v1/media/music', () => {
+  it('answers processing, then completes with an MP3, charging by duration', async () => {
+    const { key, user_id } = await platform.createKey();
+    await setBalance(user_id, 100);
+    const response = await createMusic(key, { prompt: 'calm piano [[takes 1s]]', duration: 30 });
+    expect(response.status).toBe(200);
+    const created = (await response.json()) as { music_id: string; status: string; credits_used: number };
+    expect(created).toMatchObject({ status: 'processing', credits_used: 20 });
+    expect((await account(user_id, key)).credits_remaining).toBe(80);
+
+    const job = (await untilEnded(key, created.music_id, new Set(), 30_000, 'music')) as unknown as MusicJob;
+    expect(job).toMatchObject({ music_id: created.music_id, status: 'completed', duration: 30 });
+    const file = await platform.fetch(job.audio_url!);
+    expect(file.headers.get('content-type')).toBe('audio/mpeg');
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    const id3 = bytes[0] === 0x49 && bytes[1] === 0x44 && bytes[2] === 0x33;
+    const sync = bytes[0] === 0xff && (bytes[1]! & 0xe0) === 0xe0;
+    expect(id3 || sync).toBe(true);
+    expect((await account(user_id, key)).credits_remaining).toBe(80);
+  });
+
+  it('refunds a failed job, refuses a bad duration, and hides the job from others', async () => {
+    const { key, user_id } = await platform.createKey();
+    await setBalance(user_id, 100);
+    const other = await platform.createKey();
+    const bad = await createMusic(key, { prompt: 'x', duration: 20 });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { param: string } }).error.param).toBe('duration');
+
+    const response = await createMusic(key, { prompt: 'noise [[takes 1s]] [[fail]]', duration: 60 });
+    const { music_id, credits_used } = (await response.json()) as { music_id: string; credits_used: number };
+    expect(credits_used).toBe(40);
+    expect((await platform.fetch(`/api/v1/media/music/${music_id}`, { key: other.key })).status).toBe(404);
+    // A music id is not a video id.
+    expect((await platform.fetch(`/api/v1/media/video/${music_id}`, { key })).status).toBe(404);
+    const job = (await untilEnded(key, music_id, new Set(), 30_000, 'music')) as unknown as MusicJob;
+    expect(job.status).toBe('failed');
+    expect(job.audio_url).toBeUndefined();
+    expect((await account(user_id, key)).credits_remaining).toBe(100);
   });
 });

@@ -36,3 +36,13 @@ export const videoCredits = (mode: 'standard' | 'pro', duration: 5 | 10) =>
 /** A rough wait, in seconds, for a client to plan its polling: the provider's typical run time. */
 export const videoEstimatedSeconds = (mode: 'standard' | 'pro', duration: 5 | 10) =>
   (mode === 'standard' ? 120 : 300) * (duration / 5);
+
+/** POST /api/v1/media/music: 10, 30 or 60 seconds of music or a sound effect. */
+export const musicSchema = z.object({
+  prompt: z.string().trim().min(1).max(4000, 'must be at most 4000 characters'),
+  type: z.enum(['music', 'sfx'], 'must be music or sfx').default('music'),
+  duration: z.union([z.literal(10), z.literal(30), z.literal(60)], 'must be 10, 30 or 60').default(10),
+});
+
+/** Music prices (gateway spec 4.5): 10 s = 10, 30 s = 20, 60 s = 40 credits. */
+export const musicCredits = (duration: 10 | 30 | 60) => ({ 10: 10, 30: 20, 60: 40 })[duration];

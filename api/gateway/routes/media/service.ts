@@ -14,12 +14,13 @@ import {
   mediaWorkflowId,
   type SpeechJobInput,
   type SpeechJobResult,
-  type VideoJobInput,
+  type AsyncJobInput,
+  type AsyncMediaKind,
 } from '../../../../common/media.ts';
 import { errorStatus, type ErrorType } from '../../../../common/errors.ts';
 import { kindKey, modelKey, userKey } from '../../../../common/search-attributes.ts';
 import type { mediaSpeech } from '../../../../workflows/media.workflow.ts';
-import type { mediaVideo } from '../../../../workflows/media-video.workflow.ts';
+import type { mediaMusic, mediaVideo } from '../../../../workflows/media-async.workflow.ts';
 import { ApiError } from '../../../errors.ts';
 import type { Principal } from '../../../services/apikeys/service.ts';
 
@@ -29,46 +30,50 @@ export interface MediaServiceDependencies {
   ledger: CreditLedger;
   files: MediaFiles;
   pool: Pool;
-  /** The video engines this deployment has, in order of preference (the first makes the videos). */
+  /** The video and music engines this deployment has, in order of preference (the first serves). */
   videoEngines: string[];
+  musicEngines: string[];
   pollIntervalMs: number;
 }
 
-export interface VideoOrder {
-  prompt: string;
-  duration: 5 | 10;
-  mode: 'standard' | 'pro';
-  credits: number;
-}
-
-/** A video job as the API shows it (gateway spec 2, "Video job"). */
-export interface VideoJobView {
-  video_id: string;
-  status: string;
-  duration: number;
-  mode: string;
-  engine: string | null;
-  credits_used: number;
-  created_at: string;
-  completed_at?: string;
-  url?: string;
-  video_url?: string;
-  error?: string;
-}
-
-const insertVideo = {
-  name: 'media-video-insert',
-  text: `insert into media_jobs (id, kind, user_id, status, engine, request, result, credits, error, created_at, updated_at)
-         values ($1, 'video', $2, 'queued', $3, $4::jsonb, null, $5, null, now(), now())`,
-};
-
-const selectVideoView = {
-  name: 'media-video-view',
-  text: `select id, status, engine, request, result, credits, error, created_at, finished_at from media_jobs
-         where id = $1 and user_id = $2 and kind = 'video'`,
-};
-
 export type SpeechOrder = Omit<SpeechJobInput, 'jobId' | 'userId' | 'metered'>;
+
+/** A validated order for an asynchronous job, priced. */
+export type AsyncOrder =
+  | { kind: 'video'; prompt: string; duration: 5 | 10; mode: 'standard' | 'pro'; credits: number }
+  | { kind: 'music'; prompt: string; duration: 10 | 30 | 60; type: 'music' | 'sfx'; credits: number };
+
+/** A video or music job as stored, for the routes to shape (gateway spec 2, "Media jobs"). */
+export interface AsyncJobRecord {
+  id: string;
+  status: string;
+  engine: string | null;
+  request: { duration: number; mode?: string; type?: string };
+  credits: number;
+  error: string | null;
+  createdAt: Date;
+  completedAt?: Date;
+  /** The public path of the stored output, when completed. */
+  url?: string;
+}
+
+const insertAsyncJob = {
+  name: 'media-async-insert',
+  text: `insert into media_jobs (id, kind, user_id, status, engine, request, result, credits, error, created_at, updated_at)
+         values ($1, $2, $3, $4, $5, $6::jsonb, null, $7, null, now(), now())`,
+};
+
+const selectAsyncJob = {
+  name: 'media-async-view',
+  text: `select id, status, engine, request, result, credits, error, created_at, finished_at from media_jobs
+         where id = $1 and user_id = $2 and kind = $3`,
+};
+
+const failUnstarted = {
+  name: 'media-async-unstarted',
+  text: `update media_jobs set status = 'failed', error = $2, credits = 0, updated_at = now(), finished_at = now()
+         where id = $1`,
+};
 
 export class MediaService {
   private readonly dependencies: MediaServiceDependencies;
@@ -128,28 +133,28 @@ export class MediaService {
 }
 
 /**
- * Video jobs: the price held (402 when short, nothing started), the row written `queued`, the `mediaVideo` workflow
- * started (not awaited: the caller polls GET /api/v1/media/video/{id}). A start that fails marks the row failed and
- * releases the hold.
+ * Video and music jobs: the price held (402 when short, nothing started), the row written (`queued` for a video,
+ * `processing` for music), the `mediaVideo` / `mediaMusic` workflow started and not awaited: the caller polls
+ * GET /api/v1/media/{video|music}/{id}. A start that fails marks the row failed and releases the hold.
  */
-export class VideoJobs {
+export class AsyncMediaJobs {
   private readonly dependencies: MediaServiceDependencies;
 
   constructor(dependencies: MediaServiceDependencies) {
     this.dependencies = dependencies;
   }
 
-  async create(principal: Principal, order: VideoOrder): Promise<{ jobId: string }> {
-    const { client, taskQueue, ledger, pool, videoEngines, pollIntervalMs } = this.dependencies;
-    const engine = videoEngines[0];
+  async create(principal: Principal, order: AsyncOrder): Promise<{ jobId: string }> {
+    const { client, taskQueue, ledger, pool, pollIntervalMs } = this.dependencies;
+    const engine = (order.kind === 'video' ? this.dependencies.videoEngines : this.dependencies.musicEngines)[0];
     if (engine === undefined) {
       throw new ApiError(
         'service_unavailable',
-        'No video engine is configured on this deployment (REPLICATE_API_TOKEN)',
+        `No ${order.kind} engine is configured on this deployment (REPLICATE_API_TOKEN)`,
       );
     }
     const jobId = randomBytes(18).toString('base64url');
-    const workflowId = mediaWorkflowId('video', jobId);
+    const workflowId = mediaWorkflowId(order.kind, jobId);
     const userId = principal.userId;
     const metered = !principal.operator;
     if (metered) {
@@ -158,84 +163,92 @@ export class VideoJobs {
         workflowId,
         attempt: 1,
         amount: order.credits,
-        model: 'media-video',
+        model: `media-${order.kind}`,
       });
       if (!held.ok) {
         throw new ApiError(
           'insufficient_credits',
-          `This video costs ${order.credits} credits; ${held.available} are available`,
+          `This ${order.kind} costs ${order.credits} credits; ${held.available} are available`,
         );
       }
     }
-    const input: VideoJobInput = {
+    const input: AsyncJobInput = {
       jobId,
+      kind: order.kind,
       userId,
       prompt: order.prompt,
       durationSeconds: order.duration,
-      mode: order.mode,
+      ...(order.kind === 'video' ? { mode: order.mode } : { type: order.type }),
       engine,
       credits: order.credits,
       metered,
       pollIntervalMs,
     };
+    const request =
+      order.kind === 'video'
+        ? { prompt: order.prompt, duration: order.duration, mode: order.mode }
+        : { prompt: order.prompt, duration: order.duration, type: order.type };
+    const status = order.kind === 'video' ? 'queued' : 'processing';
     try {
-      const request = { prompt: order.prompt, duration: order.duration, mode: order.mode };
-      await run(pool, insertVideo, [jobId, userId, engine, JSON.stringify(request), order.credits]);
-      await client.workflow.start<typeof mediaVideo>('mediaVideo', {
-        workflowId,
-        taskQueue,
-        args: [input],
-        typedSearchAttributes: [
-          { key: kindKey, value: 'media-video' },
-          { key: userKey, value: userId },
-          { key: modelKey, value: engine },
-        ],
-        staticSummary: `Video: ${order.duration} s, ${order.mode}, for ${userId}`,
-      });
+      await run(pool, insertAsyncJob, [
+        jobId,
+        order.kind,
+        userId,
+        status,
+        engine,
+        JSON.stringify(request),
+        order.credits,
+      ]);
+      await client.workflow.start<typeof mediaVideo | typeof mediaMusic>(
+        order.kind === 'video' ? 'mediaVideo' : 'mediaMusic',
+        {
+          workflowId,
+          taskQueue,
+          args: [input],
+          typedSearchAttributes: [
+            { key: kindKey, value: `media-${order.kind}` },
+            { key: userKey, value: userId },
+            { key: modelKey, value: engine },
+          ],
+          staticSummary: `${order.kind === 'video' ? 'Video' : 'Music'}: ${order.duration} s, for ${userId}`,
+        },
+      );
     } catch (error) {
       // Not started: nothing else will end the row or release the hold.
-      await run(
-        pool,
-        {
-          name: 'media-video-unstarted',
-          text: `update media_jobs set status = 'failed', error = $2,
-        credits = 0, updated_at = now(), finished_at = now() where id = $1`,
-        },
-        [jobId, 'the job could not start'],
-      );
+      await run(pool, failUnstarted, [jobId, 'the job could not start']);
       if (metered) await ledger.release({ userId, workflowId, attempt: 1 });
       throw error;
     }
     return { jobId };
   }
 
-  /** The caller's video job, or null (another user's job is as absent as a missing one). */
-  async view(principal: Principal, jobId: string): Promise<VideoJobView | null> {
+  /** The caller's job of that kind, or null (another user's job is as absent as a missing one). */
+  async find(principal: Principal, kind: AsyncMediaKind, jobId: string): Promise<AsyncJobRecord | null> {
     type Row = {
       id: string;
       status: string;
       engine: string | null;
-      request: { duration: number; mode: string };
+      request: AsyncJobRecord['request'];
       result: { fileName?: string } | null;
       credits: number;
       error: string | null;
       created_at: Date;
       finished_at: Date | null;
     };
-    const [row] = await run<Row>(this.dependencies.pool, selectVideoView, [jobId, principal.userId]);
+    const [row] = await run<Row>(this.dependencies.pool, selectAsyncJob, [jobId, principal.userId, kind]);
     if (!row) return null;
-    const fileName = row.status === 'completed' ? row.result?.fileName : undefined;
+    const completed = row.status === 'completed';
+    const fileName = completed ? row.result?.fileName : undefined;
     return {
-      video_id: row.id,
+      id: row.id,
       status: row.status,
-      duration: row.request.duration,
-      mode: row.request.mode,
       engine: row.engine,
-      credits_used: row.credits,
-      created_at: row.created_at.toISOString(),
-      ...(row.finished_at && row.status === 'completed' ? { completed_at: row.finished_at.toISOString() } : {}),
-      ...(fileName ? { url: mediaFilePath(fileName), video_url: mediaFilePath(fileName) } : {}),
-      ...(row.status === 'failed' && row.error ? { error: row.error } : {}),
+      request: row.request,
+      credits: row.credits,
+      error: row.status === 'failed' ? row.error : null,
+      createdAt: row.created_at,
+      ...(completed && row.finished_at ? { completedAt: row.finished_at } : {}),
+      ...(fileName ? { url: mediaFilePath(fileName) } : {}),
     };
   }
 }

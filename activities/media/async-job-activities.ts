@@ -1,0 +1,184 @@
+/**
+ * The activities of asynchronous media jobs, video and music (workflows/media-async.workflow.ts), each one short and
+ * idempotent by the job id, so Temporal may retry any of them. The same four steps serve both kinds, registered under
+ * each kind's names (`createVideoPrediction`, `createMusicPrediction`, …). The job's row (written by the API:
+ * `queued` for a video, `processing` for music) carries every state move: `create…Prediction` starts the provider's
+ * job once (its id is stored on the row in `result.providerJobId` and reused by a retry) and marks the row
+ * `processing`; `poll…Prediction` reads the provider's job (a retryable EngineError is thrown as is, so the activity's
+ * retry policy survives failed polls); `store…Output` downloads the output into a media file, marks the row
+ * `completed` and charges the held credits; `fail…Job` marks it `failed` and releases the hold. An engine's
+ * non-retryable refusal ends the job (ApplicationFailure `MediaEngineError`, non-retryable).
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { run, type Pool } from '../../db/pool.ts';
+import type { CreditLedger } from '../credits/credit-ledger.ts';
+import { mediaWorkflowId, type AsyncJobInput, type AsyncMediaKind, type JobPoll } from '../../common/media.ts';
+import { EngineError, type MusicEngine, type VideoEngine } from './engine.ts';
+import type { MediaFiles } from './files.ts';
+import { downloadOutput, mediaUpstream } from './providers/http.ts';
+
+export interface AsyncJobActivityDependencies {
+  pool: Pool;
+  ledger: CreditLedger;
+  media: { video: ReadonlyMap<string, VideoEngine>; music: ReadonlyMap<string, MusicEngine>; files: MediaFiles };
+}
+
+type JobRow = { status: string; result: { providerJobId?: string; fileName?: string } | null };
+
+const selectJob = {
+  name: 'media-async-select',
+  text: `select status, result from media_jobs where id = $1 and kind = $2`,
+};
+
+const markProcessing = {
+  name: 'media-async-processing',
+  text: `update media_jobs set status = 'processing', engine = $2,
+                result = coalesce(result, '{}'::jsonb) || jsonb_build_object('providerJobId', $3::text), updated_at = now()
+         where id = $1 and status in ('queued', 'processing')`,
+};
+
+const markCompleted = {
+  name: 'media-async-completed',
+  text: `update media_jobs set status = 'completed', result = coalesce(result, '{}'::jsonb) || $2::jsonb,
+                updated_at = now(), finished_at = now()
+         where id = $1 and status <> 'completed'`,
+};
+
+const markFailed = {
+  name: 'media-async-failed',
+  text: `update media_jobs set status = 'failed', error = $2, credits = 0, updated_at = now(), finished_at = now()
+         where id = $1 and status not in ('completed', 'failed')`,
+};
+
+/** An engine's failure as the activity reports it: retryable ones are retried by Temporal, the others end the job. */
+function engineFailure(error: unknown): unknown {
+  if (!(error instanceof EngineError) || error.retryable) return error;
+  return ApplicationFailure.create({
+    type: 'MediaEngineError',
+    message: error.message,
+    nonRetryable: true,
+    details: [{ retryable: false }],
+  });
+}
+
+/** The output's expected content type family, by kind. */
+const expectedOutput: Record<AsyncMediaKind, string> = { video: 'video/', music: 'audio/' };
+
+function createAsyncJobSteps({ pool, ledger, media }: AsyncJobActivityDependencies, kind: AsyncMediaKind) {
+  const engineIn = <Engine>(engines: ReadonlyMap<string, Engine>, input: AsyncJobInput): Engine => {
+    const engine = engines.get(input.engine);
+    if (!engine) {
+      throw ApplicationFailure.create({
+        type: 'MediaEngineError',
+        message: `the ${kind} engine ${input.engine} is not configured`,
+        nonRetryable: true,
+      });
+    }
+    return engine;
+  };
+  const engineOf = (input: AsyncJobInput) =>
+    engineIn<VideoEngine | MusicEngine>(kind === 'video' ? media.video : media.music, input);
+  const startProviderJob = (input: AsyncJobInput) =>
+    kind === 'video'
+      ? engineIn(media.video, input).create({
+          prompt: input.prompt,
+          durationSeconds: input.durationSeconds,
+          mode: input.mode ?? 'standard',
+        })
+      : engineIn(media.music, input).create({
+          prompt: input.prompt,
+          durationSeconds: input.durationSeconds,
+          type: input.type ?? 'music',
+        });
+  const ledgerKey = (input: AsyncJobInput) => ({
+    userId: input.userId,
+    workflowId: mediaWorkflowId(kind, input.jobId),
+    attempt: 1,
+  });
+
+  return {
+    /** Starts the provider's job (once per media job) and marks the row `processing`; answers the provider's job id. */
+    async create(input: AsyncJobInput): Promise<string> {
+      const [row] = await run<JobRow>(pool, selectJob, [input.jobId, kind]);
+      let providerJobId = row?.result?.providerJobId;
+      if (providerJobId === undefined) {
+        try {
+          ({ providerJobId } = await startProviderJob(input));
+        } catch (error) {
+          throw engineFailure(error);
+        }
+      }
+      await run(pool, markProcessing, [input.jobId, input.engine, providerJobId]);
+      return providerJobId;
+    },
+
+    /** One read of the provider's job. An output given as bytes is stored here (history keeps only its name). */
+    async poll(input: AsyncJobInput, providerJobId: string): Promise<JobPoll> {
+      let polled;
+      try {
+        polled = await engineOf(input).poll(providerJobId);
+      } catch (error) {
+        throw engineFailure(error);
+      }
+      if (polled.status !== 'succeeded') return polled;
+      const [output] = polled.outputs;
+      if (!output) return { status: 'failed', error: 'the provider finished without an output' };
+      if ('url' in output) return { status: 'succeeded', output: { url: output.url } };
+      return { status: 'succeeded', output: { fileName: await media.files.save(output.bytes, output.contentType) } };
+    },
+
+    /** Stores the output as a media file, marks the row `completed` and charges the hold (each once). */
+    async store(input: AsyncJobInput, output: { url: string } | { fileName: string }): Promise<string> {
+      const [row] = await run<JobRow>(pool, selectJob, [input.jobId, kind]);
+      let fileName = row?.status === 'completed' ? row.result?.fileName : undefined;
+      if (fileName === undefined) {
+        if ('fileName' in output) {
+          fileName = output.fileName;
+        } else {
+          let file;
+          try {
+            file = await downloadOutput(mediaUpstream(input.engine, {}), output.url, expectedOutput[kind]);
+          } catch (error) {
+            throw engineFailure(error);
+          }
+          fileName = await media.files.save(file.bytes, file.contentType);
+        }
+        await run(pool, markCompleted, [input.jobId, JSON.stringify({ fileName })]);
+      }
+      if (input.metered) {
+        await ledger.settle({
+          ...ledgerKey(input),
+          amount: input.credits,
+          model: `media:${input.engine}`,
+          promptTokens: 0,
+          completionTokens: 0,
+          estimated: false,
+        });
+      }
+      return fileName;
+    },
+
+    /** Records a job that ended without an output and releases its hold (both once). */
+    async fail(input: AsyncJobInput, error: string): Promise<void> {
+      await run(pool, markFailed, [input.jobId, error]);
+      if (input.metered) await ledger.release(ledgerKey(input));
+    },
+  };
+}
+
+export function createAsyncJobActivities(dependencies: AsyncJobActivityDependencies) {
+  const video = createAsyncJobSteps(dependencies, 'video');
+  const music = createAsyncJobSteps(dependencies, 'music');
+  return {
+    createVideoPrediction: video.create,
+    pollVideoPrediction: video.poll,
+    storeVideoOutput: video.store,
+    failVideoJob: video.fail,
+    createMusicPrediction: music.create,
+    pollMusicPrediction: music.poll,
+    storeMusicOutput: music.store,
+    failMusicJob: music.fail,
+  };
+}
+
+export type AsyncJobActivities = ReturnType<typeof createAsyncJobActivities>;
