@@ -13,7 +13,7 @@ export const MediaJob = defineEntity({
   tableName: 'media_jobs',
   properties: {
     id: p.string().primary(),
-    /** `tts`, `speech` (the OpenAI-compatible endpoint), `video`. */
+    /** `tts`, `speech` (the OpenAI-compatible endpoint), `video`, `music`. */
     kind: p.string(),
     userId: p.string().index(),
     status: p.string(),
