@@ -36,7 +36,7 @@ class Evaluator {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         // A deadline passed: nothing short of ending the thread stops synchronous work. Every call in it fails.
-        this.reset(`the calculation took longer than ${evaluationDeadlineMs / 1000} s`);
+        if (this.worker === worker) this.reset(`the calculation took longer than ${evaluationDeadlineMs / 1000} s`);
       }, evaluationDeadlineMs);
       this.pending.set(id, { resolve, timer });
       worker.postMessage({ id, expression } satisfies CalculatorRequest);
@@ -69,9 +69,12 @@ class Evaluator {
       clearTimeout(pending.timer);
       pending.resolve(response);
     });
-    worker.on('error', (error) =>
-      this.reset(error.message.includes('memory') ? 'the calculation ran out of memory' : error.message),
-    );
+    // A thread's late error (out of memory after it was already replaced) must not reset its successor.
+    worker.on('error', (error) => {
+      if (this.worker === worker) {
+        this.reset(error.message.includes('memory') ? 'the calculation ran out of memory' : error.message);
+      }
+    });
     worker.on('exit', () => {
       if (this.worker === worker) this.reset('the calculator stopped');
     });
