@@ -75,6 +75,37 @@ const failUnstarted = {
          where id = $1`,
 };
 
+/**
+ * A new media job's id and workflow id, with its price held in the ledger (attempt 1 of the job's workflow) before
+ * anything starts: 402 when the caller is short, and nothing held. The operator is not metered.
+ */
+async function holdJobCredits(
+  ledger: MediaServiceDependencies['ledger'],
+  principal: Principal,
+  order: { kind: string; credits: number },
+): Promise<{ jobId: string; workflowId: string; userId: string; metered: boolean }> {
+  const jobId = randomBytes(18).toString('base64url');
+  const workflowId = mediaWorkflowId(order.kind, jobId);
+  const userId = principal.userId;
+  const metered = !principal.operator;
+  if (metered) {
+    const held = await ledger.reserve({
+      userId,
+      workflowId,
+      attempt: 1,
+      amount: order.credits,
+      model: `media-${order.kind}`,
+    });
+    if (!held.ok) {
+      throw new ApiError(
+        'insufficient_credits',
+        `This ${order.kind === 'tts' || order.kind === 'speech' ? 'speech' : order.kind} costs ${order.credits} credits; ${held.available} are available`,
+      );
+    }
+  }
+  return { jobId, workflowId, userId, metered };
+}
+
 export class MediaService {
   private readonly dependencies: MediaServiceDependencies;
 
@@ -84,25 +115,7 @@ export class MediaService {
 
   async speak(principal: Principal, order: SpeechOrder) {
     const { client, taskQueue, ledger, files } = this.dependencies;
-    const jobId = randomBytes(18).toString('base64url');
-    const workflowId = mediaWorkflowId(order.kind, jobId);
-    const userId = principal.userId;
-    const metered = !principal.operator;
-    if (metered) {
-      const held = await ledger.reserve({
-        userId,
-        workflowId,
-        attempt: 1,
-        amount: order.credits,
-        model: `media-${order.kind}`,
-      });
-      if (!held.ok) {
-        throw new ApiError(
-          'insufficient_credits',
-          `This speech costs ${order.credits} credits; ${held.available} are available`,
-        );
-      }
-    }
+    const { jobId, workflowId, userId, metered } = await holdJobCredits(ledger, principal, order);
     const input: SpeechJobInput = { ...order, jobId, userId, metered };
     let result: SpeechJobResult;
     try {
@@ -153,25 +166,7 @@ export class AsyncMediaJobs {
         `No ${order.kind} engine is configured on this deployment (REPLICATE_API_TOKEN)`,
       );
     }
-    const jobId = randomBytes(18).toString('base64url');
-    const workflowId = mediaWorkflowId(order.kind, jobId);
-    const userId = principal.userId;
-    const metered = !principal.operator;
-    if (metered) {
-      const held = await ledger.reserve({
-        userId,
-        workflowId,
-        attempt: 1,
-        amount: order.credits,
-        model: `media-${order.kind}`,
-      });
-      if (!held.ok) {
-        throw new ApiError(
-          'insufficient_credits',
-          `This ${order.kind} costs ${order.credits} credits; ${held.available} are available`,
-        );
-      }
-    }
+    const { jobId, workflowId, userId, metered } = await holdJobCredits(ledger, principal, order);
     const input: AsyncJobInput = {
       jobId,
       kind: order.kind,
