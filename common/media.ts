@@ -7,6 +7,9 @@
 /** `tts`: POST /api/v1/media/tts; `speech`: POST /v1/audio/speech (OpenAI-compatible). */
 export type SpeechKind = 'tts' | 'speech';
 
+/** Media jobs answered in the request (workflow `mediaJob`, id `media-<kind>-<id>`). */
+export type SyncMediaKind = SpeechKind | 'image' | 'remove-bg' | 'upscale' | 'ocr' | 'sfx' | 'stt';
+
 /** One engine and the voice it speaks with, in fallback order. */
 export interface EngineVoice {
   engine: string;
@@ -14,28 +17,64 @@ export interface EngineVoice {
   language?: string;
 }
 
-export interface SpeechJobInput {
+/**
+ * What a synchronous job does, by kind, with the engines to try in order (engines this deployment lacks are
+ * skipped). Input files (`inputFile`) are names in the media store, written by the API before the start, so no image
+ * or audio travels through workflow history.
+ */
+export type SyncJobWork =
+  | {
+      kind: SpeechKind;
+      text: string;
+      /** The voice the caller asked for (as stored on the job). */
+      voice: string;
+      speed: number;
+      engines: EngineVoice[];
+    }
+  | {
+      kind: 'image';
+      prompt: string;
+      /** The public model id (`flux-schnell`, …). */
+      model: string;
+      size: string;
+      quality: 'standard' | 'hd';
+      /** Each engine with its own model id. */
+      engines: Array<{ engine: string; model: string }>;
+    }
+  | { kind: 'remove-bg'; inputFile: string; quality: 'standard' | 'hd'; engines: string[] }
+  | { kind: 'upscale'; inputFile: string; scale: 2 | 4; model: 'fast' | 'quality'; engines: string[] }
+  | {
+      kind: 'ocr';
+      inputFile: string;
+      /** The caller's `ja`, `en` or `premium`. */
+      language: string;
+      format: 'text' | 'json';
+      /** Each engine with the language it reads and what it costs when it serves (premium falls back cheaper). */
+      engines: Array<{ engine: string; language: string; credits: number }>;
+    }
+  | { kind: 'sfx'; prompt: string; durationSeconds: number; engines: string[] }
+  | { kind: 'stt'; inputFile: string; language?: string; engines: string[] };
+
+export interface MediaJobInput {
   jobId: string;
-  kind: SpeechKind;
   userId: string;
-  text: string;
-  /** The voice the caller asked for (as stored on the job). */
-  voice: string;
-  speed: number;
-  /** The engines to try, in order (engines this deployment lacks are skipped). */
-  engines: EngineVoice[];
-  /** The price, held by the API before the start; charged when the file is stored. */
+  /** The price, held by the API before the start; charged when the result is stored. */
   credits: number;
   /** False for the operator: nothing was held, nothing is charged. */
   metered: boolean;
+  work: SyncJobWork;
 }
 
-export interface SpeechJobResult {
+export interface MediaJobResult {
   jobId: string;
+  kind: SyncMediaKind;
   engine: string;
-  fileName: string;
-  durationSeconds?: number;
+  /** Charged: the price, or less when a cheaper engine served (OCR premium falling back to the standard engine). */
   credits: number;
+  /** Result files in the media store, in order. */
+  files: string[];
+  /** What the kind answers besides files (sizes, text, confidence, duration, …), as stored on the job. */
+  data: Record<string, unknown>;
 }
 
 /** What a failed media activity reports to the workflow (ApplicationFailure type `MediaEngineError`). */

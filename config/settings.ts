@@ -79,6 +79,15 @@ const settingsSchema = z.object({
     .string()
     .regex(replicateModel, 'owner/name or owner/name:<version>')
     .default('kwaivgi/kling-v1.6-standard'),
+  // Replicate's background remover and upscaler (community models: pin a version).
+  REPLICATE_REMOVE_BG_MODEL: z
+    .string()
+    .regex(replicateModel, 'owner/name or owner/name:<version>')
+    .default('851-labs/background-remover:a029dff38972b5fda4ec5d75d7d1cd25aeff621d2cf4946a41055d7db66b80bc'),
+  REPLICATE_UPSCALE_MODEL: z
+    .string()
+    .regex(replicateModel, 'owner/name or owner/name:<version>')
+    .default('nightmareai/real-esrgan:f121d640bd286e1fdc67f9799164c1d5be36ff74576ee11c803ae5b665dd46aa'),
   // Media jobs (README, "Media engines"): result files, how long they are promised to stay, video poll interval.
   MEDIA_DIR: z.string().default(resolve('.data/media')),
   MEDIA_FILE_TTL_DAYS: z.coerce.number().int().positive().default(7),

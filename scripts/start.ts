@@ -13,6 +13,9 @@ import { startGateway } from '../api/server.ts';
 import { stopOnSignals } from '../process/signals.ts';
 import { version } from '../process/version.ts';
 import { loadCatalogue } from '../config/load-catalogue.ts';
+import { readSettings } from '../config/settings.ts';
+import { createMediaEngines, mediaAvailability } from '../activities/media/local/index.ts';
+import { createHostedMediaEngines } from '../activities/media/providers/index.ts';
 import { migrate, openOrm } from '../db/orm.ts';
 import { startSimulator } from '../simulator/server.ts';
 import { ensureDatabase } from './lib/database.ts';
@@ -90,6 +93,7 @@ const banner = [
     ? `  Providers          SIMULATOR at ${simulator.url}: no provider API key is set, so every provider is simulated`
     : `  Providers          ${providers.map((provider) => provider.id).join(', ')}`,
   `  Messaging apps     ${messagingAppsLine()}`,
+  `  Media              ${mediaAvailability(createMediaEngines(createHostedMediaEngines(readSettings(environment), environment)))}`,
   `  Master key         ${environment.MASTER_KEY}${process.env.MASTER_KEY ? '' : `   (generated, kept in ${dataDir}/master-key)`}`,
   '',
   `  Try: curl -s ${gateway.url}/v1/chat/completions -H "Authorization: Bearer $MASTER_KEY" \\`,

@@ -78,6 +78,8 @@ export interface SimulationInput {
   history: HistoryMessage[];
   /** Images in the last user message. */
   images: number;
+  /** The request asked for token log probabilities (OpenAI `logprobs`). */
+  logprobs?: boolean;
 }
 
 export type HistoryMessage = { role: 'user'; text: string } | { role: 'assistant'; text: string; toolCalls: number };

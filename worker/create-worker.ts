@@ -36,7 +36,7 @@ import { createMailer } from '../activities/mail/mailer.ts';
 import { openPool, type Pool } from '../db/pool.ts';
 import type { MediaServices } from '../activities/media/media-activities.ts';
 import { createHostedMediaEngines } from '../activities/media/providers/index.ts';
-import { EspeakSpeechEngine } from '../activities/media/local/espeak-speech.ts';
+import { createMediaEngines } from '../activities/media/local/index.ts';
 import { MediaFiles } from '../activities/media/files.ts';
 
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -179,13 +179,10 @@ export function createWorkerDependencies(
     }),
     maxBytes: settings.SITE_MAX_BYTES,
   });
-  const hosted = createHostedMediaEngines(settings, environment);
   const media: MediaServices = {
-    speech: new Map([...hosted.speech, new EspeakSpeechEngine()].map((engine) => [engine.id, engine])),
+    ...createMediaEngines(createHostedMediaEngines(settings, environment)),
     files: new MediaFiles(settings.MEDIA_DIR),
     breaker,
-    video: new Map(hosted.video.map((engine) => [engine.id, engine])),
-    music: new Map(hosted.music.map((engine) => [engine.id, engine])),
     pollIntervalMs: settings.MEDIA_POLL_INTERVAL_MS,
   };
   return {

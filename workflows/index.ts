@@ -6,5 +6,5 @@ export { messengerMessage } from './messenger-message.workflow.ts';
 export { a2aTask } from './a2a-task.workflow.ts';
 export { teamBroadcast } from './team-broadcast.workflow.ts';
 export { scheduledRun } from './scheduled-run.workflow.ts';
-export { mediaSpeech } from './media.workflow.ts';
+export { mediaJob } from './media.workflow.ts';
 export { mediaMusic, mediaVideo } from './media-async.workflow.ts';

@@ -14,10 +14,12 @@ import type { Readable } from 'node:stream';
 const extensions: Record<string, string> = {
   'audio/mpeg': 'mp3',
   'audio/wav': 'wav',
+  'audio/mp4': 'm4a',
   'video/mp4': 'mp4',
   'image/png': 'png',
   'image/jpeg': 'jpg',
   'image/webp': 'webp',
+  'image/gif': 'gif',
 };
 const contentTypes = Object.fromEntries(Object.entries(extensions).map(([type, extension]) => [extension, type]));
 

@@ -1,33 +1,58 @@
 /**
- * The activities of media jobs. `synthesizeSpeech` is a whole speech job in one step: the engines with fallback
- * (hosted first, local espeak-ng last; activities/media/fallback.ts), the MP3 stored as a file, the job row written
- * `completed` and the held credits charged, in that order, each step idempotent by the job id (a retried activity
- * finds the row and charges nothing twice). `failMediaJob` records a job that ended without a result and releases
- * its hold. Statements are plain SQL on the shared pool; the ledger keys are the workflow id and attempt 1, as the
- * API reserved them.
+ * The activities of synchronous media jobs (speech, images, background removal, upscaling, OCR, sound effects,
+ * transcription). `runMediaJob` is a whole job in one step: the kind's engines with fallback (hosted first, local last
+ * where one exists; activities/media/fallback.ts), the outputs stored as files, the job row written `completed` and
+ * the held credits charged, in that order, each step idempotent by the job id (a retried activity finds the row and
+ * charges nothing twice). `failMediaJob` records a job that ended without a result and releases its hold. Statements
+ * are plain SQL on the shared pool; the ledger keys are the workflow id and attempt 1, as the API reserved them.
+ *
+ * Engines know nothing of jobs: each kind's `perform` below maps the job's work to one engine call and its answer to
+ * files and data. The agent service's media tools can call the same engines the same way.
  */
+import type { Readable } from 'node:stream';
 import { ApplicationFailure } from '@temporalio/common';
 import { run, type Pool } from '../../db/pool.ts';
 import type { CreditLedger } from '../credits/credit-ledger.ts';
 import {
   mediaWorkflowId,
   type MediaFailureDetails,
-  type SpeechJobInput,
-  type SpeechJobResult,
+  type MediaJobInput,
+  type MediaJobResult,
+  type SyncJobWork,
 } from '../../common/media.ts';
-import { EngineError, type MusicEngine, type SpeechEngine, type VideoEngine } from './engine.ts';
+import {
+  EngineError,
+  type BackgroundRemovalEngine,
+  type ImageEngine,
+  type MediaFile,
+  type MusicEngine,
+  type OcrEngine,
+  type SoundEffectEngine,
+  type SpeechEngine,
+  type TranscriptionEngine,
+  type UpscaleEngine,
+  type VideoEngine,
+} from './engine.ts';
 import { withFallback, type EngineBreaker } from './fallback.ts';
 import type { MediaFiles } from './files.ts';
 
-export interface MediaServices {
-  /** Every speech engine this deployment has, by id (hosted ones with keys, and espeak-ng). */
+/** Every engine this deployment has, per capability, by id: hosted ones with keys, then the local ones. */
+export interface MediaEngines {
   speech: ReadonlyMap<string, SpeechEngine>;
+  images: ReadonlyMap<string, ImageEngine>;
+  backgroundRemoval: ReadonlyMap<string, BackgroundRemovalEngine>;
+  upscale: ReadonlyMap<string, UpscaleEngine>;
+  ocr: ReadonlyMap<string, OcrEngine>;
+  soundEffects: ReadonlyMap<string, SoundEffectEngine>;
+  transcription: ReadonlyMap<string, TranscriptionEngine>;
+  /** Replicate with a token. */
+  video: ReadonlyMap<string, VideoEngine>;
+  music: ReadonlyMap<string, MusicEngine>;
+}
+
+export interface MediaServices extends MediaEngines {
   files: MediaFiles;
   breaker: EngineBreaker;
-  /** Every video engine this deployment has, by id (Replicate with a token). */
-  video: ReadonlyMap<string, VideoEngine>;
-  /** Every music engine this deployment has, by id (Replicate with a token). */
-  music: ReadonlyMap<string, MusicEngine>;
   /** The wait between two polls of a provider's job (MEDIA_POLL_INTERVAL_MS). */
   pollIntervalMs: number;
 }
@@ -51,15 +76,35 @@ const selectJob = {
   text: `select status, engine, result, credits from media_jobs where id = $1`,
 };
 
+/** What a kind's engine made: files to store and data to answer. */
+interface Performed {
+  outputs: Array<MediaFile>;
+  data: Record<string, unknown>;
+  /** When the serving engine costs less than the price held. */
+  credits?: number;
+}
+
+/** The row's result column. `fileName` (the first file) is what result URLs and the expiry sweep read. */
+interface StoredResult {
+  fileName?: string;
+  files: string[];
+  data: Record<string, unknown>;
+}
+
+/** The job's request as stored on its row: the work without the engine list. */
+function requestOf(work: SyncJobWork): Record<string, unknown> {
+  const { engines: _engines, ...request } = work;
+  return request;
+}
+
 export function createMediaActivities({ pool, ledger, media }: MediaActivityDependencies) {
-  const request = (input: SpeechJobInput) => ({ text: input.text, voice: input.voice, speed: input.speed });
-  const charge = async (input: SpeechJobInput, engine: string) => {
+  const charge = async (input: MediaJobInput, engine: string, credits: number) => {
     if (!input.metered) return;
     await ledger.settle({
       userId: input.userId,
-      workflowId: mediaWorkflowId(input.kind, input.jobId),
+      workflowId: mediaWorkflowId(input.work.kind, input.jobId),
       attempt: 1,
-      amount: input.credits,
+      amount: credits,
       model: `media:${engine}`,
       promptTokens: 0,
       completionTokens: 0,
@@ -67,32 +112,116 @@ export function createMediaActivities({ pool, ledger, media }: MediaActivityDepe
     });
   };
 
+  const readInput = async (name: string): Promise<MediaFile> => {
+    const file = await media.files.open(name);
+    if (!file) throw ApplicationFailure.nonRetryable(`the job's input file ${name} is gone`, 'MediaInputMissing');
+    return { bytes: await readAll(file.stream), contentType: file.contentType };
+  };
+
+  /** The engines of `entries` this deployment has, in order, each with its entry. */
+  const pick = <Engine, Entry>(
+    engines: ReadonlyMap<string, Engine>,
+    entries: readonly Entry[],
+    idOf: (entry: Entry) => string,
+  ) =>
+    entries.flatMap((entry) => {
+      const engine = engines.get(idOf(entry));
+      return engine === undefined ? [] : [{ id: idOf(entry), engine, entry }];
+    });
+  const byId = (id: string) => id;
+
+  async function perform(work: SyncJobWork): Promise<{ served: Performed; engine: string }> {
+    const { breaker } = media;
+    switch (work.kind) {
+      case 'tts':
+      case 'speech': {
+        const choices = pick(media.speech, work.engines, (entry) => entry.engine);
+        const { result, engine } = await withFallback(
+          choices,
+          ({ engine, entry }) =>
+            engine.speak({ text: work.text, voice: entry.voice, speed: work.speed, language: entry.language }),
+          breaker,
+        );
+        const data = result.durationSeconds === undefined ? {} : { durationSeconds: result.durationSeconds };
+        return { served: { outputs: [result], data }, engine };
+      }
+      case 'image': {
+        const choices = pick(media.images, work.engines, (entry) => entry.engine);
+        const { result, engine } = await withFallback(
+          choices,
+          ({ engine, entry }) =>
+            engine.generate({ prompt: work.prompt, model: entry.model, size: work.size, quality: work.quality }),
+          breaker,
+        );
+        return { served: { outputs: result, data: { model: work.model } }, engine };
+      }
+      case 'remove-bg': {
+        const image = await readInput(work.inputFile);
+        const { result, engine } = await withFallback(
+          pick(media.backgroundRemoval, work.engines, byId),
+          ({ engine }) => engine.removeBackground(image, { quality: work.quality }),
+          breaker,
+        );
+        return { served: { outputs: [result], data: {} }, engine };
+      }
+      case 'upscale': {
+        const image = await readInput(work.inputFile);
+        const { result, engine } = await withFallback(
+          pick(media.upscale, work.engines, byId),
+          ({ engine }) => engine.upscale(image, { scale: work.scale, model: work.model }),
+          breaker,
+        );
+        const data = { originalSize: result.originalSize, upscaledSize: result.upscaledSize };
+        return { served: { outputs: [result], data }, engine };
+      }
+      case 'ocr': {
+        const image = await readInput(work.inputFile);
+        const { result, engine } = await withFallback(
+          pick(media.ocr, work.engines, (entry) => entry.engine),
+          async ({ engine, entry }) => ({
+            read: await engine.recognize(image, { language: entry.language }),
+            credits: entry.credits,
+          }),
+          breaker,
+        );
+        const { text, confidence, words } = result.read;
+        const data = { text, confidence, ...(work.format === 'json' && words ? { words } : {}) };
+        return { served: { outputs: [], data, credits: result.credits }, engine };
+      }
+      case 'sfx': {
+        const { result, engine } = await withFallback(
+          pick(media.soundEffects, work.engines, byId),
+          ({ engine }) => engine.soundEffect({ prompt: work.prompt, durationSeconds: work.durationSeconds }),
+          breaker,
+        );
+        return { served: { outputs: [result], data: { durationSeconds: result.durationSeconds } }, engine };
+      }
+      case 'stt': {
+        const audio = await readInput(work.inputFile);
+        const { result, engine } = await withFallback(
+          pick(media.transcription, work.engines, byId),
+          ({ engine }) => engine.transcribe(audio, work.language === undefined ? {} : { language: work.language }),
+          breaker,
+        );
+        return { served: { outputs: [], data: { ...result } }, engine };
+      }
+    }
+  }
+
   return {
-    async synthesizeSpeech(input: SpeechJobInput): Promise<SpeechJobResult> {
-      type Row = { status: string; engine: string; result: { fileName: string; durationSeconds?: number } };
+    async runMediaJob(input: MediaJobInput): Promise<MediaJobResult> {
+      const kind = input.work.kind;
+      type Row = { status: string; engine: string; result: StoredResult; credits: number };
       const [done] = await run<Row>(pool, selectJob, [input.jobId]);
       if (done?.status === 'completed') {
-        // A retry after the row was written: the file exists; finish the charge the earlier run may have missed.
-        await charge(input, done.engine);
-        return { jobId: input.jobId, engine: done.engine, credits: input.credits, ...done.result };
+        // A retry after the row was written: the files exist; finish the charge the earlier run may have missed.
+        await charge(input, done.engine, done.credits);
+        const { files, data } = done.result;
+        return { jobId: input.jobId, kind, engine: done.engine, credits: done.credits, files, data };
       }
-      const voices = new Map(input.engines.map((entry) => [entry.engine, entry]));
-      const engines = input.engines.flatMap((entry) => media.speech.get(entry.engine) ?? []);
-      let served;
+      let performed;
       try {
-        served = await withFallback(
-          engines,
-          (engine) => {
-            const choice = voices.get(engine.id)!;
-            return engine.speak({
-              text: input.text,
-              voice: choice.voice,
-              speed: input.speed,
-              language: choice.language,
-            });
-          },
-          media.breaker,
-        );
+        performed = await perform(input.work);
       } catch (error) {
         if (!(error instanceof EngineError)) throw error;
         const details: MediaFailureDetails = { retryable: error.retryable };
@@ -103,36 +232,35 @@ export function createMediaActivities({ pool, ledger, media }: MediaActivityDepe
           details: [details],
         });
       }
-      const { result, engine } = served;
-      const fileName = await media.files.save(result.bytes, result.contentType);
-      const stored = {
-        fileName,
-        ...(result.durationSeconds !== undefined ? { durationSeconds: result.durationSeconds } : {}),
-      };
+      const { served, engine } = performed;
+      const files: string[] = [];
+      for (const output of served.outputs) files.push(await media.files.save(output.bytes, output.contentType));
+      const credits = Math.min(input.credits, served.credits ?? input.credits);
+      const stored: StoredResult = { ...(files[0] ? { fileName: files[0] } : {}), files, data: served.data };
       await run(pool, insertJob, [
         input.jobId,
-        input.kind,
+        kind,
         input.userId,
         'completed',
         engine,
-        JSON.stringify(request(input)),
+        JSON.stringify(requestOf(input.work)),
         JSON.stringify(stored),
-        input.credits,
+        credits,
         null,
       ]);
-      await charge(input, engine);
-      return { jobId: input.jobId, engine, credits: input.credits, ...stored };
+      await charge(input, engine, credits);
+      return { jobId: input.jobId, kind, engine, credits, files, data: served.data };
     },
 
-    /** Records a speech job that produced nothing and releases its hold (both once). */
-    async failSpeechJob(input: SpeechJobInput & { error: string }): Promise<void> {
+    /** Records a job that produced nothing and releases its hold (both once). */
+    async failMediaJob(input: MediaJobInput & { error: string }): Promise<void> {
       await run(pool, insertJob, [
         input.jobId,
-        input.kind,
+        input.work.kind,
         input.userId,
         'failed',
         null,
-        JSON.stringify(request(input)),
+        JSON.stringify(requestOf(input.work)),
         null,
         0,
         input.error,
@@ -140,12 +268,18 @@ export function createMediaActivities({ pool, ledger, media }: MediaActivityDepe
       if (input.metered) {
         await ledger.release({
           userId: input.userId,
-          workflowId: mediaWorkflowId(input.kind, input.jobId),
+          workflowId: mediaWorkflowId(input.work.kind, input.jobId),
           attempt: 1,
         });
       }
     },
   };
+}
+
+async function readAll(stream: Readable): Promise<Uint8Array> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return new Uint8Array(Buffer.concat(chunks));
 }
 
 export type MediaActivities = ReturnType<typeof createMediaActivities>;

@@ -33,6 +33,7 @@ import { completionRoutes, requestRoutes, type OpenStreams } from './routes/comp
 import { CompletionService } from './routes/completions/service.ts';
 import { mediaFileRoutes, mediaRoutes } from './routes/media/routes.ts';
 import { AsyncMediaJobs, MediaService } from './routes/media/service.ts';
+import { syncMediaRoutes } from './routes/media/sync-routes.ts';
 import { modelRoutes } from './routes/models/routes.ts';
 import { providerRoutes } from './routes/providers/routes.ts';
 
@@ -190,8 +191,12 @@ export function createApp(dependencies: AppDependencies): Koa {
     videoEngines: [...dependencies.media.video.keys()],
     musicEngines: [...dependencies.media.music.keys()],
     pollIntervalMs: dependencies.media.pollIntervalMs,
+    engines: dependencies.media,
   };
-  keyed.use(mediaRoutes(new MediaService(mediaDependencies), new AsyncMediaJobs(mediaDependencies)).routes());
+  const mediaService = new MediaService(mediaDependencies);
+  keyed.use(mediaRoutes(mediaService, new AsyncMediaJobs(mediaDependencies)).routes());
+  const mediaInputs = { files: dependencies.media.files, allowedHosts: dependencies.toolSettings.fetchAllowedHosts };
+  keyed.use(syncMediaRoutes(mediaService, mediaInputs).routes());
   app.use(keyed.routes()).use(keyed.allowedMethods({ throw: true }));
   return app;
 }

@@ -72,6 +72,7 @@ const requestSchema = z.object({
     ])
     .nullish(),
   reasoning_effort: z.enum(['none', 'minimal', 'low', 'medium', 'high']).nullish(),
+  logprobs: z.boolean().nullish(),
   response_format: z
     .discriminatedUnion('type', [
       z.object({ type: z.literal('text') }),
@@ -172,6 +173,7 @@ function toSimulationInput(request: ChatRequest): SimulationInput {
       return [{ role: 'assistant', text: message.content.text, toolCalls: message.tool_calls?.length ?? 0 }];
     }),
     images: lastUser?.content.images ?? 0,
+    ...(request.logprobs ? { logprobs: true } : {}),
   };
 }
 
@@ -219,7 +221,7 @@ function renderCompletion(plan: ReplyPlan, input: SimulationInput, options: { in
     object: 'chat.completion',
     created: Math.floor(Date.now() / 1000),
     model: input.model,
-    choices: [{ index: 0, message, logprobs: null, finish_reason: plan.finish }],
+    choices: [{ index: 0, message, logprobs: logprobsOf(plan, input), finish_reason: plan.finish }],
     ...(options.includeUsage ? { usage: usageOf(plan) } : {}),
     service_tier: 'default',
     system_fingerprint: 'fp_simulator',
@@ -268,4 +270,19 @@ function renderChunks(plan: ReplyPlan, input: SimulationInput, options: { includ
   if (options.includeUsage) frames.push({ data: { ...base, choices: [], usage: usageOf(plan) }, tokens: 0 });
   frames.push({ data: '[DONE]', tokens: 0 });
   return frames;
+}
+
+/**
+ * `logprobs: true`: each answer token with a log probability. The simulator is sure of its words: -0.01 each (a
+ * probability of 0.99), except tokens holding a `?`, which get -0.7 (about 0.5), so a caller can tell both apart.
+ */
+function logprobsOf(plan: ReplyPlan, input: SimulationInput) {
+  if (!input.logprobs || plan.kind !== 'text') return null;
+  return {
+    content: plan.tokens.map((token) => {
+      const logprob = token.includes('?') ? -0.7 : -0.01;
+      return { token, logprob, bytes: [...Buffer.from(token)], top_logprobs: [] };
+    }),
+    refusal: null,
+  };
 }

@@ -11,8 +11,11 @@
  *   duration_seconds, prompt_influence} → audio/mpeg).
  * - Replicate (protocol `replicate`, base URL `${sim}`, `Authorization: Bearer|Token`): `POST /v1/predictions`
  *   ({version, input}), `POST /v1/models/{owner}/{name}/predictions` ({input}), `GET /v1/predictions/{id}`,
- *   `POST /v1/predictions/{id}/cancel`; outputs are URLs under `/replicate/files/<id>.mp3|.mp4` (MP3 for models whose
- *   name says music, audio, sound, song or speech, MP4 otherwise).
+ *   `POST /v1/predictions/{id}/cancel`; outputs are URLs under `/replicate/files/<id>.mp3|.mp4|.png`, by what the
+ *   model's name says it makes: a background remover (background, rembg, matting) answers its `input.image` (a data
+ *   URI) as a PNG with the pixels near the corner's colour transparent; an upscaler (esrgan, upscale) resizes it by
+ *   `input.scale`; an image model (flux, sdxl, diffusion, image, …) draws a PNG of its `aspect_ratio`; music, audio,
+ *   sound, song or speech models give an MP3; anything else an MP4.
  *
  * Files are real (simulator/media-files.ts). Speech MP3s carry their text, so transcribing one gives it back; other
  * audio is transcribed to a sentence derived from its bytes. A prediction runs for `mediaJobMs` (SimulatorOptions; default
@@ -28,6 +31,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import sharp from 'sharp';
 import { z } from 'zod';
 import type { Fault, FaultRegistry, Protocol } from '../faults.ts';
 import {
@@ -67,7 +71,7 @@ interface Prediction {
   failure: string | undefined;
   pollErrors: number;
   canceledAt: number | undefined;
-  output: { extension: 'mp3' | 'mp4'; seconds: number };
+  output: { extension: 'mp3' | 'mp4' | 'png'; seconds: number };
 }
 
 /** One exchange as routed: who answers it, under which model, with which fault. */
@@ -393,14 +397,25 @@ async function createPrediction(
   if (model === undefined) {
     return reply(422, replicateError(422, 'Invalid version or not permitted', '- version: version is required'));
   }
-  if (typeof input.prompt !== 'string' || input.prompt.trim() === '') {
+  const kind = predictionKind(model);
+  let image: Buffer | undefined;
+  if (kind === 'remove-bg' || kind === 'upscale') {
+    image = dataUriBytes(input.image);
+    if (image === undefined) {
+      return reply(
+        422,
+        replicateError(422, 'Input validation failed', '- input.image: a data: URI of an image is required'),
+      );
+    }
+  } else if (typeof input.prompt !== 'string' || input.prompt.trim() === '') {
     return reply(422, replicateError(422, 'Input validation failed', '- input: prompt is required'));
   }
-  const prompt = input.prompt;
+  const prompt = typeof input.prompt === 'string' ? input.prompt : '';
   const takes = /\[\[takes (\d+(?:\.\d+)?)(ms|s)\]\]/.exec(prompt);
   const pollErrors = /\[\[poll-error (\d+)\]\]/.exec(prompt);
-  const audio = /music|audio|sound|song|speech|tts/i.test(model);
+  const audio = kind === 'audio';
   const requestedSeconds = Number(input.duration ?? input.duration_seconds ?? (audio ? 8 : 5));
+  const extension = kind === 'audio' ? 'mp3' : kind === 'video' ? 'mp4' : 'png';
   const prediction: Prediction = {
     id: simulatedId(26).toLowerCase(),
     model,
@@ -414,15 +429,20 @@ async function createPrediction(
     pollErrors: pollErrors ? Number(pollErrors[1]) : 0,
     canceledAt: undefined,
     output: {
-      extension: audio ? 'mp3' : 'mp4',
+      extension,
       seconds: Number.isFinite(requestedSeconds) && requestedSeconds > 0 ? Math.min(requestedSeconds, 60) : 5,
     },
   };
-  predictions.set(prediction.id, prediction);
   // The output exists once the run succeeds; making it now keeps the GET handler synchronous.
-  const { extension, seconds } = prediction.output;
-  const bytes = extension === 'mp3' ? simulatedMp3(seconds) : simulatedMp4(seconds);
-  store(bytes, extension === 'mp3' ? 'audio/mpeg' : 'video/mp4', `replicate/${prediction.id}.${extension}`);
+  let bytes: Buffer;
+  try {
+    bytes = await predictionOutput(kind, prediction, image);
+  } catch {
+    return reply(422, replicateError(422, 'Input validation failed', '- input.image: the image cannot be decoded'));
+  }
+  predictions.set(prediction.id, prediction);
+  const contentType = { mp3: 'audio/mpeg', mp4: 'video/mp4', png: 'image/png' }[extension];
+  store(bytes, contentType, `replicate/${prediction.id}.${extension}`);
 
   // `Prefer: wait[=n]` holds the response until the prediction ends or n seconds (default 60) pass.
   const prefer = /^wait(?:=(\d+))?$/.exec(headerValue(exchange.request.headers, 'prefer') ?? '');
@@ -663,4 +683,62 @@ function faultMessage(status: number): string {
   if (status === 429) return 'Rate limit reached (simulated fault).';
   if (status >= 500) return `The server had an error while processing your request (simulated fault ${status}).`;
   return `Simulated fault with status ${status}.`;
+}
+
+type PredictionKind = 'audio' | 'video' | 'image' | 'remove-bg' | 'upscale';
+
+/** What a model makes, judged by its name as Replicate's catalogue names them. */
+function predictionKind(model: string): PredictionKind {
+  if (/background|rembg|remove-bg|matting/i.test(model)) return 'remove-bg';
+  if (/esrgan|upscal|swinir/i.test(model)) return 'upscale';
+  if (/flux|sdxl|diffusion|imagen|ideogram|recraft|image/i.test(model)) return 'image';
+  return /music|audio|sound|song|speech|tts/i.test(model) ? 'audio' : 'video';
+}
+
+/** The bytes of a `data:<type>;base64,` URI (the simulator takes files inline only), or undefined. */
+function dataUriBytes(value: unknown): Buffer | undefined {
+  if (typeof value !== 'string') return undefined;
+  const match = /^data:[\w.+-]+\/[\w.+-]+;base64,([A-Za-z0-9+/=]+)$/.exec(value);
+  return match ? Buffer.from(match[1]!, 'base64') : undefined;
+}
+
+/** Flux's aspect ratios and the sizes it renders them at. */
+const aspectSizes: Record<string, [number, number]> = { '1:1': [1024, 1024], '16:9': [1344, 768], '9:16': [768, 1344] };
+
+/**
+ * The output file: silence for audio, an MP4 skeleton for video, a PNG for images. Background removal makes every
+ * pixel close to the top-left corner's colour transparent (a plain-background stand-in for a segmentation model);
+ * upscaling resizes by `input.scale`.
+ */
+async function predictionOutput(
+  kind: PredictionKind,
+  prediction: Prediction,
+  image: Buffer | undefined,
+): Promise<Buffer> {
+  const { input, output } = prediction;
+  if (kind === 'audio') return simulatedMp3(output.seconds);
+  if (kind === 'video') return simulatedMp4(output.seconds);
+  if (kind === 'image') {
+    const [width, height] = aspectSizes[String(input.aspect_ratio ?? '1:1')] ?? aspectSizes['1:1']!;
+    return simulatedPng(String(input.prompt), width, height);
+  }
+  const source = sharp(image!);
+  if (kind === 'upscale') {
+    const { width = 1, height = 1 } = await source.metadata();
+    const scale = Math.min(10, Math.max(1, Number(input.scale ?? 4)));
+    return source
+      .resize(Math.round(width * scale), Math.round(height * scale))
+      .png()
+      .toBuffer();
+  }
+  const { data, info } = await source.ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+  const [red, green, blue] = [data[0]!, data[1]!, data[2]!];
+  for (let offset = 0; offset < data.length; offset += 4) {
+    const distance =
+      Math.abs(data[offset]! - red) + Math.abs(data[offset + 1]! - green) + Math.abs(data[offset + 2]! - blue);
+    if (distance < 48) data[offset + 3] = 0;
+  }
+  return sharp(data, { raw: { width: info.width, height: info.height, channels: 4 } })
+    .png()
+    .toBuffer();
 }

@@ -6,22 +6,28 @@
  */
 import type { Settings } from '../../../config/settings.ts';
 import type {
+  BackgroundRemovalEngine,
   ImageEngine,
   MusicEngine,
+  OcrEngine,
   SoundEffectEngine,
   SpeechEngine,
   TranscriptionEngine,
+  UpscaleEngine,
   VideoEngine,
 } from '../engine.ts';
 import { createElevenLabsEngine } from './elevenlabs.ts';
 import { createOpenAIMediaEngine } from './openai-media.ts';
-import { createReplicateMusicEngine, createReplicateVideoEngine } from './replicate.ts';
+import { createReplicateImageEngine, createReplicateMusicEngine, createReplicateVideoEngine } from './replicate.ts';
 
 export const defaultOpenAIBaseUrl = 'https://api.openai.com/v1';
 
 export interface HostedMediaEngines {
   speech: SpeechEngine[];
   images: ImageEngine[];
+  backgroundRemoval: BackgroundRemovalEngine[];
+  upscale: UpscaleEngine[];
+  ocr: OcrEngine[];
   transcription: TranscriptionEngine[];
   soundEffects: SoundEffectEngine[];
   music: MusicEngine[];
@@ -36,6 +42,8 @@ type MediaSettings = Pick<
   | 'REPLICATE_BASE_URL'
   | 'REPLICATE_MUSIC_MODEL'
   | 'REPLICATE_VIDEO_MODEL'
+  | 'REPLICATE_REMOVE_BG_MODEL'
+  | 'REPLICATE_UPSCALE_MODEL'
 >;
 
 export function createHostedMediaEngines(
@@ -45,6 +53,9 @@ export function createHostedMediaEngines(
   const engines: HostedMediaEngines = {
     speech: [],
     images: [],
+    backgroundRemoval: [],
+    upscale: [],
+    ocr: [],
     transcription: [],
     soundEffects: [],
     music: [],
@@ -59,6 +70,7 @@ export function createHostedMediaEngines(
     engines.speech.push(openAI);
     engines.images.push(openAI);
     engines.transcription.push(openAI);
+    engines.ocr.push(openAI);
   }
   if (settings.ELEVENLABS_API_KEY) {
     const elevenLabs = createElevenLabsEngine({
@@ -72,6 +84,14 @@ export function createHostedMediaEngines(
     const replicate = { apiToken: settings.REPLICATE_API_TOKEN, baseUrl: settings.REPLICATE_BASE_URL };
     engines.music.push(createReplicateMusicEngine({ ...replicate, model: settings.REPLICATE_MUSIC_MODEL }));
     engines.video.push(createReplicateVideoEngine({ ...replicate, model: settings.REPLICATE_VIDEO_MODEL }));
+    const images = createReplicateImageEngine({
+      ...replicate,
+      removeBackgroundModel: settings.REPLICATE_REMOVE_BG_MODEL,
+      upscaleModel: settings.REPLICATE_UPSCALE_MODEL,
+    });
+    engines.images.push(images);
+    engines.backgroundRemoval.push(images);
+    engines.upscale.push(images);
   }
   return engines;
 }

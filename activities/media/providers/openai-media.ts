@@ -7,6 +7,11 @@
  * `response_format`, and take `quality` as low/medium/high (`hd` → high, `standard` → medium). An answer with URLs
  * (a compatible server may send them) is downloaded. Transcription asks `whisper-1` for `verbose_json` (language and
  * duration) and other models for `json`.
+ *
+ * OCR (`recognize`, the premium engine of POST /api/v1/media/ocr): a vision chat model (`gpt-4o-mini` by default) asked
+ * through `POST /chat/completions` to transcribe the image verbatim, at temperature 0 with `logprobs`: the confidence is
+ * the geometric mean of the answer's token probabilities (exp of the mean log probability), the nearest thing to an
+ * OCR confidence a language model gives. Vision models read well over 100 languages and scripts.
  */
 import { z } from 'zod';
 import {
@@ -14,6 +19,7 @@ import {
   type ImageEngine,
   type ImageRequest,
   type MediaFile,
+  type OcrEngine,
   type SpeechEngine,
   type SpeechRequest,
   type TranscriptionEngine,
@@ -37,9 +43,31 @@ export interface OpenAIMediaConfig extends MediaHttpConfig {
   speechModel?: string;
   /** Default `whisper-1`. */
   transcriptionModel?: string;
+  /** The vision model that reads text for OCR; default `gpt-4o-mini`. */
+  ocrModel?: string;
 }
 
-export type OpenAIMediaEngine = SpeechEngine & ImageEngine & TranscriptionEngine;
+export type OpenAIMediaEngine = SpeechEngine & ImageEngine & TranscriptionEngine & OcrEngine;
+
+const ocrAnswerSchema = z.object({
+  choices: z
+    .array(
+      z.object({
+        message: z.object({ content: z.string().nullable() }),
+        logprobs: z
+          .object({ content: z.array(z.object({ token: z.string(), logprob: z.number() })).nullable() })
+          .nullable()
+          .optional(),
+      }),
+    )
+    .min(1),
+});
+
+const gptImageSizes: Record<string, string> = { '1792x1024': '1536x1024', '1024x1792': '1024x1536' };
+
+const ocrInstructions =
+  'You are an OCR engine. Transcribe every piece of text in the image exactly as written, in reading order, keeping ' +
+  'line breaks. Do not translate, describe or comment. If the image holds no text, answer with nothing.';
 
 const imagesResponseSchema = z.object({
   created: z.number(),
@@ -81,6 +109,7 @@ export function createOpenAIMediaEngine(config: OpenAIMediaConfig): OpenAIMediaE
   const headers = { authorization: `Bearer ${config.apiKey}` };
   const speechModel = config.speechModel ?? 'tts-1';
   const transcriptionModel = config.transcriptionModel ?? 'whisper-1';
+  const ocrModel = config.ocrModel ?? 'gpt-4o-mini';
 
   return {
     id,
@@ -109,7 +138,8 @@ export function createOpenAIMediaEngine(config: OpenAIMediaConfig): OpenAIMediaE
         model: request.model,
         prompt: request.prompt,
         n: 1,
-        size: request.size,
+        // GPT Image draws landscape and portrait at 1536 px, DALL·E 3 at 1792 px.
+        size: dallE ? request.size : (gptImageSizes[request.size] ?? request.size),
         ...(request.model === 'dall-e-2'
           ? {}
           : { quality: dallE ? request.quality : request.quality === 'hd' ? 'high' : 'medium' }),
@@ -155,6 +185,44 @@ export function createOpenAIMediaEngine(config: OpenAIMediaConfig): OpenAIMediaE
         ...(language === undefined ? {} : { language }),
         ...(answer.duration === undefined ? {} : { durationSeconds: answer.duration }),
       };
+    },
+
+    async recognize(image: MediaFile, request: { language: string }, options?: EngineOptions) {
+      const hint = request.language === 'premium' ? '' : ` The text is mostly in the language "${request.language}".`;
+      const body = {
+        model: ocrModel,
+        temperature: 0,
+        logprobs: true,
+        messages: [
+          { role: 'system', content: ocrInstructions + hint },
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'Transcribe the text in this image.' },
+              {
+                type: 'image_url',
+                image_url: {
+                  url: `data:${image.contentType};base64,${Buffer.from(image.bytes).toString('base64')}`,
+                  detail: 'high',
+                },
+              },
+            ],
+          },
+        ],
+      };
+      const answer = await exchange(
+        upstream,
+        { method: 'POST', url: joinUrl(config.baseUrl, 'chat/completions'), headers, body },
+        (response) => readJson(id, response, ocrAnswerSchema),
+        options?.signal,
+      );
+      const choice = answer.choices[0]!;
+      const text = (choice.message.content ?? '').trim();
+      const tokens = choice.logprobs?.content ?? [];
+      const meanLogprob = tokens.reduce((sum, token) => sum + token.logprob, 0) / Math.max(1, tokens.length);
+      // No log probabilities (a compatible server may omit them): no confidence can be claimed beyond "read".
+      const confidence = tokens.length === 0 ? (text === '' ? 0 : 0.5) : Math.exp(meanLogprob);
+      return { text, confidence: Math.round(confidence * 1000) / 1000 };
     },
   };
 }

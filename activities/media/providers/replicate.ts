@@ -12,9 +12,23 @@
  * `kwaivgi/kling-v1.6-standard`: input prompt, duration 5 or 10, aspect_ratio). A video request in `pro` mode uses
  * the `-pro` sibling of a `-standard` model.
  */
+import { setTimeout as delay } from 'node:timers/promises';
+import sharp from 'sharp';
 import { z } from 'zod';
-import type { EngineOptions, MusicEngine, MusicRequest, VideoEngine, VideoRequest } from '../engine.ts';
-import { exchange, joinUrl, mediaUpstream, readJson, type MediaHttpConfig } from './http.ts';
+import {
+  EngineError,
+  type BackgroundRemovalEngine,
+  type EngineOptions,
+  type ImageEngine,
+  type ImageRequest,
+  type MediaFile,
+  type MusicEngine,
+  type MusicRequest,
+  type UpscaleEngine,
+  type VideoEngine,
+  type VideoRequest,
+} from '../engine.ts';
+import { downloadOutput, exchange, joinUrl, mediaUpstream, readJson, type MediaHttpConfig } from './http.ts';
 
 export const defaultReplicateMusicModel = 'meta/musicgen';
 export const defaultReplicateVideoModel = 'kwaivgi/kling-v1.6-standard';
@@ -68,31 +82,46 @@ export function createReplicateVideoEngine(config: ReplicateConfig): VideoEngine
 }
 
 function createPredictionEngine<Request>(
-  config: ReplicateConfig,
+  config: Omit<ReplicateConfig, 'model'>,
   toPrediction: (request: Request) => { model: string; input: Record<string, unknown> },
 ) {
   const id = 'replicate';
   const upstream = mediaUpstream(id, { timeoutMs: 30_000, ...config });
   const headers = { authorization: `Bearer ${config.apiToken}` };
-  const call = (method: 'GET' | 'POST', path: string, options?: EngineOptions, body?: Record<string, unknown>) =>
+  const call = (
+    method: 'GET' | 'POST',
+    path: string,
+    options?: EngineOptions,
+    body?: Record<string, unknown>,
+    extraHeaders: Record<string, string> = {},
+  ) =>
     exchange(
-      upstream,
-      { method, url: joinUrl(config.baseUrl, path), headers, ...(body === undefined ? {} : { body }) },
+      { ...upstream, timeoutMs: upstream.timeoutMs + (extraHeaders.prefer ? syncWaitSeconds * 1000 : 0) },
+      {
+        method,
+        url: joinUrl(config.baseUrl, path),
+        headers: { ...headers, ...extraHeaders },
+        ...(body === undefined ? {} : { body }),
+      },
       (response) => readJson(id, response, predictionSchema),
       options?.signal,
     );
 
+  const start = async (request: Request, options?: EngineOptions, wait = false) => {
+    const { model, input } = toPrediction(request);
+    const [name, version] = model.split(':');
+    const prefer: Record<string, string> = wait ? { prefer: `wait=${syncWaitSeconds}` } : {};
+    return version === undefined
+      ? await call('POST', `v1/models/${name}/predictions`, options, { input }, prefer)
+      : await call('POST', 'v1/predictions', options, { version: model, input }, prefer);
+  };
+
   return {
     id,
+    upstream,
 
     async create(request: Request, options?: EngineOptions) {
-      const { model, input } = toPrediction(request);
-      const [name, version] = model.split(':');
-      const prediction =
-        version === undefined
-          ? await call('POST', `v1/models/${name}/predictions`, options, { input })
-          : await call('POST', 'v1/predictions', options, { version: model, input });
-      return { providerJobId: prediction.id };
+      return { providerJobId: (await start(request, options)).id };
     },
 
     async poll(providerJobId: string, options?: EngineOptions) {
@@ -102,7 +131,98 @@ function createPredictionEngine<Request>(
     async cancel(providerJobId: string, options?: EngineOptions) {
       await call('POST', `v1/predictions/${encodeURIComponent(providerJobId)}/cancel`, options);
     },
+
+    /**
+     * A prediction run to its end within one call (images take seconds): created with `Prefer: wait`, which answers
+     * when it ends or after `syncWaitSeconds`, then polled each second until `syncDeadlineMs`. A prediction still
+     * running then is cancelled and the call fails as retryable (the next engine may serve).
+     */
+    async runToEnd(request: Request, options?: EngineOptions) {
+      const started = Date.now();
+      const prediction = await start(request, options, true);
+      let result = outcome(prediction);
+      while (result.status === 'running') {
+        if (Date.now() - started > syncDeadlineMs) {
+          await this.cancel(prediction.id).catch(() => undefined);
+          throw new EngineError(id, `prediction ${prediction.id} did not end within ${syncDeadlineMs / 1000} s`, {
+            retryable: true,
+          });
+        }
+        await delay(1000, undefined, options?.signal ? { signal: options.signal } : {});
+        result = await this.poll(prediction.id, options);
+      }
+      if (result.status === 'failed') throw new EngineError(id, result.error, { retryable: true });
+      return result.outputs;
+    },
   };
+}
+
+/** How long `Prefer: wait` holds a synchronous prediction's creation, and how long one may run in all. */
+const syncWaitSeconds = 60;
+const syncDeadlineMs = 100_000;
+
+export interface ReplicateImageConfig extends Omit<ReplicateConfig, 'model'> {
+  /** `owner/name:version` of a background remover taking `image` (REPLICATE_REMOVE_BG_MODEL). */
+  removeBackgroundModel: string;
+  /** `owner/name:version` of an upscaler taking `image` and `scale` (REPLICATE_UPSCALE_MODEL). */
+  upscaleModel: string;
+}
+
+export type ReplicateImageEngine = ImageEngine & BackgroundRemovalEngine & UpscaleEngine;
+
+/** Flux's aspect ratios for the API's three sizes. */
+const aspectRatios: Record<string, string> = { '1024x1024': '1:1', '1792x1024': '16:9', '1024x1792': '9:16' };
+
+/**
+ * Replicate's image models, synchronous (`runToEnd`): generation (`generate`, the request's `model` is the Replicate
+ * model such as `black-forest-labs/flux-schnell`; input prompt, aspect_ratio, output_format png; Flux Ultra's `raw`
+ * for photographic output), background removal and upscaling (input image as a data URI, which Replicate accepts for
+ * files up to a few megabytes). Outputs are downloaded at once: Replicate keeps them for an hour only.
+ */
+export function createReplicateImageEngine(config: ReplicateImageConfig): ReplicateImageEngine {
+  type Prediction = { model: string; input: Record<string, unknown> };
+  const engine = createPredictionEngine<Prediction>(config, (prediction) => prediction);
+  const firstImage = async (outputs: Array<{ url: string }>, signal?: AbortSignal) =>
+    downloadOutput(engine.upstream, outputs[0]!.url, 'image/', signal);
+  const dataUri = (image: MediaFile) =>
+    `data:${image.contentType};base64,${Buffer.from(image.bytes).toString('base64')}`;
+
+  return {
+    id: engine.id,
+
+    async generate(request: ImageRequest, options?: EngineOptions) {
+      const input = {
+        prompt: request.prompt,
+        aspect_ratio: aspectRatios[request.size] ?? '1:1',
+        output_format: 'png',
+        ...(request.model.includes('ultra') ? { raw: true } : {}),
+      };
+      const outputs = await engine.runToEnd({ model: request.model, input }, options);
+      return Promise.all(
+        outputs.map((output) => downloadOutput(engine.upstream, output.url, 'image/', options?.signal)),
+      );
+    },
+
+    async removeBackground(image: MediaFile, _request: { quality: 'standard' | 'hd' }, options?: EngineOptions) {
+      const input = { image: dataUri(image), format: 'png' };
+      return firstImage(
+        await engine.runToEnd({ model: config.removeBackgroundModel, input }, options),
+        options?.signal,
+      );
+    },
+
+    async upscale(image: MediaFile, request: { scale: 2 | 4; model: 'fast' | 'quality' }, options?: EngineOptions) {
+      const input = { image: dataUri(image), scale: request.scale, face_enhance: false };
+      const outputs = await engine.runToEnd({ model: config.upscaleModel, input }, options);
+      const file = await firstImage(outputs, options?.signal);
+      return { ...file, originalSize: await sizeOf(image), upscaledSize: await sizeOf(file) };
+    },
+  };
+}
+
+async function sizeOf(image: MediaFile): Promise<string> {
+  const { width, height } = await sharp(image.bytes).metadata();
+  return `${width}x${height}`;
 }
 
 function outcome(prediction: Prediction) {

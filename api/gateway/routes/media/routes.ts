@@ -7,6 +7,7 @@
  */
 import Router from '@koa/router';
 import type { MediaFiles } from '../../../../activities/media/files.ts';
+import type { MediaJobResult } from '../../../../common/media.ts';
 import type { AuthState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
 import {
@@ -28,30 +29,18 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
     const parsed = speechSchema.safeParse(context.request.body ?? {});
     if (!parsed.success) throw invalidRequest(parsed.error);
     const { input, voice, speed } = parsed.data;
-    const served = await media.speak(context.state.principal, {
-      kind: 'speech',
-      text: input,
-      voice,
-      speed,
-      engines: openAIVoiceEngines(voice),
-      credits: speechCredits(input),
-    });
-    send(context, served);
+    const work = { kind: 'speech' as const, text: input, voice, speed, engines: openAIVoiceEngines(voice) };
+    const served = await media.run(context.state.principal, work, speechCredits(input));
+    await sendFile(context, media, served);
   });
 
   router.post('/api/v1/media/tts', async (context) => {
     const parsed = ttsSchema.safeParse(context.request.body ?? {});
     if (!parsed.success) throw invalidRequest(parsed.error);
     const { text, voice, speed } = parsed.data;
-    const served = await media.speak(context.state.principal, {
-      kind: 'tts',
-      text,
-      voice,
-      speed,
-      engines: ttsVoices[voice]!,
-      credits: ttsCredits(text),
-    });
-    send(context, served);
+    const work = { kind: 'tts' as const, text, voice, speed, engines: ttsVoices[voice]! };
+    const served = await media.run(context.state.principal, work, ttsCredits(text));
+    await sendFile(context, media, served);
   });
 
   router.post('/api/v1/media/video', async (context) => {
@@ -115,16 +104,19 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
   return router;
 }
 
-function send(
+/** A speech job's MP3 as the response body, with the engine, price and job id in headers. */
+async function sendFile(
   context: Parameters<Parameters<Router<AuthState>['post']>[1]>[0],
-  served: Awaited<ReturnType<MediaService['speak']>>,
-): void {
+  media: MediaService,
+  served: MediaJobResult,
+): Promise<void> {
+  const file = await media.openResult(served);
   context.set('X-Media-Engine', served.engine);
   context.set('X-Credits-Used', String(served.credits));
   context.set('X-Media-Job-Id', served.jobId);
-  context.type = served.file.contentType;
-  context.length = served.file.size;
-  context.body = served.file.stream;
+  context.type = file.contentType;
+  context.length = file.size;
+  context.body = file.stream;
 }
 
 /** Stored results, by name; no authentication (the name is unguessable: activities/media/files.ts). */

@@ -46,3 +46,140 @@ export const musicSchema = z.object({
 
 /** Music prices (gateway spec 4.5): 10 s = 10, 30 s = 20, 60 s = 40 credits. */
 export const musicCredits = (duration: 10 | 30 | 60) => ({ 10: 10, 30: 20, 60: 40 })[duration];
+
+/**
+ * POST /api/v1/media/image: the spec's four models under real names, each with its price and engines in fallback
+ * order (the first is the model itself; a fallback serves the same prompt on the other provider's nearest model).
+ * The spec's neutral names (`image_fast`, …) are accepted as aliases.
+ */
+export const imageModels = {
+  'flux-schnell': {
+    alias: 'image_fast',
+    credits: 5,
+    engines: [
+      { engine: 'replicate', model: 'black-forest-labs/flux-schnell' },
+      { engine: 'openai', model: 'dall-e-3' },
+    ],
+  },
+  'flux-1.1-pro-ultra': {
+    alias: 'image_realistic',
+    credits: 10,
+    engines: [
+      { engine: 'replicate', model: 'black-forest-labs/flux-1.1-pro-ultra' },
+      { engine: 'openai', model: 'gpt-image-1' },
+    ],
+  },
+  'gpt-image-1': {
+    alias: 'image_pro',
+    credits: 15,
+    engines: [
+      { engine: 'openai', model: 'gpt-image-1' },
+      { engine: 'replicate', model: 'black-forest-labs/flux-1.1-pro' },
+    ],
+  },
+  'dall-e-3': {
+    alias: 'image_hd_capable',
+    credits: 10,
+    engines: [
+      { engine: 'openai', model: 'dall-e-3' },
+      { engine: 'replicate', model: 'black-forest-labs/flux-1.1-pro' },
+    ],
+  },
+} as const;
+
+export type ImageModel = keyof typeof imageModels;
+const imageAliases = Object.fromEntries(
+  Object.entries(imageModels).map(([model, entry]) => [entry.alias, model as ImageModel]),
+) as Record<string, ImageModel>;
+/** The one model that takes `quality: hd` (20 credits instead of 10). */
+export const hdCapableModel: ImageModel = 'dall-e-3';
+
+export const imageSchema = z
+  .object({
+    prompt: z.string().trim().min(1).max(4000, 'must be at most 4000 characters'),
+    model: z
+      .string()
+      .default('flux-schnell')
+      .transform((model) => imageAliases[model] ?? model)
+      .refine((model) => model in imageModels, `unknown model; one of ${Object.keys(imageModels).join(', ')}`)
+      .transform((model) => model as ImageModel),
+    size: z
+      .enum(['1024x1024', '1792x1024', '1024x1792'], 'must be 1024x1024, 1792x1024 or 1024x1792')
+      .default('1024x1024'),
+    quality: z.enum(['standard', 'hd'], 'must be standard or hd').default('standard'),
+  })
+  .superRefine((request, context) => {
+    if (request.quality === 'hd' && request.model !== hdCapableModel) {
+      context.addIssue({
+        code: 'custom',
+        path: ['quality'],
+        message: `hd is only available with ${hdCapableModel} (image_hd_capable)`,
+      });
+    }
+  });
+
+export const imageCredits = (model: ImageModel, quality: 'standard' | 'hd') =>
+  model === hdCapableModel && quality === 'hd' ? 20 : imageModels[model].credits;
+
+/** The image fields of remove-bg, upscale and OCR (exactly one is required: api/gateway/routes/media/inputs.ts). */
+const imageInput = {
+  image_url: z.string().trim().min(1).max(4096, 'must be at most 4096 characters').optional(),
+  image_base64: z.string().trim().min(1).optional(),
+};
+
+export const removeBackgroundSchema = z.object({
+  ...imageInput,
+  quality: z.enum(['standard', 'hd'], 'must be standard or hd').default('standard'),
+});
+export const removeBackgroundCredits = (quality: 'standard' | 'hd') => (quality === 'hd' ? 15 : 8);
+
+export const upscaleSchema = z.object({
+  ...imageInput,
+  scale: z.union([z.literal(2), z.literal(4)], 'must be 2 or 4').default(2),
+  model: z.enum(['fast', 'quality'], 'must be fast or quality').default('fast'),
+});
+export const upscaleCredits = (scale: 2 | 4, model: 'fast' | 'quality') =>
+  scale === 2 ? (model === 'fast' ? 12 : 15) : model === 'fast' ? 20 : 25;
+
+export const ocrSchema = z.object({
+  ...imageInput,
+  language: z.enum(['ja', 'en', 'premium'], 'must be ja, en or premium').default('ja'),
+  format: z.enum(['text', 'json'], 'must be text or json').default('text'),
+});
+export const ocrStandardCredits = 5;
+export const ocrPremiumCredits = 10;
+
+export const sfxSchema = z.object({
+  prompt: z.string().trim().min(1).max(1000, 'must be at most 1000 characters'),
+  duration: z.number('must be a number of seconds').min(1).max(10).default(3),
+});
+
+/**
+ * Sound effect prices. The spec gives 3 s = 5, 5 s = 8 and 10 s = 17 credits; between and below those points the
+ * price follows the straight lines through them (and through 0 s = 0), rounded up to a whole credit: 1 s = 2, 2 s = 4,
+ * 4 s = 7, 6 s = 10, 7 s = 12, 8 s = 14, 9 s = 16. The three given points come out exactly.
+ */
+export function sfxCredits(duration: number): number {
+  const points: Array<[number, number]> = [
+    [0, 0],
+    [3, 5],
+    [5, 8],
+    [10, 17],
+  ];
+  for (let index = 1; index < points.length; index++) {
+    const [x0, y0] = points[index - 1]!;
+    const [x1, y1] = points[index]!;
+    if (duration <= x1) return Math.max(1, Math.ceil(y0 + ((duration - x0) * (y1 - y0)) / (x1 - x0) - 1e-9));
+  }
+  return 17;
+}
+
+export const sttSchema = z.object({
+  language: z
+    .string()
+    .trim()
+    .regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$/, 'must be a language code such as ja or en')
+    .optional(),
+});
+/** Transcription: 4 credits per started minute (OpenAI's transcription price, in the ratio the speech prices use). */
+export const sttCredits = (durationSeconds: number) => 4 * Math.max(1, Math.ceil(durationSeconds / 60));

@@ -1,7 +1,9 @@
 /**
- * Speech jobs through the API: the price held (402 when short), the job's workflow started eagerly (its local
- * activity runs in this process), its result awaited and the stored MP3 opened for the response. A start that fails
- * releases the hold; a job that fails has released it in its workflow.
+ * Media jobs through the API. Synchronous ones (speech, images, background removal, upscaling, OCR, sound effects,
+ * transcription; `MediaService.run`): the kind's engines checked against the deployment (503, nothing held, when it
+ * has none), the price held (402 when short), the `mediaJob` workflow started eagerly (its local activity runs in this
+ * process) and its result awaited. A start that fails releases the hold; a job that fails has released it in its
+ * workflow. Asynchronous ones (video, music; `AsyncMediaJobs`) answer at once and are polled.
  */
 import { randomBytes } from 'node:crypto';
 import type { Client } from '@temporalio/client';
@@ -10,16 +12,19 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { CreditLedger } from '../../../../activities/credits/credit-ledger.ts';
 import { mediaFilePath, type MediaFiles } from '../../../../activities/media/files.ts';
 import { run, type Pool } from '../../../../db/pool.ts';
+import type { MediaEngines } from '../../../../activities/media/media-activities.ts';
 import {
   mediaWorkflowId,
-  type SpeechJobInput,
-  type SpeechJobResult,
   type AsyncJobInput,
   type AsyncMediaKind,
+  type MediaJobInput,
+  type MediaJobResult,
+  type SyncJobWork,
+  type SyncMediaKind,
 } from '../../../../common/media.ts';
 import { errorStatus, type ErrorType } from '../../../../common/errors.ts';
 import { kindKey, modelKey, userKey } from '../../../../common/search-attributes.ts';
-import type { mediaSpeech } from '../../../../workflows/media.workflow.ts';
+import type { mediaJob } from '../../../../workflows/media.workflow.ts';
 import type { mediaMusic, mediaVideo } from '../../../../workflows/media-async.workflow.ts';
 import { ApiError } from '../../../errors.ts';
 import type { Principal } from '../../../services/apikeys/service.ts';
@@ -34,9 +39,26 @@ export interface MediaServiceDependencies {
   videoEngines: string[];
   musicEngines: string[];
   pollIntervalMs: number;
+  /** The engines this deployment has, per capability (a kind without any is unavailable: 503). */
+  engines: Omit<MediaEngines, 'video' | 'music'>;
 }
 
-export type SpeechOrder = Omit<SpeechJobInput, 'jobId' | 'userId' | 'metered'>;
+/** The capability that serves each synchronous kind, and what to configure when it has no engine. */
+const capabilities: Record<SyncMediaKind, { engines: keyof MediaServiceDependencies['engines']; configure: string }> = {
+  tts: { engines: 'speech', configure: 'OPENAI_API_KEY or ELEVENLABS_API_KEY' },
+  speech: { engines: 'speech', configure: 'OPENAI_API_KEY or ELEVENLABS_API_KEY' },
+  image: { engines: 'images', configure: 'OPENAI_API_KEY or REPLICATE_API_TOKEN' },
+  'remove-bg': { engines: 'backgroundRemoval', configure: 'REPLICATE_API_TOKEN' },
+  upscale: { engines: 'upscale', configure: 'REPLICATE_API_TOKEN' },
+  ocr: { engines: 'ocr', configure: 'OPENAI_API_KEY' },
+  sfx: { engines: 'soundEffects', configure: 'ELEVENLABS_API_KEY' },
+  stt: { engines: 'transcription', configure: 'OPENAI_API_KEY' },
+};
+
+/** The engine ids a job's work may use, in order. */
+function engineIdsOf(work: SyncJobWork): string[] {
+  return work.engines.map((entry: string | { engine: string }) => (typeof entry === 'string' ? entry : entry.engine));
+}
 
 /** A validated order for an asynchronous job, priced. */
 export type AsyncOrder =
@@ -99,7 +121,7 @@ async function holdJobCredits(
     if (!held.ok) {
       throw new ApiError(
         'insufficient_credits',
-        `This ${order.kind === 'tts' || order.kind === 'speech' ? 'speech' : order.kind} costs ${order.credits} credits; ${held.available} are available`,
+        `This ${order.kind === 'tts' || order.kind === 'speech' ? 'speech' : `${order.kind} job`} costs ${order.credits} credits; ${held.available} are available`,
       );
     }
   }
@@ -113,25 +135,41 @@ export class MediaService {
     this.dependencies = dependencies;
   }
 
-  async speak(principal: Principal, order: SpeechOrder) {
-    const { client, taskQueue, ledger, files } = this.dependencies;
-    const { jobId, workflowId, userId, metered } = await holdJobCredits(ledger, principal, order);
-    const input: SpeechJobInput = { ...order, jobId, userId, metered };
-    let result: SpeechJobResult;
+  /** Whether this deployment has an engine for the work (else the job is refused with 503 before anything). */
+  assertAvailable(work: SyncJobWork): void {
+    const capability = capabilities[work.kind];
+    const engines = this.dependencies.engines[capability.engines];
+    if (!engineIdsOf(work).some((id) => engines.has(id))) {
+      throw new ApiError(
+        'service_unavailable',
+        `No engine for ${work.kind} is configured on this deployment (${capability.configure})`,
+      );
+    }
+  }
+
+  /** Runs a synchronous job to its end: its result, or the ApiError its failure maps to. */
+  async run(principal: Principal, work: SyncJobWork, credits: number): Promise<MediaJobResult> {
+    const { client, taskQueue, ledger } = this.dependencies;
+    this.assertAvailable(work);
+    const { jobId, workflowId, userId, metered } = await holdJobCredits(ledger, principal, {
+      kind: work.kind,
+      credits,
+    });
+    const input: MediaJobInput = { jobId, userId, credits, metered, work };
     try {
-      const handle = await client.workflow.start<typeof mediaSpeech>('mediaSpeech', {
+      const handle = await client.workflow.start<typeof mediaJob>('mediaJob', {
         workflowId,
         taskQueue,
         args: [input],
         requestEagerStart: true,
         typedSearchAttributes: [
-          { key: kindKey, value: `media-${order.kind}` },
+          { key: kindKey, value: `media-${work.kind}` },
           { key: userKey, value: userId },
-          { key: modelKey, value: order.engines[0]?.engine ?? 'none' },
+          { key: modelKey, value: engineIdsOf(work)[0] ?? 'none' },
         ],
-        staticSummary: `Speech (${order.kind}): ${order.text.length} characters, voice ${order.voice}, for ${userId}`,
+        staticSummary: `Media (${work.kind}) for ${userId}: ${summaryOf(work)}`,
       });
-      result = await handle.result().catch((error: unknown) => {
+      return await handle.result().catch((error: unknown) => {
         throw toApiError(error);
       });
     } catch (error) {
@@ -139,9 +177,35 @@ export class MediaService {
       if (metered) await ledger.release({ userId, workflowId, attempt: 1 });
       throw error;
     }
-    const file = await files.open(result.fileName);
-    if (!file) throw new ApiError('internal_error', `The result file of speech job ${jobId} is missing`);
-    return { ...result, file };
+  }
+
+  /** A stored result file, opened for the response. */
+  async openResult(result: MediaJobResult) {
+    const name = result.files[0];
+    const file = name === undefined ? null : await this.dependencies.files.open(name);
+    if (!file) throw new ApiError('internal_error', `The result file of ${result.kind} job ${result.jobId} is missing`);
+    return file;
+  }
+}
+
+/** A line for the Temporal UI: what the job was asked, without the caller's content. */
+function summaryOf(work: SyncJobWork): string {
+  switch (work.kind) {
+    case 'tts':
+    case 'speech':
+      return `${work.text.length} characters, voice ${work.voice}`;
+    case 'image':
+      return `${work.model}, ${work.size}, ${work.quality}`;
+    case 'remove-bg':
+      return `quality ${work.quality}`;
+    case 'upscale':
+      return `×${work.scale}, ${work.model}`;
+    case 'ocr':
+      return `language ${work.language}, ${work.format}`;
+    case 'sfx':
+      return `${work.durationSeconds} s`;
+    case 'stt':
+      return `language ${work.language ?? 'auto'}`;
   }
 }
 
@@ -256,5 +320,5 @@ function toApiError(error: unknown): ApiError {
     }
     cause = cause.cause;
   }
-  return new ApiError('internal_error', `Speech failed: ${error instanceof Error ? error.message : String(error)}`);
+  return new ApiError('internal_error', `The job failed: ${error instanceof Error ? error.message : String(error)}`);
 }
