@@ -7,7 +7,12 @@
  * error type the API renders: `invalid_request` when an engine refused the input, `upstream_error` when every engine
  * failed.
  */
-import { ActivityFailure, ApplicationFailure, proxyLocalActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  proxyLocalActivities,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import type { MediaActivities } from '../activities/media/media-activities.ts';
 import type { MediaFailureDetails, MediaJobInput, MediaJobResult } from '../common/media.ts';
 import { modelKey } from '../common/search-attributes.ts';

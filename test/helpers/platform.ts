@@ -57,7 +57,8 @@ export async function startTestPlatform(
   const fetchGateway: TestPlatform['fetch'] = (path, init = {}) => {
     const headers = new Headers(init.headers);
     if (init.key) headers.set('authorization', `Bearer ${init.key}`);
-    if (init.body && !headers.has('content-type')) headers.set('content-type', 'application/json');
+    if (init.body && !(init.body instanceof FormData) && !headers.has('content-type'))
+      headers.set('content-type', 'application/json');
     return fetch(`${gateway.url}${path}`, { ...init, headers });
   };
   const agentsUrl = gateway.agents?.url ?? '';
@@ -65,7 +66,8 @@ export async function startTestPlatform(
     const headers = new Headers(init.headers);
     if (init.key) headers.set('authorization', `Bearer ${init.key}`);
     if (init.cookie) headers.set('cookie', init.cookie);
-    if (init.body && !headers.has('content-type')) headers.set('content-type', 'application/json');
+    if (init.body && !(init.body instanceof FormData) && !headers.has('content-type'))
+      headers.set('content-type', 'application/json');
     // A browser sends its own origin with every POST; the CSRF check wants it for cookie-authenticated writes.
     if (init.cookie && !headers.has('origin')) headers.set('origin', agentsUrl);
     return fetch(`${agentsUrl}${path}`, { ...init, headers, redirect: init.redirect ?? 'manual' });

@@ -11,53 +11,9 @@ import { EspeakSpeechEngine, espeakRate, espeakVoice } from '../../../activities
 import { sniffImage } from '../../../activities/media/local/media-input.ts';
 import { SharpUpscaleEngine } from '../../../activities/media/local/sharp-upscale.ts';
 import { TesseractOcrEngine, tesseractLanguage } from '../../../activities/media/local/tesseract-ocr.ts';
+import { englishImage, japaneseImage } from '../../helpers/media-images.ts';
 
 const png = (bytes: Buffer) => ({ bytes: new Uint8Array(bytes), contentType: 'image/png' });
-
-function englishImage(text: string): Promise<Buffer> {
-  const svg =
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${60 + text.length * 24}" height="120">` +
-    `<rect width="100%" height="100%" fill="white"/>` +
-    `<text x="30" y="75" font-family="DejaVu Sans" font-size="40" fill="black">${text}</text></svg>`;
-  return sharp(Buffer.from(svg)).png().toBuffer();
-}
-
-/** Kanji in a gothic style from rectangles ([x, y, width, height] in a 100-unit box). */
-const stroke = 9;
-const kanji: Record<string, number[][]> = {
-  十: [
-    [6, 42, 88, stroke],
-    [46, 6, stroke, 90],
-  ],
-  三: [
-    [16, 14, 68, stroke],
-    [22, 46, 56, stroke],
-    [8, 80, 84, stroke],
-  ],
-  日: [
-    [20, 8, stroke, 86],
-    [71, 8, stroke, 86],
-    [20, 8, 60, stroke],
-    [20, 46, 60, stroke],
-    [20, 85, 60, stroke],
-  ],
-};
-
-function japaneseImage(text: string): Promise<Buffer> {
-  const size = 60;
-  const advance = 72;
-  const margin = 40;
-  const rects = [...text].flatMap((character, index) =>
-    (kanji[character] ?? []).map(([x = 0, y = 0, width = 0, height = 0]) => {
-      const left = margin + index * advance + (x * size) / 100;
-      return `<rect x="${left}" y="${margin + (y * size) / 100}" width="${(width * size) / 100}" height="${(height * size) / 100}"/>`;
-    }),
-  );
-  const svg =
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${margin * 2 + text.length * advance}" height="${size + margin * 2}">` +
-    `<rect width="100%" height="100%" fill="white"/><g fill="black">${rects.join('')}</g></svg>`;
-  return sharp(Buffer.from(svg)).png().toBuffer();
-}
 
 /** Counts MPEG audio frames (skipping an ID3v2 tag) and returns the audio's duration from them. */
 function mp3Duration(bytes: Uint8Array): { frames: number; sampleRate: number; seconds: number } {
