@@ -372,7 +372,10 @@ describe('hosted media engines from settings', () => {
     };
     const engines = createHostedMediaEngines(readSettings(environment), environment);
     expect(engines.speech.map((engine) => engine.id)).toEqual(['openai', 'elevenlabs']);
-    expect(engines.images.map((engine) => engine.id)).toEqual(['openai']);
+    expect(engines.images.map((engine) => engine.id)).toEqual(['openai', 'replicate']);
+    expect(engines.backgroundRemoval.map((engine) => engine.id)).toEqual(['replicate']);
+    expect(engines.upscale.map((engine) => engine.id)).toEqual(['replicate']);
+    expect(engines.ocr.map((engine) => engine.id)).toEqual(['openai']);
     expect(engines.transcription.map((engine) => engine.id)).toEqual(['openai']);
     expect(engines.soundEffects.map((engine) => engine.id)).toEqual(['elevenlabs']);
     expect(engines.music.map((engine) => engine.id)).toEqual(['replicate']);
