@@ -340,6 +340,39 @@ describe('POST /api/v1/media/stt', () => {
   });
 });
 
+describe('Idempotency-Key', () => {
+  it('gives the same job back, charged once, and refuses the key with another request', async () => {
+    const { key, user_id } = await platform.createKey();
+    const before = await credits(user_id, key);
+    const keyed = (path: string, body: unknown, idempotencyKey: string) =>
+      platform
+        .fetch(`/api/v1/media/${path}`, {
+          method: 'POST',
+          key,
+          body: JSON.stringify(body),
+          headers: { 'idempotency-key': idempotencyKey },
+        })
+        .then(async (response) => ({ status: response.status, json: (await response.json()) as Answer }));
+    const [first, twin] = await Promise.all([
+      keyed('image', { prompt: 'a kite' }, 'image-once'),
+      keyed('image', { prompt: 'a kite' }, 'image-once'),
+    ]);
+    const again = await keyed('image', { prompt: 'a kite' }, 'image-once');
+    expect([first.status, twin.status, again.status]).toEqual([200, 200, 200]);
+    expect(twin.json).toEqual(first.json);
+    expect(again.json).toEqual(first.json);
+    const ocr = { image_base64: base64(await englishImage('Once only')), language: 'en' };
+    const read = await keyed('ocr', ocr, 'ocr-once');
+    expect(await keyed('ocr', ocr, 'ocr-once')).toEqual(read);
+    expect(await credits(user_id, key)).toBe(before - 5 - 5);
+    const conflict = await keyed('image', { prompt: 'a different kite' }, 'image-once');
+    expect(conflict).toMatchObject({ status: 409, json: { error: { type: 'conflict', param: 'Idempotency-Key' } } });
+    const bad = await keyed('image', { prompt: 'a kite' }, 'x'.repeat(300));
+    expect(bad).toMatchObject({ status: 400, json: { error: { param: 'Idempotency-Key' } } });
+    expect(await credits(user_id, key)).toBe(before - 10);
+  });
+});
+
 describe('a kind without an engine', () => {
   it('answers 503 service_unavailable and charges nothing', async () => {
     const bare = await startTestPlatform({ MEDIA_DIR: mediaDir, ELEVENLABS_API_KEY: '' });

@@ -12,6 +12,7 @@
  *
  * Every violation is an ApiError `invalid_request` naming the field in `param`.
  */
+import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import busboy from 'busboy';
 import { fileTypeFromBuffer } from 'file-type';
@@ -104,7 +105,14 @@ const audioTypes: Record<string, string> = {
 export async function storeAudioUpload(
   request: IncomingMessage,
   options: MediaInputOptions,
-): Promise<{ fileName: string; contentType: string; durationSeconds: number; fields: Record<string, string> }> {
+): Promise<{
+  fileName: string;
+  contentType: string;
+  durationSeconds: number;
+  /** The audio's SHA-256 (hex): what an idempotent repeat is compared by. */
+  sha256: string;
+  fields: Record<string, string>;
+}> {
   if (!/^multipart\/form-data/i.test(request.headers['content-type'] ?? '')) {
     throw refuse('audio', 'Send multipart/form-data with the audio file in the part named audio');
   }
@@ -123,7 +131,8 @@ export async function storeAudioUpload(
     throw refuse('audio', 'The duration of the audio cannot be read: the file is damaged or empty');
   }
   const fileName = await options.files.save(audio, contentType);
-  return { fileName, contentType, durationSeconds, fields };
+  const sha256 = createHash('sha256').update(audio).digest('hex');
+  return { fileName, contentType, durationSeconds, sha256, fields };
 }
 
 function readMultipart(request: IncomingMessage): Promise<{ audio?: Uint8Array; fields: Record<string, string> }> {

@@ -30,7 +30,15 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
     if (!parsed.success) throw invalidRequest(parsed.error);
     const { input, voice, speed } = parsed.data;
     const work = { kind: 'speech' as const, text: input, voice, speed, engines: openAIVoiceEngines(voice) };
-    const served = await media.run(context.state.principal, work, speechCredits(input));
+    const create = {
+      kind: work.kind,
+      idempotencyKey: context.get('Idempotency-Key') || undefined,
+      request: parsed.data,
+    };
+    const served = await media.runOnce(context.state.principal, create, () => ({
+      work,
+      credits: speechCredits(input),
+    }));
     await sendFile(context, media, served);
   });
 
@@ -39,7 +47,12 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
     if (!parsed.success) throw invalidRequest(parsed.error);
     const { text, voice, speed } = parsed.data;
     const work = { kind: 'tts' as const, text, voice, speed, engines: ttsVoices[voice]! };
-    const served = await media.run(context.state.principal, work, ttsCredits(text));
+    const create = {
+      kind: work.kind,
+      idempotencyKey: context.get('Idempotency-Key') || undefined,
+      request: parsed.data,
+    };
+    const served = await media.runOnce(context.state.principal, create, () => ({ work, credits: ttsCredits(text) }));
     await sendFile(context, media, served);
   });
 

@@ -7,8 +7,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { WorkflowFailedError } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { ApplicationFailure, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { CreditLedger } from '../../../../activities/credits/credit-ledger.ts';
 import { mediaFilePath, type MediaFiles } from '../../../../activities/media/files.ts';
 import { run, type Pool } from '../../../../db/pool.ts';
@@ -27,6 +27,7 @@ import { kindKey, modelKey, userKey } from '../../../../common/search-attributes
 import type { mediaJob } from '../../../../workflows/media.workflow.ts';
 import type { mediaMusic, mediaVideo } from '../../../../workflows/media-async.workflow.ts';
 import { ApiError } from '../../../errors.ts';
+import { idempotencyOf, type Idempotency } from './idempotency.ts';
 import type { Principal } from '../../../services/apikeys/service.ts';
 
 export interface MediaServiceDependencies {
@@ -105,8 +106,9 @@ async function holdJobCredits(
   ledger: MediaServiceDependencies['ledger'],
   principal: Principal,
   order: { kind: string; credits: number },
+  idempotency?: Idempotency,
 ): Promise<{ jobId: string; workflowId: string; userId: string; metered: boolean }> {
-  const jobId = randomBytes(18).toString('base64url');
+  const jobId = idempotency?.jobId ?? randomBytes(18).toString('base64url');
   const workflowId = mediaWorkflowId(order.kind, jobId);
   const userId = principal.userId;
   const metered = !principal.operator;
@@ -147,21 +149,75 @@ export class MediaService {
     }
   }
 
+  /**
+   * The job an `Idempotency-Key` already stands for, run to its end (its result, or the error it failed with), or
+   * undefined when the key is new. The same key with another request is a 409.
+   */
+  async previous(kind: SyncMediaKind, idempotency: Idempotency | undefined): Promise<MediaJobResult | undefined> {
+    if (!idempotency) return undefined;
+    const handle = this.dependencies.client.workflow.getHandle<typeof mediaJob>(
+      mediaWorkflowId(kind, idempotency.jobId),
+    );
+    let memo: Record<string, unknown> | undefined;
+    try {
+      memo = (await handle.describe()).memo;
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return undefined;
+      throw error;
+    }
+    if (memo?.requestHash !== idempotency.requestHash) {
+      throw new ApiError('conflict', 'This Idempotency-Key was already used with a different request', {
+        param: 'Idempotency-Key',
+      });
+    }
+    return handle.result().catch((error: unknown) => {
+      throw toApiError(error);
+    });
+  }
+
+  /**
+   * A create with its optional `Idempotency-Key`: a repeat answers the job the key stands for; otherwise `prepare`
+   * (which may store input files: only for new jobs) gives the work and its price, and the job runs.
+   */
+  async runOnce(
+    principal: Principal,
+    create: { kind: SyncMediaKind; idempotencyKey: string | undefined; request: unknown },
+    prepare: () => Promise<{ work: SyncJobWork; credits: number }> | { work: SyncJobWork; credits: number },
+  ): Promise<MediaJobResult> {
+    const idempotency = idempotencyOf(create.idempotencyKey, principal.userId, create.kind, create.request);
+    const previous = await this.previous(create.kind, idempotency);
+    if (previous) return previous;
+    const { work, credits } = await prepare();
+    return this.run(principal, work, credits, idempotency);
+  }
+
   /** Runs a synchronous job to its end: its result, or the ApiError its failure maps to. */
-  async run(principal: Principal, work: SyncJobWork, credits: number): Promise<MediaJobResult> {
+  async run(
+    principal: Principal,
+    work: SyncJobWork,
+    credits: number,
+    idempotency?: Idempotency,
+  ): Promise<MediaJobResult> {
     const { client, taskQueue, ledger } = this.dependencies;
     this.assertAvailable(work);
-    const { jobId, workflowId, userId, metered } = await holdJobCredits(ledger, principal, {
-      kind: work.kind,
-      credits,
-    });
+    const order = { kind: work.kind, credits };
+    const { jobId, workflowId, userId, metered } = await holdJobCredits(ledger, principal, order, idempotency);
     const input: MediaJobInput = { jobId, userId, credits, metered, work };
     try {
       const handle = await client.workflow.start<typeof mediaJob>('mediaJob', {
         workflowId,
         taskQueue,
         args: [input],
-        requestEagerStart: true,
+        // A keyed job may meet its twin: it joins a running one, and a finished one is never run again. Eager start
+        // takes neither policy, so only unkeyed jobs start eagerly.
+        requestEagerStart: !idempotency,
+        ...(idempotency
+          ? {
+              workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+              workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+              memo: { requestHash: idempotency.requestHash },
+            }
+          : {}),
         typedSearchAttributes: [
           { key: kindKey, value: `media-${work.kind}` },
           { key: userKey, value: userId },
@@ -173,6 +229,10 @@ export class MediaService {
         throw toApiError(error);
       });
     } catch (error) {
+      // A twin finished between the check and the start: its job is this one.
+      if (idempotency && error instanceof WorkflowExecutionAlreadyStartedError) {
+        return (await this.previous(work.kind, idempotency))!;
+      }
       // Not started: nothing will release the hold but this. Started: the workflow released it (this is a no-op).
       if (metered) await ledger.release({ userId, workflowId, attempt: 1 });
       throw error;

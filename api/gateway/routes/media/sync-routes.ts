@@ -6,7 +6,7 @@
  */
 import Router from '@koa/router';
 import type { z } from 'zod';
-import type { MediaJobResult, SyncJobWork } from '../../../../common/media.ts';
+import type { MediaJobResult, SyncJobWork, SyncMediaKind } from '../../../../common/media.ts';
 import { mediaFilePath } from '../../../../activities/media/files.ts';
 import type { AuthState } from '../../../auth.ts';
 import { invalidRequest } from '../../../errors.ts';
@@ -39,11 +39,21 @@ const served = (result: MediaJobResult) => ({ engine: result.engine, job_id: res
 
 export function syncMediaRoutes(media: MediaService, inputs: MediaInputOptions): Router<AuthState> {
   const router = new Router<AuthState>();
+  /** The create as runOnce takes it: its kind, the caller's Idempotency-Key, the validated request. */
+  const create = (context: { get(field: string): string }, kind: SyncMediaKind, request: unknown) => ({
+    kind,
+    idempotencyKey: context.get('Idempotency-Key') || undefined,
+    request,
+  });
+
   router.post('/api/v1/media/image', async (context) => {
-    const { prompt, model, size, quality } = parse(imageSchema, context.request.body);
+    const request = parse(imageSchema, context.request.body);
+    const { prompt, model, size, quality } = request;
     const work: SyncJobWork = { kind: 'image', prompt, model, size, quality, engines: [...imageModels[model].engines] };
-    media.assertAvailable(work);
-    const result = await media.run(context.state.principal, work, imageCredits(model, quality));
+    const result = await media.runOnce(context.state.principal, create(context, 'image', request), () => ({
+      work,
+      credits: imageCredits(model, quality),
+    }));
     context.body = {
       images: result.files.map((name) => ({ url: mediaFilePath(name) })),
       model,
@@ -54,34 +64,25 @@ export function syncMediaRoutes(media: MediaService, inputs: MediaInputOptions):
 
   router.post('/api/v1/media/remove-bg', async (context) => {
     const request = parse(removeBackgroundSchema, context.request.body);
-    const check: SyncJobWork = { kind: 'remove-bg', inputFile: '', quality: request.quality, engines };
-    media.assertAvailable(check);
-    const { fileName } = await storeImageInput(request, inputs);
-    const result = await media.run(
-      context.state.principal,
-      { ...check, inputFile: fileName },
-      removeBackgroundCredits(request.quality),
-    );
+    const work: SyncJobWork = { kind: 'remove-bg', inputFile: '', quality: request.quality, engines: removers };
+    const result = await media.runOnce(context.state.principal, create(context, 'remove-bg', request), async () => {
+      media.assertAvailable(work);
+      const { fileName } = await storeImageInput(request, inputs);
+      return { work: { ...work, inputFile: fileName }, credits: removeBackgroundCredits(request.quality) };
+    });
     context.body = { url: mediaFilePath(result.files[0]!), credits_used: result.credits, ...served(result) };
   });
 
   router.post('/api/v1/media/upscale', async (context) => {
     const request = parse(upscaleSchema, context.request.body);
-    const upscalers = request.model === 'quality' ? ['replicate', 'sharp'] : ['sharp'];
-    const check: SyncJobWork = {
-      kind: 'upscale',
-      inputFile: '',
-      scale: request.scale,
-      model: request.model,
-      engines: upscalers,
-    };
-    media.assertAvailable(check);
-    const { fileName } = await storeImageInput(request, inputs);
-    const result = await media.run(
-      context.state.principal,
-      { ...check, inputFile: fileName },
-      upscaleCredits(request.scale, request.model),
-    );
+    const { scale, model } = request;
+    const upscalers = model === 'quality' ? ['replicate', 'sharp'] : ['sharp'];
+    const work: SyncJobWork = { kind: 'upscale', inputFile: '', scale, model, engines: upscalers };
+    const result = await media.runOnce(context.state.principal, create(context, 'upscale', request), async () => {
+      media.assertAvailable(work);
+      const { fileName } = await storeImageInput(request, inputs);
+      return { work: { ...work, inputFile: fileName }, credits: upscaleCredits(scale, model) };
+    });
     context.body = {
       url: mediaFilePath(result.files[0]!),
       original_size: result.data.originalSize,
@@ -93,40 +94,41 @@ export function syncMediaRoutes(media: MediaService, inputs: MediaInputOptions):
 
   router.post('/api/v1/media/ocr', async (context) => {
     const request = parse(ocrSchema, context.request.body);
+    const { language, format } = request;
     // Standard: tesseract in the language asked. Premium: a hosted vision model (any language), falling back to
     // tesseract's Japanese model (which reads Latin text too) at the standard price.
     const readers =
-      request.language === 'premium'
+      language === 'premium'
         ? [
             { engine: 'openai', language: 'premium', credits: ocrPremiumCredits },
             { engine: 'tesseract', language: 'ja', credits: ocrStandardCredits },
           ]
-        : [{ engine: 'tesseract', language: request.language, credits: ocrStandardCredits }];
-    const check: SyncJobWork = {
-      kind: 'ocr',
-      inputFile: '',
-      language: request.language,
-      format: request.format,
-      engines: readers,
-    };
-    media.assertAvailable(check);
-    const { fileName } = await storeImageInput(request, inputs);
-    const price = request.language === 'premium' ? ocrPremiumCredits : ocrStandardCredits;
-    const result = await media.run(context.state.principal, { ...check, inputFile: fileName }, price);
+        : [{ engine: 'tesseract', language, credits: ocrStandardCredits }];
+    const work: SyncJobWork = { kind: 'ocr', inputFile: '', language, format, engines: readers };
+    const result = await media.runOnce(context.state.principal, create(context, 'ocr', request), async () => {
+      media.assertAvailable(work);
+      const { fileName } = await storeImageInput(request, inputs);
+      const price = language === 'premium' ? ocrPremiumCredits : ocrStandardCredits;
+      return { work: { ...work, inputFile: fileName }, credits: price };
+    });
     context.body = {
       text: result.data.text,
       confidence: result.data.confidence,
-      language: request.language,
-      ...(request.format === 'json' ? { words: result.data.words ?? [] } : {}),
+      language,
+      ...(format === 'json' ? { words: result.data.words ?? [] } : {}),
       credits_used: result.credits,
       ...served(result),
     };
   });
 
   router.post('/api/v1/media/sfx', async (context) => {
-    const { prompt, duration } = parse(sfxSchema, context.request.body);
+    const request = parse(sfxSchema, context.request.body);
+    const { prompt, duration } = request;
     const work: SyncJobWork = { kind: 'sfx', prompt, durationSeconds: duration, engines: ['elevenlabs'] };
-    const result = await media.run(context.state.principal, work, sfxCredits(duration));
+    const result = await media.runOnce(context.state.principal, create(context, 'sfx', request), () => ({
+      work,
+      credits: sfxCredits(duration),
+    }));
     context.body = {
       audio_url: mediaFilePath(result.files[0]!),
       duration: result.data.durationSeconds ?? duration,
@@ -138,10 +140,15 @@ export function syncMediaRoutes(media: MediaService, inputs: MediaInputOptions):
   router.post('/api/v1/media/stt', async (context) => {
     const check: SyncJobWork = { kind: 'stt', inputFile: '', engines: ['openai'] };
     media.assertAvailable(check);
+    // The upload is read first: the request to compare a repeat with is the audio itself.
     const upload = await storeAudioUpload(context.req, inputs);
     const { language } = parse(sttSchema, upload.fields);
+    const request = { audio: upload.sha256, language };
     const work: SyncJobWork = { ...check, inputFile: upload.fileName, ...(language ? { language } : {}) };
-    const result = await media.run(context.state.principal, work, sttCredits(upload.durationSeconds));
+    const result = await media.runOnce(context.state.principal, create(context, 'stt', request), () => ({
+      work,
+      credits: sttCredits(upload.durationSeconds),
+    }));
     context.body = {
       text: result.data.text,
       language: result.data.language ?? language ?? null,
@@ -155,4 +162,4 @@ export function syncMediaRoutes(media: MediaService, inputs: MediaInputOptions):
 }
 
 /** Background removal: the hosted segmentation model, then the local plain-background engine. */
-const engines = ['replicate', 'flood-fill'];
+const removers = ['replicate', 'flood-fill'];
