@@ -1,5 +1,5 @@
 /** An S3-compatible server (gofakes3, scripts/lib/s3-server.ts) per test file, and the settings that point at it. */
-import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { S3Client } from '@aws-sdk/client-s3';
 import { startS3Server, type RunningS3Server } from '../../scripts/lib/s3-server.ts';
 
 export const testBucket = 'tessera-media-test';
@@ -31,10 +31,4 @@ export function testS3Client(url: string): S3Client {
     forcePathStyle: true,
     credentials: { accessKeyId: 'tessera-test', secretAccessKey: 'tessera-test-secret' },
   });
-}
-
-/** Every key in the test bucket. */
-export async function bucketKeys(client: S3Client): Promise<string[]> {
-  const listed = await client.send(new ListObjectsV2Command({ Bucket: testBucket }));
-  return (listed.Contents ?? []).map((object) => object.Key!);
 }
