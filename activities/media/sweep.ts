@@ -3,9 +3,9 @@
  * Schedule starts every `MEDIA_SWEEP_INTERVAL`: deletes every file older than `MEDIA_FILE_TTL_DAYS` in the configured
  * store (local disk by mtime, S3 by LastModified: activities/media/files.ts), then marks the jobs whose result expired
  * (`media_jobs.result.expired = true`), so GET of a job answers `expired: true` and no URL rather than a dead link.
- * A job is marked when its file was deleted by this run or when it finished longer than the TTL ago (its file was
- * stored a moment before it finished, so an earlier run may have deleted it). Idempotent: a repeated or overlapping
- * run deletes what is left and marks nothing twice.
+ * A job (its `fileName`, and any more in `files`) is marked when one of its files was deleted by this run or when it
+ * finished longer than the TTL ago (its files were stored a moment before it finished, so an earlier run may have
+ * deleted them). Idempotent: a repeated or overlapping run deletes what is left and marks nothing twice.
  */
 import { Context } from '@temporalio/activity';
 import type { Pool } from '../../db/pool.ts';
@@ -20,7 +20,8 @@ const markExpired = {
   name: 'media-jobs-mark-expired',
   text: `update media_jobs set result = result || '{"expired": true}'::jsonb, updated_at = now()
          where status = 'completed' and result ? 'fileName' and not (result ? 'expired')
-           and (finished_at <= $1 or result->>'fileName' = any($2::text[]))`,
+           and (finished_at <= $1 or result->>'fileName' = any($2::text[])
+                or (jsonb_typeof(result->'files') = 'array' and result->'files' ?| $2::text[]))`,
 };
 
 /** Names per statement: the array is one parameter, kept small enough to plan and log. */
