@@ -23,7 +23,7 @@ import { createApp } from './gateway/app.ts';
 import { createLogger } from '../process/logger.ts';
 import { stopOnSignals } from '../process/signals.ts';
 import { version } from '../process/version.ts';
-import { ensureCreditRenewalSchedule } from '../worker/schedules.ts';
+import { ensureCreditRenewalSchedule, ensureMediaSweepSchedule } from '../worker/schedules.ts';
 import { Metrics } from './observability.ts';
 import { PrincipalCache } from './principal-cache.ts';
 import { RateLimits } from './rate-limit.ts';
@@ -64,6 +64,7 @@ export async function startGateway(
   const worker = await createWorker({ orm, connection, settings, catalogue, dependencies });
   const workerRun = worker.run();
   await ensureCreditRenewalSchedule(client, settings.TEMPORAL_TASK_QUEUE, settings.CREDIT_RENEWAL_INTERVAL);
+  await ensureMediaSweepSchedule(client, settings.TEMPORAL_TASK_QUEUE, settings.MEDIA_SWEEP_INTERVAL);
   const openStreams = new OpenStreams();
   const rateLimits = new RateLimits(dependencies.pool, dependencies.plans, { logger });
   const principals = new PrincipalCache(settings.DATABASE_URL, logger);

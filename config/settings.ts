@@ -88,9 +88,24 @@ const settingsSchema = z.object({
     .string()
     .regex(replicateModel, 'owner/name or owner/name:<version>')
     .default('nightmareai/real-esrgan:f121d640bd286e1fdc67f9799164c1d5be36ff74576ee11c803ae5b665dd46aa'),
-  // Media jobs (README, "Media engines"): result files, how long they are promised to stay, video poll interval.
+  // Media jobs (README, "Media files"): where files are stored, how long they are kept, video poll interval.
   MEDIA_DIR: z.string().default(resolve('.data/media')),
-  MEDIA_FILE_TTL_DAYS: z.coerce.number().int().positive().default(7),
+  /** Days a media file is served before it expires (fractions allowed: 0.5 is 12 hours). */
+  MEDIA_FILE_TTL_DAYS: z.coerce.number().positive().default(7),
+  /** How often the sweep of expired media files runs (a Temporal duration string). */
+  MEDIA_SWEEP_INTERVAL: z.string().default('1 hour'),
+  /** Set: media files go to this S3-compatible bucket instead of MEDIA_DIR. */
+  MEDIA_S3_BUCKET: optionalText(z.string()),
+  /** The S3-compatible endpoint (MinIO: http://minio:9000); unset: AWS S3 in MEDIA_S3_REGION. */
+  MEDIA_S3_ENDPOINT: optionalText(z.url({ protocol: /^https?$/ })),
+  MEDIA_S3_REGION: z.string().min(1).default('us-east-1'),
+  /** Unset: the AWS SDK's default credential chain (environment, instance or task role). */
+  MEDIA_S3_ACCESS_KEY_ID: optionalText(z.string()),
+  MEDIA_S3_SECRET_ACCESS_KEY: optionalText(z.string()),
+  /** The bucket in the URL path (MinIO and most self-hosted stores); unset: true with an endpoint, false without. */
+  MEDIA_S3_FORCE_PATH_STYLE: optionalText(z.enum(['true', 'false']).transform((value) => value === 'true')),
+  /** Put before every object key, for a bucket shared with other data (e.g. `tessera/`). */
+  MEDIA_S3_PREFIX: z.string().default(''),
   MEDIA_POLL_INTERVAL_MS: z.coerce.number().int().positive().default(15_000),
   // Session chat and built-in tools (README, "Session chat").
   CHAT_DEFAULT_MODEL: z.string().min(1).default('gpt-4o-mini'),

@@ -37,7 +37,7 @@ import { openPool, type Pool } from '../db/pool.ts';
 import type { MediaServices } from '../activities/media/media-activities.ts';
 import { createHostedMediaEngines } from '../activities/media/providers/index.ts';
 import { createMediaEngines } from '../activities/media/local/index.ts';
-import { MediaFiles } from '../activities/media/files.ts';
+import { createMediaFiles } from '../activities/media/storage.ts';
 
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 let bundle: Promise<WorkflowBundleWithSourceMap> | null = null;
@@ -181,7 +181,7 @@ export function createWorkerDependencies(
   });
   const media: MediaServices = {
     ...createMediaEngines(createHostedMediaEngines(settings, environment)),
-    files: new MediaFiles(settings.MEDIA_DIR),
+    files: createMediaFiles(settings),
     breaker,
     pollIntervalMs: settings.MEDIA_POLL_INTERVAL_MS,
   };

@@ -8,3 +8,4 @@ export { teamBroadcast } from './team-broadcast.workflow.ts';
 export { scheduledRun } from './scheduled-run.workflow.ts';
 export { mediaJob } from './media.workflow.ts';
 export { mediaMusic, mediaVideo } from './media-async.workflow.ts';
+export { mediaFilesSweep } from './media-sweep.workflow.ts';

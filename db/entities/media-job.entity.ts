@@ -4,7 +4,8 @@ import { defineEntity, p } from '@mikro-orm/core';
  * A media job (gateway spec 2, "Media jobs"; 4.3 and 4.5): one request for speech, video, … as run by its workflow
  * (`media-<kind>-<id>`). The id is the public one (`video_id`). `status` moves `queued` → `processing` →
  * `completed` | `failed` (a synchronous job is written once it ended); `engine` names the engine that served it;
- * `request` is the validated request, `result` what it produced (file names under MEDIA_DIR, duration, …);
+ * `request` is the validated request, `result` what it produced (`fileName` of a media file, duration, …;
+ * `expired: true` once the file's TTL passed and the sweep marked it: activities/media/sweep.ts);
  * `credits` the price charged (or held until the job ends). Written by activities/media/media-activities.ts (plain
  * SQL), read by the media routes.
  */

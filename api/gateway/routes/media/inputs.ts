@@ -51,7 +51,7 @@ export async function storeImageInput(
   const bytes = field === 'image_url' ? await fetchImage(body.image_url!, options) : decodeBase64(body.image_base64!);
   const image = await sniffImage(bytes);
   if (!image) throw refuse(field, `${field} is not a PNG, JPEG, WebP or GIF image`);
-  const fileName = await options.files.save(bytes, image.mime);
+  const fileName = await options.files.save(bytes, image.mime, { kind: 'input' });
   return { fileName, width: image.width, height: image.height };
 }
 
@@ -130,7 +130,7 @@ export async function storeAudioUpload(
   if (durationSeconds === undefined || !Number.isFinite(durationSeconds) || durationSeconds <= 0) {
     throw refuse('audio', 'The duration of the audio cannot be read: the file is damaged or empty');
   }
-  const fileName = await options.files.save(audio, contentType);
+  const fileName = await options.files.save(audio, contentType, { kind: 'input' });
   const sha256 = createHash('sha256').update(audio).digest('hex');
   return { fileName, contentType, durationSeconds, sha256, fields };
 }

@@ -84,6 +84,7 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
       created_at: job.createdAt.toISOString(),
       ...(job.completedAt ? { completed_at: job.completedAt.toISOString() } : {}),
       ...(job.url ? { url: job.url, video_url: job.url } : {}),
+      ...(job.expired ? { expired: true } : {}),
       ...(job.error ? { error: job.error } : {}),
     };
   });
@@ -110,6 +111,7 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
       created_at: job.createdAt.toISOString(),
       ...(job.completedAt ? { completed_at: job.completedAt.toISOString() } : {}),
       ...(job.url ? { audio_url: job.url } : {}),
+      ...(job.expired ? { expired: true } : {}),
       ...(job.error ? { error: job.error } : {}),
     };
   });
@@ -132,15 +134,21 @@ async function sendFile(
   context.body = file.stream;
 }
 
-/** Stored results, by name; no authentication (the name is unguessable: activities/media/files.ts). */
+/**
+ * Stored files, by name, from whichever store is configured (local disk or S3, streamed through); no authentication
+ * (the name is unguessable: activities/media/files.ts). An expired file is a 404 like a name never issued, before
+ * and after the sweep deleted it; caches keep a file no longer than it is served.
+ */
 export function mediaFileRoutes(files: MediaFiles): Router {
   const router = new Router();
   router.get('/api/v1/media/files/:name', async (context) => {
     const file = await files.open(context.params.name!);
-    if (!file) throw new ApiError('not_found', 'No such media file');
+    if (!file) throw new ApiError('not_found', 'No such media file (files expire after MEDIA_FILE_TTL_DAYS)');
+    const remaining = Math.max(0, Math.floor((file.expiresAt.getTime() - Date.now()) / 1000));
     context.type = file.contentType;
     context.length = file.size;
-    context.set('Cache-Control', 'private, max-age=86400, immutable');
+    context.set('Cache-Control', `private, max-age=${Math.min(86_400, remaining)}, immutable`);
+    context.set('Expires', file.expiresAt.toUTCString());
     context.body = file.stream;
   });
   return router;

@@ -76,8 +76,10 @@ export interface AsyncJobRecord {
   error: string | null;
   createdAt: Date;
   completedAt?: Date;
-  /** The public path of the stored output, when completed. */
+  /** The public path of the stored output, when completed and not expired. */
   url?: string;
+  /** The output's file expired (MEDIA_FILE_TTL_DAYS): it is no longer served, and there is no `url`. */
+  expired?: true;
 }
 
 const insertAsyncJob = {
@@ -348,7 +350,7 @@ export class AsyncMediaJobs {
       status: string;
       engine: string | null;
       request: AsyncJobRecord['request'];
-      result: { fileName?: string } | null;
+      result: { fileName?: string; expired?: boolean } | null;
       credits: number;
       error: string | null;
       created_at: Date;
@@ -358,6 +360,11 @@ export class AsyncMediaJobs {
     if (!row) return null;
     const completed = row.status === 'completed';
     const fileName = completed ? row.result?.fileName : undefined;
+    // Marked by the sweep, or due (the file was stored just before the job finished): no dead link either way.
+    const expired =
+      fileName !== undefined &&
+      (row.result?.expired === true ||
+        (row.finished_at !== null && this.dependencies.files.hasExpired(row.finished_at)));
     return {
       id: row.id,
       status: row.status,
@@ -367,7 +374,8 @@ export class AsyncMediaJobs {
       error: row.status === 'failed' ? row.error : null,
       createdAt: row.created_at,
       ...(completed && row.finished_at ? { completedAt: row.finished_at } : {}),
-      ...(fileName ? { url: mediaFilePath(fileName) } : {}),
+      ...(fileName && !expired ? { url: mediaFilePath(fileName) } : {}),
+      ...(expired ? { expired: true as const } : {}),
     };
   }
 }

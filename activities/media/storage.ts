@@ -1,0 +1,38 @@
+/**
+ * The media files this deployment has, from its settings: an S3-compatible bucket when `MEDIA_S3_BUCKET` is set,
+ * otherwise the local disk under `MEDIA_DIR`; kept `MEDIA_FILE_TTL_DAYS` days either way (activities/media/files.ts).
+ */
+import type { Settings } from '../../config/settings.ts';
+import { dayMs, MediaFiles } from './files.ts';
+import { S3MediaStore } from './s3-store.ts';
+
+export type MediaStorageSettings = Pick<
+  Settings,
+  | 'MEDIA_DIR'
+  | 'MEDIA_FILE_TTL_DAYS'
+  | 'MEDIA_S3_BUCKET'
+  | 'MEDIA_S3_ENDPOINT'
+  | 'MEDIA_S3_REGION'
+  | 'MEDIA_S3_ACCESS_KEY_ID'
+  | 'MEDIA_S3_SECRET_ACCESS_KEY'
+  | 'MEDIA_S3_FORCE_PATH_STYLE'
+  | 'MEDIA_S3_PREFIX'
+>;
+
+export function createMediaFiles(settings: MediaStorageSettings): MediaFiles {
+  const ttlMs = Math.round(settings.MEDIA_FILE_TTL_DAYS * dayMs);
+  if (!settings.MEDIA_S3_BUCKET) return new MediaFiles(settings.MEDIA_DIR, { ttlMs });
+  if (Boolean(settings.MEDIA_S3_ACCESS_KEY_ID) !== Boolean(settings.MEDIA_S3_SECRET_ACCESS_KEY)) {
+    throw new Error('set both MEDIA_S3_ACCESS_KEY_ID and MEDIA_S3_SECRET_ACCESS_KEY, or neither');
+  }
+  const store = new S3MediaStore({
+    bucket: settings.MEDIA_S3_BUCKET,
+    region: settings.MEDIA_S3_REGION,
+    forcePathStyle: settings.MEDIA_S3_FORCE_PATH_STYLE ?? settings.MEDIA_S3_ENDPOINT !== undefined,
+    prefix: settings.MEDIA_S3_PREFIX,
+    ...(settings.MEDIA_S3_ENDPOINT ? { endpoint: settings.MEDIA_S3_ENDPOINT } : {}),
+    ...(settings.MEDIA_S3_ACCESS_KEY_ID ? { accessKeyId: settings.MEDIA_S3_ACCESS_KEY_ID } : {}),
+    ...(settings.MEDIA_S3_SECRET_ACCESS_KEY ? { secretAccessKey: settings.MEDIA_S3_SECRET_ACCESS_KEY } : {}),
+  });
+  return new MediaFiles(store, { ttlMs });
+}

@@ -1,0 +1,96 @@
+/**
+ * gofakes3 (https://github.com/johannesboyne/gofakes3, MIT): an S3-compatible server in Go, speaking S3's HTTP API
+ * (PutObject, GetObject, DeleteObject, ListObjectsV2, …) with objects in memory. The media storage tests point the
+ * S3 backend at it on loopback, so the AWS SDK's real requests and responses go over the wire; docker-compose.yml
+ * runs MinIO instead. gofakes3 does not check signatures: credentials are tested by a real store only.
+ *
+ * Located like the Temporal CLI: `GOFAKES3_PATH` (must exist) → the cache
+ * `${XDG_CACHE_HOME:-~/.cache}/tessera/bin/gofakes3` → `go install github.com/johannesboyne/gofakes3/cmd/gofakes3@v…`
+ * into that cache directory, once, under a lock file shared by concurrent callers.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { ensureGoBinary } from './go-binary.ts';
+
+export const gofakes3Version = '1.2.0';
+export const gofakes3Module = `github.com/johannesboyne/gofakes3/cmd/gofakes3@v${gofakes3Version}`;
+
+/** Returns the path of a gofakes3 binary, building it with `go install` on first use (half a minute). */
+export function ensureGofakes3(log: (line: string) => void = () => {}): Promise<string> {
+  return ensureGoBinary(
+    { module: gofakes3Module, binary: 'gofakes3', label: 'gofakes3', overrideVariable: 'GOFAKES3_PATH' },
+    log,
+  );
+}
+
+export interface RunningS3Server {
+  /** Its endpoint, e.g. `http://127.0.0.1:40123`: the value for MEDIA_S3_ENDPOINT (path-style addressing). */
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts gofakes3 on 127.0.0.1 with a system-chosen port, objects in memory and `bucket` created, and resolves once it
+ * listens.
+ */
+export async function startS3Server(
+  options: { bucket: string; log?: (line: string) => void; startTimeoutMs?: number } = { bucket: 'media' },
+): Promise<RunningS3Server> {
+  const log = options.log ?? (() => {});
+  const binary = await ensureGofakes3(log);
+  const child = spawn(
+    binary,
+    ['-host', '127.0.0.1:0', '-backend', 'memory', '-initialbucket', options.bucket, '-quiet'],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const url = await new Promise<string>((resolve, reject) => {
+    let output = '';
+    const settle = () => {
+      clearTimeout(timer);
+      child.stdout!.off('data', onData);
+      child.stderr!.off('data', onData);
+      child.off('error', onError);
+      child.off('exit', onExit);
+      // Keep draining its output so the server never blocks on a full pipe.
+      child.stdout!.resume();
+      child.stderr!.resume();
+    };
+    const fail = (error: Error) => {
+      settle();
+      child.kill('SIGKILL');
+      reject(new Error(`${error.message}\n${output}`));
+    };
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+      const match = /using port: (\d+)/.exec(output);
+      if (!match) return;
+      settle();
+      resolve(`http://127.0.0.1:${match[1]}`);
+    };
+    const onError = (error: Error) => fail(error);
+    const onExit = (code: number | null, signal: string | null) =>
+      fail(new Error(`gofakes3 exited (${signal ?? `exit code ${code}`})`));
+    const timer = setTimeout(
+      () => fail(new Error('gofakes3 did not start listening in time')),
+      options.startTimeoutMs ?? 30_000,
+    );
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.on('error', onError);
+    child.on('exit', onExit);
+  });
+  return { url, stop: () => stopChild(child) };
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
