@@ -7,6 +7,7 @@ import type { CreditLedger } from './credits/credit-ledger.ts';
 import { releaseStaleHolds, renewDueCycles } from './credits/renewals.ts';
 import { createMediaActivities, type MediaServices } from './media/media-activities.ts';
 import { createAsyncJobActivities } from './media/async-job-activities.ts';
+import { createCallbackActivities } from './media/callbacks.ts';
 import { createMessengerActivities } from './messengers/messenger-activities.ts';
 import type { MessengerClient, MessengerPlatform } from './messengers/messenger.ts';
 import type { ProviderCalls } from './provider-calls.ts';
@@ -31,6 +32,7 @@ export function createActivities(dependencies: ActivityDependencies) {
     ...createTeamActivities(dependencies),
     ...createMediaActivities(dependencies),
     ...createAsyncJobActivities(dependencies),
+    ...createCallbackActivities(dependencies),
     /** Grants the monthly credits of every account whose cycle ended (see credits/renewals.ts). */
     renewDueCycles: () => renewDueCycles(dependencies.orm, dependencies.accounts),
     /** Releases reservations that will never be settled (see credits/renewals.ts). */

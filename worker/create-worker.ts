@@ -187,6 +187,7 @@ export function createWorkerDependencies(
     video: new Map(hosted.video.map((engine) => [engine.id, engine])),
     music: new Map(hosted.music.map((engine) => [engine.id, engine])),
     pollIntervalMs: settings.MEDIA_POLL_INTERVAL_MS,
+    callbackMaxAttempts: settings.MEDIA_CALLBACK_MAX_ATTEMPTS,
   };
   return {
     media,

@@ -30,6 +30,8 @@ export interface MediaServices {
   music: ReadonlyMap<string, MusicEngine>;
   /** The wait between two polls of a provider's job (MEDIA_POLL_INTERVAL_MS). */
   pollIntervalMs: number;
+  /** How many times a job's callback is tried (MEDIA_CALLBACK_MAX_ATTEMPTS). */
+  callbackMaxAttempts: number;
 }
 
 export interface MediaActivityDependencies {

@@ -32,6 +32,8 @@ import { telegramWebhookRoutes } from './routes/webhooks/telegram.ts';
 import { completionRoutes, requestRoutes, type OpenStreams } from './routes/completions/routes.ts';
 import { CompletionService } from './routes/completions/service.ts';
 import { mediaFileRoutes, mediaRoutes } from './routes/media/routes.ts';
+import { mediaJobRoutes } from './routes/media/job-routes.ts';
+import { CallbackSecrets } from '../../activities/media/callbacks.ts';
 import { AsyncMediaJobs, MediaService } from './routes/media/service.ts';
 import { modelRoutes } from './routes/models/routes.ts';
 import { providerRoutes } from './routes/providers/routes.ts';
@@ -190,8 +192,12 @@ export function createApp(dependencies: AppDependencies): Koa {
     videoEngines: [...dependencies.media.video.keys()],
     musicEngines: [...dependencies.media.music.keys()],
     pollIntervalMs: dependencies.media.pollIntervalMs,
+    callbackMaxAttempts: dependencies.media.callbackMaxAttempts,
+    callbackAllowedHosts: dependencies.toolSettings.fetchAllowedHosts,
   };
-  keyed.use(mediaRoutes(new MediaService(mediaDependencies), new AsyncMediaJobs(mediaDependencies)).routes());
+  const asyncJobs = new AsyncMediaJobs(mediaDependencies);
+  keyed.use(mediaRoutes(new MediaService(mediaDependencies), asyncJobs).routes());
+  keyed.use(mediaJobRoutes(asyncJobs, new CallbackSecrets(dependencies.pool)).routes());
   app.use(keyed.routes()).use(keyed.allowedMethods({ throw: true }));
   return app;
 }

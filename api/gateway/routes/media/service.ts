@@ -5,10 +5,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { CreditLedger } from '../../../../activities/credits/credit-ledger.ts';
 import { mediaFilePath, type MediaFiles } from '../../../../activities/media/files.ts';
+import { cancellableStatuses, jobColumns, type MediaJobRow } from '../../../../activities/media/job-view.ts';
+import { assertPublicUrl } from '../../../../activities/net/checked-fetch.ts';
+import { UrlRefusedError } from '../../../../activities/net/url-guard.ts';
 import { run, type Pool } from '../../../../db/pool.ts';
 import {
   mediaWorkflowId,
@@ -20,7 +23,7 @@ import {
 import { errorStatus, type ErrorType } from '../../../../common/errors.ts';
 import { kindKey, modelKey, userKey } from '../../../../common/search-attributes.ts';
 import type { mediaSpeech } from '../../../../workflows/media.workflow.ts';
-import type { mediaMusic, mediaVideo } from '../../../../workflows/media-async.workflow.ts';
+import { cancelMediaJobUpdate, type mediaMusic, type mediaVideo } from '../../../../workflows/media-async.workflow.ts';
 import { ApiError } from '../../../errors.ts';
 import type { Principal } from '../../../services/apikeys/service.ts';
 
@@ -34,39 +37,45 @@ export interface MediaServiceDependencies {
   videoEngines: string[];
   musicEngines: string[];
   pollIntervalMs: number;
+  /** Attempts at a job's callback (MEDIA_CALLBACK_MAX_ATTEMPTS). */
+  callbackMaxAttempts: number;
+  /** Hosts a callback may reach although not public (FETCH_ALLOWED_HOSTS, as for web_fetch). */
+  callbackAllowedHosts: string[];
 }
 
 export type SpeechOrder = Omit<SpeechJobInput, 'jobId' | 'userId' | 'metered'>;
 
 /** A validated order for an asynchronous job, priced. */
-export type AsyncOrder =
+export type AsyncOrder = (
   | { kind: 'video'; prompt: string; duration: 5 | 10; mode: 'standard' | 'pro'; credits: number }
-  | { kind: 'music'; prompt: string; duration: 10 | 30 | 60; type: 'music' | 'sfx'; credits: number };
-
-/** A video or music job as stored, for the routes to shape (gateway spec 2, "Media jobs"). */
-export interface AsyncJobRecord {
-  id: string;
-  status: string;
-  engine: string | null;
-  request: { duration: number; mode?: string; type?: string };
-  credits: number;
-  error: string | null;
-  createdAt: Date;
-  completedAt?: Date;
-  /** The public path of the stored output, when completed. */
-  url?: string;
-}
+  | { kind: 'music'; prompt: string; duration: 10 | 30 | 60; type: 'music' | 'sfx'; credits: number }
+) & { callbackUrl?: string };
 
 const insertAsyncJob = {
   name: 'media-async-insert',
-  text: `insert into media_jobs (id, kind, user_id, status, engine, request, result, credits, error, created_at, updated_at)
-         values ($1, $2, $3, $4, $5, $6::jsonb, null, $7, null, now(), now())`,
+  text: `insert into media_jobs (id, kind, user_id, status, engine, request, result, credits, error, created_at, updated_at,
+                           callback_url, callback_status)
+         values ($1, $2, $3, $4, $5, $6::jsonb, null, $7, null, now(), now(), $8, case when $8::text is null then null
+                 else 'pending' end)`,
 };
 
 const selectAsyncJob = {
   name: 'media-async-view',
-  text: `select id, status, engine, request, result, credits, error, created_at, finished_at from media_jobs
-         where id = $1 and user_id = $2 and kind = $3`,
+  text: `select ${jobColumns} from media_jobs where id = $1 and user_id = $2 and kind = $3`,
+};
+
+const selectCursor = {
+  name: 'media-jobs-cursor',
+  text: `select created_at, id from media_jobs where id = $1 and user_id = $2`,
+};
+
+/** A page of a user's jobs, newest first, strictly after the cursor's (created_at, id); kind and status optional. */
+const selectJobPage = {
+  name: 'media-jobs-page',
+  text: `select ${jobColumns} from media_jobs
+         where user_id = $1 and ($2::text is null or kind = $2) and ($3::text is null or status = $3)
+           and ($4::timestamptz is null or (created_at, id) < ($4::timestamptz, $5::text))
+         order by created_at desc, id desc limit $6`,
 };
 
 const failUnstarted = {
@@ -166,6 +175,7 @@ export class AsyncMediaJobs {
         `No ${order.kind} engine is configured on this deployment (REPLICATE_API_TOKEN)`,
       );
     }
+    if (order.callbackUrl !== undefined) await this.checkCallbackUrl(order.callbackUrl);
     const { jobId, workflowId, userId, metered } = await holdJobCredits(ledger, principal, order);
     const input: AsyncJobInput = {
       jobId,
@@ -178,6 +188,7 @@ export class AsyncMediaJobs {
       credits: order.credits,
       metered,
       pollIntervalMs,
+      ...(order.callbackUrl !== undefined ? { callback: { maxAttempts: this.dependencies.callbackMaxAttempts } } : {}),
     };
     const request =
       order.kind === 'video'
@@ -193,6 +204,7 @@ export class AsyncMediaJobs {
         engine,
         JSON.stringify(request),
         order.credits,
+        order.callbackUrl ?? null,
       ]);
       await client.workflow.start<typeof mediaVideo | typeof mediaMusic>(
         order.kind === 'video' ? 'mediaVideo' : 'mediaMusic',
@@ -218,34 +230,94 @@ export class AsyncMediaJobs {
   }
 
   /** The caller's job of that kind, or null (another user's job is as absent as a missing one). */
-  async find(principal: Principal, kind: AsyncMediaKind, jobId: string): Promise<AsyncJobRecord | null> {
-    type Row = {
-      id: string;
-      status: string;
-      engine: string | null;
-      request: AsyncJobRecord['request'];
-      result: { fileName?: string } | null;
-      credits: number;
-      error: string | null;
-      created_at: Date;
-      finished_at: Date | null;
-    };
-    const [row] = await run<Row>(this.dependencies.pool, selectAsyncJob, [jobId, principal.userId, kind]);
-    if (!row) return null;
-    const completed = row.status === 'completed';
-    const fileName = completed ? row.result?.fileName : undefined;
-    return {
-      id: row.id,
-      status: row.status,
-      engine: row.engine,
-      request: row.request,
-      credits: row.credits,
-      error: row.status === 'failed' ? row.error : null,
-      createdAt: row.created_at,
-      ...(completed && row.finished_at ? { completedAt: row.finished_at } : {}),
-      ...(fileName ? { url: mediaFilePath(fileName) } : {}),
-    };
+  async find(principal: Principal, kind: AsyncMediaKind, jobId: string): Promise<MediaJobRow | null> {
+    const [row] = await run<MediaJobRow>(this.dependencies.pool, selectAsyncJob, [jobId, principal.userId, kind]);
+    return row ?? null;
   }
+
+  /**
+   * Cancels the caller's queued or processing job through its workflow's `cancelMediaJob` update, which answers
+   * once the row says `cancelled` (provider's job cancelled, hold released); answers the row. 404 for a missing or
+   * another user's job, 409 `conflict` for one that has ended, including one that ended while this was asked (the
+   * workflow decides which end wins: workflows/media-async.workflow.ts).
+   */
+  async cancel(principal: Principal, kind: AsyncMediaKind, jobId: string): Promise<MediaJobRow> {
+    const row = await this.find(principal, kind, jobId);
+    if (!row) throw new ApiError('not_found', `No such ${kind} job`);
+    if (!cancellableStatuses.includes(row.status)) {
+      throw new ApiError(
+        'conflict',
+        `The ${kind} job has already ended (${row.status}); only a queued or processing job can be cancelled`,
+      );
+    }
+    try {
+      await this.dependencies.client.workflow
+        .getHandle(mediaWorkflowId(kind, jobId))
+        .executeUpdate(cancelMediaJobUpdate, { args: [{ by: principal.userId }] });
+    } catch (error) {
+      const refusal = cancelRefusal(error, kind);
+      if (refusal) throw refusal;
+      throw error;
+    }
+    return (await this.find(principal, kind, jobId))!;
+  }
+
+  /**
+   * A page of the caller's jobs of every kind, newest first: `limit` rows after the cursor (the id of the last job of
+   * the previous page, as `after` or `cursor`), and the next cursor when more remain.
+   */
+  async list(
+    principal: Principal,
+    query: { limit: number; cursor?: string; kind?: string; status?: string },
+  ): Promise<{ rows: MediaJobRow[]; nextCursor: string | null }> {
+    const { pool } = this.dependencies;
+    let from: { created_at: Date; id: string } | undefined;
+    if (query.cursor !== undefined) {
+      [from] = await run<{ created_at: Date; id: string }>(pool, selectCursor, [query.cursor, principal.userId]);
+      if (!from) {
+        throw new ApiError('invalid_request', "cursor: no such job of yours (pass the previous page's next_cursor)", {
+          param: 'cursor',
+        });
+      }
+    }
+    const rows = await run<MediaJobRow>(pool, selectJobPage, [
+      principal.userId,
+      query.kind ?? null,
+      query.status ?? null,
+      from?.created_at ?? null,
+      from?.id ?? null,
+      query.limit + 1,
+    ]);
+    const more = rows.length > query.limit;
+    const page = more ? rows.slice(0, query.limit) : rows;
+    return { rows: page, nextCursor: more ? page.at(-1)!.id : null };
+  }
+
+  /** A 400 naming `callback_url` for a URL the callback could never reach (the guard's address rules). */
+  private async checkCallbackUrl(url: string): Promise<void> {
+    try {
+      await assertPublicUrl(url, this.dependencies.callbackAllowedHosts);
+    } catch (error) {
+      const reason =
+        error instanceof UrlRefusedError
+          ? error.message
+          : `the host does not resolve (${(error as { code?: string }).code ?? 'lookup failed'})`;
+      throw new ApiError('invalid_request', `callback_url: ${reason}`, { param: 'callback_url' });
+    }
+  }
+}
+
+/** Why a job's workflow refused a cancel, as the API's error (undefined: not a refusal, rethrow it). */
+function cancelRefusal(error: unknown, kind: AsyncMediaKind): ApiError | undefined {
+  // The workflow has closed since the row was read: the job has just ended.
+  if (error instanceof WorkflowNotFoundError || (error as Error).message?.includes('completed')) {
+    return new ApiError('conflict', `The ${kind} job has already ended`);
+  }
+  const cause = error instanceof WorkflowUpdateFailedError ? error.cause : error;
+  if (cause instanceof ApplicationFailure && cause.type && cause.type in errorStatus) {
+    return new ApiError(cause.type as ErrorType, cause.message);
+  }
+  return undefined;
 }
 
 function toApiError(error: unknown): ApiError {
