@@ -102,7 +102,8 @@ async function runJob(input: AsyncJobInput, steps: Steps): Promise<AsyncJobOutco
   let cancelRequest: CancelJobRequest | undefined;
   /** How the job ends, once decided (the race rule in the file comment); `ended` once the row says so. */
   let decided: End | undefined;
-  let ended: End | undefined;
+  // Written once, below; read earlier by the update handler's wait (so declared, and initialized, up here).
+  let ended: End | undefined = undefined;
   const alreadyEnded = () =>
     ApplicationFailure.create({
       type: 'conflict',

@@ -8,7 +8,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { CreditLedger } from '../../../../activities/credits/credit-ledger.ts';
-import { mediaFilePath, type MediaFiles } from '../../../../activities/media/files.ts';
+import type { MediaFiles } from '../../../../activities/media/files.ts';
 import { cancellableStatuses, jobColumns, type MediaJobRow } from '../../../../activities/media/job-view.ts';
 import { assertPublicUrl } from '../../../../activities/net/checked-fetch.ts';
 import { UrlRefusedError } from '../../../../activities/net/url-guard.ts';
@@ -66,16 +66,19 @@ const selectAsyncJob = {
 
 const selectCursor = {
   name: 'media-jobs-cursor',
-  text: `select created_at, id from media_jobs where id = $1 and user_id = $2`,
+  text: `select 1 from media_jobs where id = $1 and user_id = $2`,
 };
 
-/** A page of a user's jobs, newest first, strictly after the cursor's (created_at, id); kind and status optional. */
+/**
+ * A page of a user's jobs, newest first, strictly after the cursor job's (created_at, id); kind and status optional.
+ * The cursor's time is compared in SQL: a JavaScript Date would round its microseconds away and skip its neighbours.
+ */
 const selectJobPage = {
   name: 'media-jobs-page',
   text: `select ${jobColumns} from media_jobs
          where user_id = $1 and ($2::text is null or kind = $2) and ($3::text is null or status = $3)
-           and ($4::timestamptz is null or (created_at, id) < ($4::timestamptz, $5::text))
-         order by created_at desc, id desc limit $6`,
+           and ($4::text is null or (created_at, id) < (select created_at, id from media_jobs where id = $4 and user_id = $1))
+         order by created_at desc, id desc limit $5`,
 };
 
 const failUnstarted = {
@@ -271,10 +274,9 @@ export class AsyncMediaJobs {
     query: { limit: number; cursor?: string; kind?: string; status?: string },
   ): Promise<{ rows: MediaJobRow[]; nextCursor: string | null }> {
     const { pool } = this.dependencies;
-    let from: { created_at: Date; id: string } | undefined;
     if (query.cursor !== undefined) {
-      [from] = await run<{ created_at: Date; id: string }>(pool, selectCursor, [query.cursor, principal.userId]);
-      if (!from) {
+      const [known] = await run(pool, selectCursor, [query.cursor, principal.userId]);
+      if (!known) {
         throw new ApiError('invalid_request', "cursor: no such job of yours (pass the previous page's next_cursor)", {
           param: 'cursor',
         });
@@ -284,8 +286,7 @@ export class AsyncMediaJobs {
       principal.userId,
       query.kind ?? null,
       query.status ?? null,
-      from?.created_at ?? null,
-      from?.id ?? null,
+      query.cursor ?? null,
       query.limit + 1,
     ]);
     const more = rows.length > query.limit;
