@@ -14,8 +14,9 @@
  * `completed` the moment a poll reports the provider's success (from then a cancel is refused with `conflict`, even
  * while the output is still being stored: the provider did the work and the caller gets it, charged), and
  * `cancelled` the moment the workflow sees the request before that (a success the provider reports afterwards is
- * discarded, refunded). A poll in flight when the update arrives finishes first and its answer decides if it ended
- * the job. The row's guards (an end is written only from `queued` or `processing`) back this up.
+ * discarded, refunded). A create or poll in flight when the cancel arrives is abandoned, not awaited (its retries
+ * could hold the DELETE for minutes): whichever of its answer and the cancel the workflow sees first decides. The
+ * row's guards (an end is written only from `queued` or `processing`) back this up.
  *
  * When the job has a callback URL, it is then POSTed once (activities/media/callbacks.ts), retried with backoff up to
  * `callback.maxAttempts`; a callback that cannot be delivered is recorded on the row and does not fail the job.
@@ -23,6 +24,7 @@
 import {
   ActivityFailure,
   ApplicationFailure,
+  CancellationScope,
   condition,
   defineUpdate,
   proxyActivities,
@@ -141,20 +143,39 @@ async function runJob(input: AsyncJobInput, steps: Steps): Promise<AsyncJobOutco
     return { status: 'cancelled' };
   };
 
+  /**
+   * Runs one activity unless a cancel comes first: then the activity is abandoned (its retries may take minutes, and
+   * the DELETE waits for the job to be cancelled) and `undefined` answered. A `create` still running then finds the
+   * row cancelled and cancels the provider's job it started itself.
+   */
+  const unlessCancelled = async <T>(work: () => Promise<T>): Promise<T | undefined> => {
+    if (cancelRequest) return undefined;
+    const scope = new CancellationScope();
+    const done = scope.run(work);
+    const first = await Promise.race([
+      done.then((value) => ({ value })),
+      condition(() => cancelRequest !== undefined).then(() => undefined),
+    ]);
+    if (first !== undefined) return first.value;
+    done.catch(() => undefined); // its cancellation (or a late failure) is not this workflow's failure
+    scope.cancel();
+    return undefined;
+  };
+
   const produce = async (): Promise<AsyncJobOutcome> => {
-    if (cancelRequest) return cancel();
-    const providerJobId = await steps.create(input);
+    const providerJobId = await unlessCancelled(() => steps.create(input));
+    if (providerJobId === undefined) return cancel();
     const started = workflowInfo().runStartTime.getTime();
     for (;;) {
       // The wait between polls, cut short by a cancel.
       if (await condition(() => cancelRequest !== undefined, input.pollIntervalMs)) return cancel(providerJobId);
-      const polled = await steps.poll(input, providerJobId);
+      const polled = await unlessCancelled(() => steps.poll(input, providerJobId));
+      if (polled === undefined) return cancel(providerJobId);
       if (polled.status === 'succeeded') {
         decided = 'completed';
         return { status: 'completed', fileName: await steps.store(input, polled.output) };
       }
       if (polled.status === 'failed') throw ApplicationFailure.nonRetryable(polled.error, 'MediaEngineError');
-      if (cancelRequest) return cancel(providerJobId);
       if (Date.now() - started > maxWaitMs) {
         throw ApplicationFailure.nonRetryable(`no output after ${maxWaitMs / 60_000} minutes`, 'MediaEngineError');
       }

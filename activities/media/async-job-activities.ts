@@ -71,6 +71,14 @@ function engineFailure(error: unknown): unknown {
   });
 }
 
+/** The job has ended (cancelled, say) while an activity of it was still due: nothing more to do. */
+const jobEnded = (status: string | undefined) =>
+  ApplicationFailure.create({
+    type: 'MediaJobEnded',
+    message: `the job already ended (${status})`,
+    nonRetryable: true,
+  });
+
 /** The output's expected content type family, by kind. */
 const expectedOutput: Record<AsyncMediaKind, string> = { video: 'video/', music: 'audio/' };
 
@@ -110,6 +118,7 @@ function createAsyncJobSteps({ pool, ledger, media }: AsyncJobActivityDependenci
     /** Starts the provider's job (once per media job) and marks the row `processing`; answers the provider's job id. */
     async create(input: AsyncJobInput): Promise<string> {
       const [row] = await run<JobRow>(pool, selectJob, [input.jobId, kind]);
+      if (row?.status === 'cancelled') throw jobEnded(row.status);
       let providerJobId = row?.result?.providerJobId;
       if (providerJobId === undefined) {
         try {
@@ -118,7 +127,18 @@ function createAsyncJobSteps({ pool, ledger, media }: AsyncJobActivityDependenci
           throw engineFailure(error);
         }
       }
-      await run(pool, markProcessing, [input.jobId, input.engine, providerJobId]);
+      const { rowCount } = await pool.query({
+        ...markProcessing,
+        values: [input.jobId, input.engine, providerJobId],
+      });
+      if (rowCount === 0) {
+        // Cancelled while this call ran (the workflow stopped waiting for it): the provider's job it just started
+        // would run unwatched, so it is cancelled here.
+        await engineOf(input)
+          .cancel(providerJobId)
+          .catch(() => undefined);
+        throw jobEnded('cancelled');
+      }
       return providerJobId;
     },
 
@@ -159,7 +179,7 @@ function createAsyncJobSteps({ pool, ledger, media }: AsyncJobActivityDependenci
         });
         if (rowCount === 0) {
           // Ended another way first (never by this workflow's own order of steps): nothing to charge.
-          throw ApplicationFailure.nonRetryable(`the job already ended as ${row?.status}`, 'MediaJobEnded');
+          throw jobEnded(row?.status);
         }
       }
       if (input.metered) {

@@ -307,6 +307,49 @@ describe('DELETE /api/v1/media/{video|music}/{id}', () => {
     expect(await balance(key, user_id)).toBe(100);
   }, 60_000);
 
+  it('cancels at once while failed polls are being retried, without waiting for them', async () => {
+    const { key, user_id } = await platform.createKey();
+    await setBalance(user_id, 100);
+    const id = await createdId('music', key, { prompt: 'stubborn [[takes 60s]] [[poll-error 50]]' });
+    // Long enough for the poll activity to be in its retries (1 s, 2 s, 4 s, … apart).
+    await sleep(2500);
+    const started = Date.now();
+    const response = await platform.fetch(`/api/v1/media/music/${id}`, { method: 'DELETE', key });
+    expect(response.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(((await response.json()) as Job).status).toBe('cancelled');
+    expect(await balance(key, user_id)).toBe(100);
+  }, 60_000);
+
+  it("cancels a video whose provider job is still being created, and then cancels the provider's job", async () => {
+    const { key, user_id } = await platform.createKey();
+    await setBalance(user_id, 1000);
+    // The next Replicate request (this job's create) answers after 2.5 s.
+    await platform.simulator.addFault({ match: { protocol: 'replicate' }, times: 1, fault: { latency_ms: 2500 } });
+    try {
+      const id = await createdId('video', key, { prompt: 'slow start [[takes 60s]]' });
+      await sleep(300);
+      const started = Date.now();
+      const response = await platform.fetch(`/api/v1/media/video/${id}`, { method: 'DELETE', key });
+      expect(response.status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(2000);
+      expect(((await response.json()) as Job).status).toBe('cancelled');
+      expect(await balance(key, user_id)).toBe(1000);
+      // The create finishes after the cancel: it finds the job cancelled and cancels the prediction it started.
+      const cancelCall = await until('the provider cancel', async () => {
+        const { last } = await platform.simulator.requests();
+        return last && /^\/v1\/predictions\/[^/]+\/cancel$/.test(last.path) ? last.path : undefined;
+      });
+      const prediction = await fetch(`${platform.simulatorUrl}${cancelCall.replace(/\/cancel$/, '')}`, {
+        headers: { authorization: 'Bearer simulator' },
+      });
+      expect(((await prediction.json()) as { status: string }).status).toBe('canceled');
+      expect((await getJob('video', key, id)).status).toBe('cancelled');
+    } finally {
+      await platform.simulator.clearFaults();
+    }
+  }, 60_000);
+
   it('lets exactly one of cancelled and completed win when a cancel meets the end, charging or refunding once', async () => {
     const { key, user_id } = await platform.createKey();
     await setBalance(user_id, 1000);
