@@ -8,6 +8,7 @@ import { releaseStaleHolds, renewDueCycles } from './credits/renewals.ts';
 import { createMediaActivities, type MediaServices } from './media/media-activities.ts';
 import { createAsyncJobActivities } from './media/async-job-activities.ts';
 import { createMediaSweepActivities } from './media/sweep.ts';
+import { createCallbackActivities } from './media/callbacks.ts';
 import { createMessengerActivities } from './messengers/messenger-activities.ts';
 import type { MessengerClient, MessengerPlatform } from './messengers/messenger.ts';
 import type { ProviderCalls } from './provider-calls.ts';
@@ -33,6 +34,7 @@ export function createActivities(dependencies: ActivityDependencies) {
     ...createMediaActivities(dependencies),
     ...createAsyncJobActivities(dependencies),
     ...createMediaSweepActivities(dependencies),
+    ...createCallbackActivities(dependencies),
     /** Grants the monthly credits of every account whose cycle ended (see credits/renewals.ts). */
     renewDueCycles: () => renewDueCycles(dependencies.orm, dependencies.accounts),
     /** Releases reservations that will never be settled (see credits/renewals.ts). */

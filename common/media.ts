@@ -108,6 +108,16 @@ export interface AsyncJobInput {
   metered: boolean;
   /** The wait between two polls of the provider (MEDIA_POLL_INTERVAL_MS). */
   pollIntervalMs: number;
+  /** Set when the job has a `callback_url` (stored on its row): attempts at most (MEDIA_CALLBACK_MAX_ATTEMPTS). */
+  callback?: { maxAttempts: number };
+}
+
+/** How an asynchronous job ended (its workflow's result; a failed job fails its workflow). */
+export type AsyncJobOutcome = { status: 'completed'; fileName: string } | { status: 'cancelled' };
+
+/** The `cancelMediaJob` update's argument: who asks (only the job's owner may). */
+export interface CancelJobRequest {
+  by: string;
 }
 
 /** One poll of a provider's job: still running, done with an output (a URL to download or a stored file), failed. */

@@ -107,6 +107,8 @@ const settingsSchema = z.object({
   /** Put before every object key, for a bucket shared with other data (e.g. `tessera/`). */
   MEDIA_S3_PREFIX: z.string().default(''),
   MEDIA_POLL_INTERVAL_MS: z.coerce.number().int().positive().default(15_000),
+  // Media job callbacks (README, "Media job callbacks"): deliveries tried at most this many times, with backoff.
+  MEDIA_CALLBACK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(10),
   // Session chat and built-in tools (README, "Session chat").
   CHAT_DEFAULT_MODEL: z.string().min(1).default('gpt-4o-mini'),
   CHAT_MAX_TOOL_ROUNDS: z.coerce.number().int().min(0).max(32).default(8),

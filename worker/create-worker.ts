@@ -184,6 +184,7 @@ export function createWorkerDependencies(
     files: createMediaFiles(settings),
     breaker,
     pollIntervalMs: settings.MEDIA_POLL_INTERVAL_MS,
+    callbackMaxAttempts: settings.MEDIA_CALLBACK_MAX_ATTEMPTS,
   };
   return {
     media,

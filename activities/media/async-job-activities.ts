@@ -7,7 +7,11 @@
  * `processing`; `poll…Prediction` reads the provider's job (a retryable EngineError is thrown as is, so the activity's
  * retry policy survives failed polls); `store…Output` downloads the output into a media file, marks the row
  * `completed` and charges the held credits; `fail…Job` marks it `failed` and releases the hold. An engine's
- * non-retryable refusal ends the job (ApplicationFailure `MediaEngineError`, non-retryable).
+ * non-retryable refusal ends the job (ApplicationFailure `MediaEngineError`, non-retryable). A cancelled job
+ * (`DELETE`): `cancel…Prediction` cancels the provider's job, `cancel…Job` marks the row `cancelled` and releases the
+ * hold. Each end is written only from `queued` or `processing`, and the credits are settled or released only by the
+ * step that wrote it, so a job ends one way and is charged or refunded once (the workflow orders the steps; the row
+ * is the last word). Callbacks: activities/media/callbacks.ts.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { run, type Pool } from '../../db/pool.ts';
@@ -41,13 +45,19 @@ const markCompleted = {
   name: 'media-async-completed',
   text: `update media_jobs set status = 'completed', result = coalesce(result, '{}'::jsonb) || $2::jsonb,
                 updated_at = now(), finished_at = now()
-         where id = $1 and status <> 'completed'`,
+         where id = $1 and status in ('queued', 'processing')`,
 };
 
 const markFailed = {
   name: 'media-async-failed',
   text: `update media_jobs set status = 'failed', error = $2, credits = 0, updated_at = now(), finished_at = now()
-         where id = $1 and status not in ('completed', 'failed')`,
+         where id = $1 and status in ('queued', 'processing')`,
+};
+
+const markCancelled = {
+  name: 'media-async-cancelled',
+  text: `update media_jobs set status = 'cancelled', credits = 0, updated_at = now(), finished_at = now()
+         where id = $1 and status in ('queued', 'processing')`,
 };
 
 /** An engine's failure as the activity reports it: retryable ones are retried by Temporal, the others end the job. */
@@ -60,6 +70,14 @@ function engineFailure(error: unknown): unknown {
     details: [{ retryable: false }],
   });
 }
+
+/** The job has ended (cancelled, say) while an activity of it was still due: nothing more to do. */
+const jobEnded = (status: string | undefined) =>
+  ApplicationFailure.create({
+    type: 'MediaJobEnded',
+    message: `the job already ended (${status})`,
+    nonRetryable: true,
+  });
 
 /** The output's expected content type family, by kind. */
 const expectedOutput: Record<AsyncMediaKind, string> = { video: 'video/', music: 'audio/' };
@@ -100,6 +118,7 @@ function createAsyncJobSteps({ pool, ledger, media }: AsyncJobActivityDependenci
     /** Starts the provider's job (once per media job) and marks the row `processing`; answers the provider's job id. */
     async create(input: AsyncJobInput): Promise<string> {
       const [row] = await run<JobRow>(pool, selectJob, [input.jobId, kind]);
+      if (row?.status === 'cancelled') throw jobEnded(row.status);
       let providerJobId = row?.result?.providerJobId;
       if (providerJobId === undefined) {
         try {
@@ -108,7 +127,18 @@ function createAsyncJobSteps({ pool, ledger, media }: AsyncJobActivityDependenci
           throw engineFailure(error);
         }
       }
-      await run(pool, markProcessing, [input.jobId, input.engine, providerJobId]);
+      const { rowCount } = await pool.query({
+        ...markProcessing,
+        values: [input.jobId, input.engine, providerJobId],
+      });
+      if (rowCount === 0) {
+        // Cancelled while this call ran (the workflow stopped waiting for it): the provider's job it just started
+        // would run unwatched, so it is cancelled here.
+        await engineOf(input)
+          .cancel(providerJobId)
+          .catch(() => undefined);
+        throw jobEnded('cancelled');
+      }
       return providerJobId;
     },
 
@@ -143,7 +173,14 @@ function createAsyncJobSteps({ pool, ledger, media }: AsyncJobActivityDependenci
           }
           fileName = await media.files.save(file.bytes, file.contentType);
         }
-        await run(pool, markCompleted, [input.jobId, JSON.stringify({ fileName })]);
+        const { rowCount } = await pool.query({
+          ...markCompleted,
+          values: [input.jobId, JSON.stringify({ fileName })],
+        });
+        if (rowCount === 0) {
+          // Ended another way first (never by this workflow's own order of steps): nothing to charge.
+          throw jobEnded(row?.status);
+        }
       }
       if (input.metered) {
         await ledger.settle({
@@ -163,6 +200,21 @@ function createAsyncJobSteps({ pool, ledger, media }: AsyncJobActivityDependenci
       await run(pool, markFailed, [input.jobId, error]);
       if (input.metered) await ledger.release(ledgerKey(input));
     },
+
+    /** Cancels the provider's job (a job already ended there answers as it is: nothing to undo). */
+    async cancelPrediction(input: AsyncJobInput, providerJobId: string): Promise<void> {
+      try {
+        await engineOf(input).cancel(providerJobId);
+      } catch (error) {
+        throw engineFailure(error);
+      }
+    },
+
+    /** Records a cancelled job and releases its hold (both once). */
+    async cancelJob(input: AsyncJobInput): Promise<void> {
+      await run(pool, markCancelled, [input.jobId]);
+      if (input.metered) await ledger.release(ledgerKey(input));
+    },
   };
 }
 
@@ -174,10 +226,14 @@ export function createAsyncJobActivities(dependencies: AsyncJobActivityDependenc
     pollVideoPrediction: video.poll,
     storeVideoOutput: video.store,
     failVideoJob: video.fail,
+    cancelVideoPrediction: video.cancelPrediction,
+    cancelVideoJob: video.cancelJob,
     createMusicPrediction: music.create,
     pollMusicPrediction: music.poll,
     storeMusicOutput: music.store,
     failMusicJob: music.fail,
+    cancelMusicPrediction: music.cancelPrediction,
+    cancelMusicJob: music.cancelJob,
   };
 }
 

@@ -55,6 +55,8 @@ export interface MediaServices extends MediaEngines {
   breaker: EngineBreaker;
   /** The wait between two polls of a provider's job (MEDIA_POLL_INTERVAL_MS). */
   pollIntervalMs: number;
+  /** How many times a job's callback is tried (MEDIA_CALLBACK_MAX_ATTEMPTS). */
+  callbackMaxAttempts: number;
 }
 
 export interface MediaActivityDependencies {

@@ -1,6 +1,7 @@
 /**
  * The one guard for every fetch of a URL a user or a model supplied (web_fetch, image_url, A2A cards, callbacks):
- * a GET that can only reach the public internet, with limits on size, time and redirects.
+ * a GET (or, for callbacks, a POST with a body) that can only reach the public internet, with limits on size, time
+ * and redirects.
  *
  * Rules, checked at every hop (the first URL and each redirect, which is followed by hand):
  * - http: and https: only, and no credentials in the URL. Any port is allowed: a port says nothing about whether
@@ -53,6 +54,12 @@ export interface GuardedFetchOptions {
   signal?: AbortSignal;
   /** Request headers to add (Host, Connection and Accept-Encoding are the guard's). */
   headers?: Record<string, string>;
+  /**
+   * `POST` sends `body` (media job callbacks). A POST is never redirected: any 3xx answer is refused as a redirect
+   * (TooManyRedirectsError), since re-sending a signed body to another host is not what its sender signed up for.
+   */
+  method?: 'GET' | 'POST';
+  body?: string | Buffer;
   lookup?: HostLookup;
 }
 
@@ -153,12 +160,12 @@ function dottedToHex(quad: string, ...groups: string[]): string {
   return `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
 }
 
-/** Fetches a URL with GET under the guard's rules and limits (see the file comment). */
+/** Fetches a URL with GET (or POST) under the guard's rules and limits (see the file comment). */
 export async function guardedFetch(input: string | URL, options: GuardedFetchOptions = {}): Promise<GuardedResponse> {
   const limits: Limits = {
     maxBytes: options.maxBytes ?? defaults.maxBytes,
     timeoutMs: options.timeoutMs ?? defaults.timeoutMs,
-    maxRedirects: options.maxRedirects ?? defaults.maxRedirects,
+    maxRedirects: options.method === 'POST' ? 0 : (options.maxRedirects ?? defaults.maxRedirects),
     allowedContentTypes: options.allowedContentTypes?.map((type) => type.toLowerCase()),
   };
   const deadline = AbortSignal.timeout(limits.timeoutMs);
@@ -233,7 +240,7 @@ function isAllowedHost(url: URL, allowedHosts: string[]): boolean {
   });
 }
 
-/** Resolves and checks the host, connects to a checked address, and sends the GET; resolves with the answer's head. */
+/** Resolves and checks the host, connects to a checked address, and sends the request; resolves with the answer's head. */
 async function requestOnce(
   url: URL,
   from: URL | undefined,
@@ -256,13 +263,20 @@ async function requestOnce(
       reject(error);
     };
     let outgoing: ReturnType<typeof request>;
+    const body = options.method === 'POST' ? (options.body ?? '') : undefined;
     try {
       outgoing = request({
         createConnection: () => socket,
         path: `${url.pathname}${url.search}`,
-        method: 'GET',
+        method: options.method ?? 'GET',
         signal,
-        headers: { ...options.headers, host: url.host, 'accept-encoding': 'gzip, deflate, br', connection: 'close' },
+        headers: {
+          ...options.headers,
+          ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }),
+          host: url.host,
+          'accept-encoding': 'gzip, deflate, br',
+          connection: 'close',
+        },
       });
     } catch (error) {
       // A header the caller passed that HTTP does not allow.
@@ -271,7 +285,7 @@ async function requestOnce(
     outgoing.once('response', resolve);
     // Kept for the request's life: an abort while the body is read errors the request again.
     outgoing.on('error', fail);
-    outgoing.end();
+    outgoing.end(body);
   });
 }
 

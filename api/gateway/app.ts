@@ -32,6 +32,8 @@ import { telegramWebhookRoutes } from './routes/webhooks/telegram.ts';
 import { completionRoutes, requestRoutes, type OpenStreams } from './routes/completions/routes.ts';
 import { CompletionService } from './routes/completions/service.ts';
 import { mediaFileRoutes, mediaRoutes } from './routes/media/routes.ts';
+import { mediaJobRoutes } from './routes/media/job-routes.ts';
+import { CallbackSecrets } from '../../activities/media/callbacks.ts';
 import { AsyncMediaJobs, MediaService } from './routes/media/service.ts';
 import { syncMediaRoutes } from './routes/media/sync-routes.ts';
 import { modelRoutes } from './routes/models/routes.ts';
@@ -192,9 +194,13 @@ export function createApp(dependencies: AppDependencies): Koa {
     musicEngines: [...dependencies.media.music.keys()],
     pollIntervalMs: dependencies.media.pollIntervalMs,
     engines: dependencies.media,
+    callbackMaxAttempts: dependencies.media.callbackMaxAttempts,
+    callbackAllowedHosts: dependencies.toolSettings.fetchAllowedHosts,
   };
   const mediaService = new MediaService(mediaDependencies);
-  keyed.use(mediaRoutes(mediaService, new AsyncMediaJobs(mediaDependencies)).routes());
+  const asyncJobs = new AsyncMediaJobs(mediaDependencies);
+  keyed.use(mediaRoutes(mediaService, asyncJobs).routes());
+  keyed.use(mediaJobRoutes(asyncJobs, new CallbackSecrets(dependencies.pool)).routes());
   const mediaInputs = { files: dependencies.media.files, allowedHosts: dependencies.toolSettings.fetchAllowedHosts };
   keyed.use(syncMediaRoutes(mediaService, mediaInputs).routes());
   app.use(keyed.routes()).use(keyed.allowedMethods({ throw: true }));

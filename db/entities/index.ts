@@ -11,7 +11,7 @@ import { LoginToken } from './login-token.entity.ts';
 import { MessengerEvent } from './messenger-event.entity.ts';
 import { OAuthIdentity } from './oauth-identity.entity.ts';
 import { OAuthLoginState } from './oauth-login-state.entity.ts';
-import { MediaJob } from './media-job.entity.ts';
+import { MediaCallbackSecret, MediaJob } from './media-job.entity.ts';
 import { PublishedSite } from './published-site.entity.ts';
 import { ProviderBreaker } from './provider-breaker.entity.ts';
 import { RateLimitBucket } from './rate-limit-bucket.entity.ts';
@@ -35,6 +35,7 @@ export {
   CustomAgent,
   Memory,
   LoginToken,
+  MediaCallbackSecret,
   MediaJob,
   MessengerEvent,
   OAuthIdentity,
@@ -84,5 +85,6 @@ export const entities = [
   TeamBroadcast,
   TeamBroadcastDelivery,
   ScheduleTask,
+  MediaCallbackSecret,
   MediaJob,
 ];

@@ -437,3 +437,73 @@ RQIgWufGYK60qFCB8suj7RxxDAT3mC0fof8NF6dXkXH4GiICIQD6H4En3kXA5XGY
 hutf6MkmrTN2vz/ooGZtBKh6/I5aCA==
 -----END CERTIFICATE-----
 `;
+
+describe('POST (media job callbacks)', () => {
+  /** Records each request it gets and answers with `status` (a redirect to the trap for 307). */
+  async function startReceiver(status: number) {
+    const received: Array<{ method?: string; body: string; headers: Record<string, unknown> }> = [];
+    const server = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        received.push({
+          method: request.method,
+          body: Buffer.concat(chunks).toString('utf8'),
+          headers: request.headers,
+        });
+        response.writeHead(status, status === 307 ? { location: `http://127.0.0.1:${trap4.port}/` } : {});
+        response.end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    return { port, received, close: () => closeServer(server) };
+  }
+
+  it('sends the body with its length and headers to an allowed host', async () => {
+    const receiver = await startReceiver(204);
+    try {
+      const body = JSON.stringify({ event: 'media.job.completed', note: 'naïve' });
+      const response = await guardedFetch(`http://127.0.0.1:${receiver.port}/hook`, {
+        ...options,
+        allowedHosts: [`127.0.0.1:${receiver.port}`],
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json', 'webhook-id': 'msg_1' },
+      });
+      expect(response.status).toBe(204);
+      expect(receiver.received).toHaveLength(1);
+      expect(receiver.received[0]).toMatchObject({ method: 'POST', body });
+      expect(receiver.received[0]!.headers).toMatchObject({
+        'content-length': String(Buffer.byteLength(body)),
+        'content-type': 'application/json',
+        'webhook-id': 'msg_1',
+      });
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('never follows a redirect, and refuses a loopback host not allowed', async () => {
+    const receiver = await startReceiver(307);
+    const before = trap4.connections;
+    try {
+      const redirected = await failureOf(
+        guardedFetch(`http://127.0.0.1:${receiver.port}/hook`, {
+          ...options,
+          allowedHosts: [`127.0.0.1:${receiver.port}`],
+          method: 'POST',
+          body: '{}',
+        }),
+      );
+      expect(redirected).toBeInstanceOf(TooManyRedirectsError);
+      const refused = await failureOf(
+        guardedFetch(`http://127.0.0.1:${trap4.port}/hook`, { ...options, method: 'POST', body: '{}' }),
+      );
+      expect(refused).toBeInstanceOf(UrlRefusedError);
+      expect(trap4.connections).toBe(before);
+    } finally {
+      await receiver.close();
+    }
+  });
+});

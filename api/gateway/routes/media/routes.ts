@@ -2,12 +2,14 @@
  * Media endpoints (gateway spec 4.3, 4.5): `POST /v1/audio/speech` (OpenAI-compatible) and `POST /api/v1/media/tts`
  * answer MP3 bytes with the serving engine in `X-Media-Engine` and the price in `X-Credits-Used`; `POST
  * /api/v1/media/video` (202) and `POST /api/v1/media/music` answer the job at once (run by the `mediaVideo` /
- * `mediaMusic` workflows) and `GET /api/v1/media/{video|music}/{id}` show it to its owner; `GET
+ * `mediaMusic` workflows, with an optional signed `callback_url`) and `GET /api/v1/media/{video|music}/{id}` show it
+ * to its owner (cancel, list and the callback secret: job-routes.ts); `GET
  * /api/v1/media/files/{name}` serves stored results to anyone holding the (unguessable) name.
  */
 import Router from '@koa/router';
 import type { MediaFiles } from '../../../../activities/media/files.ts';
 import type { MediaJobResult } from '../../../../common/media.ts';
+import { asyncJobView } from '../../../../activities/media/job-view.ts';
 import type { AuthState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
 import {
@@ -59,9 +61,16 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
   router.post('/api/v1/media/video', async (context) => {
     const parsed = videoSchema.safeParse(context.request.body ?? {});
     if (!parsed.success) throw invalidRequest(parsed.error);
-    const { prompt, duration, mode } = parsed.data;
+    const { prompt, duration, mode, callback_url: callbackUrl } = parsed.data;
     const credits = videoCredits(mode, duration);
-    const { jobId } = await jobs.create(context.state.principal, { kind: 'video', prompt, duration, mode, credits });
+    const { jobId } = await jobs.create(context.state.principal, {
+      kind: 'video',
+      prompt,
+      duration,
+      mode,
+      credits,
+      callbackUrl,
+    });
     context.status = 202;
     context.body = {
       video_id: jobId,
@@ -74,46 +83,29 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
   router.get('/api/v1/media/video/:id', async (context) => {
     const job = await jobs.find(context.state.principal, 'video', context.params.id!);
     if (!job) throw new ApiError('not_found', 'No such video job');
-    context.body = {
-      video_id: job.id,
-      status: job.status,
-      duration: job.request.duration,
-      mode: job.request.mode,
-      engine: job.engine,
-      credits_used: job.credits,
-      created_at: job.createdAt.toISOString(),
-      ...(job.completedAt ? { completed_at: job.completedAt.toISOString() } : {}),
-      ...(job.url ? { url: job.url, video_url: job.url } : {}),
-      ...(job.expired ? { expired: true } : {}),
-      ...(job.error ? { error: job.error } : {}),
-    };
+    context.body = asyncJobView(job);
   });
 
   router.post('/api/v1/media/music', async (context) => {
     const parsed = musicSchema.safeParse(context.request.body ?? {});
     if (!parsed.success) throw invalidRequest(parsed.error);
-    const { prompt, type, duration } = parsed.data;
+    const { prompt, type, duration, callback_url: callbackUrl } = parsed.data;
     const credits = musicCredits(duration);
-    const { jobId } = await jobs.create(context.state.principal, { kind: 'music', prompt, type, duration, credits });
+    const { jobId } = await jobs.create(context.state.principal, {
+      kind: 'music',
+      prompt,
+      type,
+      duration,
+      credits,
+      callbackUrl,
+    });
     context.body = { music_id: jobId, status: 'processing', credits_used: credits };
   });
 
   router.get('/api/v1/media/music/:id', async (context) => {
     const job = await jobs.find(context.state.principal, 'music', context.params.id!);
     if (!job) throw new ApiError('not_found', 'No such music job');
-    context.body = {
-      music_id: job.id,
-      status: job.status,
-      duration: job.request.duration,
-      type: job.request.type,
-      engine: job.engine,
-      credits_used: job.credits,
-      created_at: job.createdAt.toISOString(),
-      ...(job.completedAt ? { completed_at: job.completedAt.toISOString() } : {}),
-      ...(job.url ? { audio_url: job.url } : {}),
-      ...(job.expired ? { expired: true } : {}),
-      ...(job.error ? { error: job.error } : {}),
-    };
+    context.body = asyncJobView(job);
   });
 
   return router;

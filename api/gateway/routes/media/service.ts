@@ -7,10 +7,18 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+} from '@temporalio/client';
 import { ApplicationFailure, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { CreditLedger } from '../../../../activities/credits/credit-ledger.ts';
-import { mediaFilePath, type MediaFiles } from '../../../../activities/media/files.ts';
+import type { MediaFiles } from '../../../../activities/media/files.ts';
+import { cancellableStatuses, jobColumns, type MediaJobRow } from '../../../../activities/media/job-view.ts';
+import { assertPublicUrl } from '../../../../activities/net/checked-fetch.ts';
+import { UrlRefusedError } from '../../../../activities/net/url-guard.ts';
 import { run, type Pool } from '../../../../db/pool.ts';
 import type { MediaEngines } from '../../../../activities/media/media-activities.ts';
 import {
@@ -25,7 +33,7 @@ import {
 import { errorStatus, type ErrorType } from '../../../../common/errors.ts';
 import { kindKey, modelKey, userKey } from '../../../../common/search-attributes.ts';
 import type { mediaJob } from '../../../../workflows/media.workflow.ts';
-import type { mediaMusic, mediaVideo } from '../../../../workflows/media-async.workflow.ts';
+import { cancelMediaJobUpdate, type mediaMusic, type mediaVideo } from '../../../../workflows/media-async.workflow.ts';
 import { ApiError } from '../../../errors.ts';
 import { idempotencyOf, type Idempotency } from './idempotency.ts';
 import type { Principal } from '../../../services/apikeys/service.ts';
@@ -42,6 +50,10 @@ export interface MediaServiceDependencies {
   pollIntervalMs: number;
   /** The engines this deployment has, per capability (a kind without any is unavailable: 503). */
   engines: Omit<MediaEngines, 'video' | 'music'>;
+  /** Attempts at a job's callback (MEDIA_CALLBACK_MAX_ATTEMPTS). */
+  callbackMaxAttempts: number;
+  /** Hosts a callback may reach although not public (FETCH_ALLOWED_HOSTS, as for web_fetch). */
+  callbackAllowedHosts: string[];
 }
 
 /** The capability that serves each synchronous kind, and what to configure when it has no engine. */
@@ -62,36 +74,39 @@ function engineIdsOf(work: SyncJobWork): string[] {
 }
 
 /** A validated order for an asynchronous job, priced. */
-export type AsyncOrder =
+export type AsyncOrder = (
   | { kind: 'video'; prompt: string; duration: 5 | 10; mode: 'standard' | 'pro'; credits: number }
-  | { kind: 'music'; prompt: string; duration: 10 | 30 | 60; type: 'music' | 'sfx'; credits: number };
-
-/** A video or music job as stored, for the routes to shape (gateway spec 2, "Media jobs"). */
-export interface AsyncJobRecord {
-  id: string;
-  status: string;
-  engine: string | null;
-  request: { duration: number; mode?: string; type?: string };
-  credits: number;
-  error: string | null;
-  createdAt: Date;
-  completedAt?: Date;
-  /** The public path of the stored output, when completed and not expired. */
-  url?: string;
-  /** The output's file expired (MEDIA_FILE_TTL_DAYS): it is no longer served, and there is no `url`. */
-  expired?: true;
-}
+  | { kind: 'music'; prompt: string; duration: 10 | 30 | 60; type: 'music' | 'sfx'; credits: number }
+) & { callbackUrl?: string };
 
 const insertAsyncJob = {
   name: 'media-async-insert',
-  text: `insert into media_jobs (id, kind, user_id, status, engine, request, result, credits, error, created_at, updated_at)
-         values ($1, $2, $3, $4, $5, $6::jsonb, null, $7, null, now(), now())`,
+  text: `insert into media_jobs (id, kind, user_id, status, engine, request, result, credits, error, created_at, updated_at,
+                           callback_url, callback_status)
+         values ($1, $2, $3, $4, $5, $6::jsonb, null, $7, null, now(), now(), $8, case when $8::text is null then null
+                 else 'pending' end)`,
 };
 
 const selectAsyncJob = {
   name: 'media-async-view',
-  text: `select id, status, engine, request, result, credits, error, created_at, finished_at from media_jobs
-         where id = $1 and user_id = $2 and kind = $3`,
+  text: `select ${jobColumns} from media_jobs where id = $1 and user_id = $2 and kind = $3`,
+};
+
+const selectCursor = {
+  name: 'media-jobs-cursor',
+  text: `select 1 from media_jobs where id = $1 and user_id = $2`,
+};
+
+/**
+ * A page of a user's jobs, newest first, strictly after the cursor job's (created_at, id); kind and status optional.
+ * The cursor's time is compared in SQL: a JavaScript Date would round its microseconds away and skip its neighbours.
+ */
+const selectJobPage = {
+  name: 'media-jobs-page',
+  text: `select ${jobColumns} from media_jobs
+         where user_id = $1 and ($2::text is null or kind = $2) and ($3::text is null or status = $3)
+           and ($4::text is null or (created_at, id) < (select created_at, id from media_jobs where id = $4 and user_id = $1))
+         order by created_at desc, id desc limit $5`,
 };
 
 const failUnstarted = {
@@ -292,6 +307,7 @@ export class AsyncMediaJobs {
         `No ${order.kind} engine is configured on this deployment (REPLICATE_API_TOKEN)`,
       );
     }
+    if (order.callbackUrl !== undefined) await this.checkCallbackUrl(order.callbackUrl);
     const { jobId, workflowId, userId, metered } = await holdJobCredits(ledger, principal, order);
     const input: AsyncJobInput = {
       jobId,
@@ -304,6 +320,7 @@ export class AsyncMediaJobs {
       credits: order.credits,
       metered,
       pollIntervalMs,
+      ...(order.callbackUrl !== undefined ? { callback: { maxAttempts: this.dependencies.callbackMaxAttempts } } : {}),
     };
     const request =
       order.kind === 'video'
@@ -319,6 +336,7 @@ export class AsyncMediaJobs {
         engine,
         JSON.stringify(request),
         order.credits,
+        order.callbackUrl ?? null,
       ]);
       await client.workflow.start<typeof mediaVideo | typeof mediaMusic>(
         order.kind === 'video' ? 'mediaVideo' : 'mediaMusic',
@@ -344,40 +362,103 @@ export class AsyncMediaJobs {
   }
 
   /** The caller's job of that kind, or null (another user's job is as absent as a missing one). */
-  async find(principal: Principal, kind: AsyncMediaKind, jobId: string): Promise<AsyncJobRecord | null> {
-    type Row = {
-      id: string;
-      status: string;
-      engine: string | null;
-      request: AsyncJobRecord['request'];
-      result: { fileName?: string; expired?: boolean } | null;
-      credits: number;
-      error: string | null;
-      created_at: Date;
-      finished_at: Date | null;
-    };
-    const [row] = await run<Row>(this.dependencies.pool, selectAsyncJob, [jobId, principal.userId, kind]);
-    if (!row) return null;
-    const completed = row.status === 'completed';
-    const fileName = completed ? row.result?.fileName : undefined;
-    // Marked by the sweep, or due (the file was stored just before the job finished): no dead link either way.
-    const expired =
-      fileName !== undefined &&
-      (row.result?.expired === true ||
-        (row.finished_at !== null && this.dependencies.files.hasExpired(row.finished_at)));
-    return {
-      id: row.id,
-      status: row.status,
-      engine: row.engine,
-      request: row.request,
-      credits: row.credits,
-      error: row.status === 'failed' ? row.error : null,
-      createdAt: row.created_at,
-      ...(completed && row.finished_at ? { completedAt: row.finished_at } : {}),
-      ...(fileName && !expired ? { url: mediaFilePath(fileName) } : {}),
-      ...(expired ? { expired: true as const } : {}),
-    };
+  async find(principal: Principal, kind: AsyncMediaKind, jobId: string): Promise<MediaJobRow | null> {
+    const [row] = await run<MediaJobRow>(this.dependencies.pool, selectAsyncJob, [jobId, principal.userId, kind]);
+    return row ? this.withExpiry(row) : null;
   }
+
+  /**
+   * Cancels the caller's queued or processing job through its workflow's `cancelMediaJob` update, which answers
+   * once the row says `cancelled` (provider's job cancelled, hold released); answers the row. 404 for a missing or
+   * another user's job, 409 `conflict` for one that has ended, including one that ended while this was asked (the
+   * workflow decides which end wins: workflows/media-async.workflow.ts).
+   */
+  async cancel(principal: Principal, kind: AsyncMediaKind, jobId: string): Promise<MediaJobRow> {
+    const row = await this.find(principal, kind, jobId);
+    if (!row) throw new ApiError('not_found', `No such ${kind} job`);
+    if (!cancellableStatuses.includes(row.status)) {
+      throw new ApiError(
+        'conflict',
+        `The ${kind} job has already ended (${row.status}); only a queued or processing job can be cancelled`,
+      );
+    }
+    try {
+      await this.dependencies.client.workflow
+        .getHandle(mediaWorkflowId(kind, jobId))
+        .executeUpdate(cancelMediaJobUpdate, { args: [{ by: principal.userId }] });
+    } catch (error) {
+      const refusal = cancelRefusal(error, kind);
+      if (refusal) throw refusal;
+      throw error;
+    }
+    return (await this.find(principal, kind, jobId))!;
+  }
+
+  /**
+   * A page of the caller's jobs of every kind, newest first: `limit` rows after the cursor (the id of the last job of
+   * the previous page, as `after` or `cursor`), and the next cursor when more remain.
+   */
+  async list(
+    principal: Principal,
+    query: { limit: number; cursor?: string; kind?: string; status?: string },
+  ): Promise<{ rows: MediaJobRow[]; nextCursor: string | null }> {
+    const { pool } = this.dependencies;
+    if (query.cursor !== undefined) {
+      const [known] = await run(pool, selectCursor, [query.cursor, principal.userId]);
+      if (!known) {
+        throw new ApiError('invalid_request', "cursor: no such job of yours (pass the previous page's next_cursor)", {
+          param: 'cursor',
+        });
+      }
+    }
+    const rows = await run<MediaJobRow>(pool, selectJobPage, [
+      principal.userId,
+      query.kind ?? null,
+      query.status ?? null,
+      query.cursor ?? null,
+      query.limit + 1,
+    ]);
+    const more = rows.length > query.limit;
+    const page = (more ? rows.slice(0, query.limit) : rows).map((row) => this.withExpiry(row));
+    return { rows: page, nextCursor: more ? page.at(-1)!.id : null };
+  }
+
+  /**
+   * The row with `expired: true` in its result when its output's file has expired: marked by the sweep, or due
+   * already (the file was stored just before the job finished). The views then show no dead link.
+   */
+  private withExpiry(row: MediaJobRow): MediaJobRow {
+    const due =
+      row.status === 'completed' && row.finished_at !== null && this.dependencies.files.hasExpired(row.finished_at);
+    if (!row.result?.fileName || row.result.expired === true || !due) return row;
+    return { ...row, result: { ...row.result, expired: true } };
+  }
+
+  /** A 400 naming `callback_url` for a URL the callback could never reach (the guard's address rules). */
+  private async checkCallbackUrl(url: string): Promise<void> {
+    try {
+      await assertPublicUrl(url, this.dependencies.callbackAllowedHosts);
+    } catch (error) {
+      const reason =
+        error instanceof UrlRefusedError
+          ? error.message
+          : `the host does not resolve (${(error as { code?: string }).code ?? 'lookup failed'})`;
+      throw new ApiError('invalid_request', `callback_url: ${reason}`, { param: 'callback_url' });
+    }
+  }
+}
+
+/** Why a job's workflow refused a cancel, as the API's error (undefined: not a refusal, rethrow it). */
+function cancelRefusal(error: unknown, kind: AsyncMediaKind): ApiError | undefined {
+  // The workflow has closed since the row was read: the job has just ended.
+  if (error instanceof WorkflowNotFoundError || (error as Error).message?.includes('completed')) {
+    return new ApiError('conflict', `The ${kind} job has already ended`);
+  }
+  const cause = error instanceof WorkflowUpdateFailedError ? error.cause : error;
+  if (cause instanceof ApplicationFailure && cause.type && cause.type in errorStatus) {
+    return new ApiError(cause.type as ErrorType, cause.message);
+  }
+  return undefined;
 }
 
 function toApiError(error: unknown): ApiError {
