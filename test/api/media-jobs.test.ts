@@ -194,6 +194,51 @@ describe('POST /api/v1/media/video', () => {
   });
 });
 
+describe('Idempotency-Key on video and music', () => {
+  it('answers the same job to repeats, twins included, charged once; another request with the key is a 409', async () => {
+    const { key, user_id } = await platform.createKey();
+    await setBalance(user_id, 1000);
+    const keyed = (path: string, body: unknown, idempotencyKey: string) =>
+      platform
+        .fetch(path, {
+          method: 'POST',
+          key,
+          body: JSON.stringify(body),
+          headers: { 'idempotency-key': idempotencyKey },
+        })
+        .then(async (response) => ({
+          status: response.status,
+          json: (await response.json()) as Record<string, string>,
+        }));
+    const body = { prompt: 'a paper boat [[takes 400ms]]' };
+    const [first, twin] = await Promise.all([
+      keyed('/api/v1/media/video', body, 'boat'),
+      keyed('/api/v1/media/video', body, 'boat'),
+    ]);
+    expect([first.status, twin.status]).toEqual([202, 202]);
+    expect(twin.json.video_id).toBe(first.json.video_id);
+    await untilEnded(key, first.json.video_id!, new Set());
+    const later = await keyed('/api/v1/media/video', body, 'boat');
+    expect(later.json).toMatchObject({ video_id: first.json.video_id, status: 'completed', credits_used: 50 });
+    const music = await keyed('/api/v1/media/music', { prompt: 'a sea shanty' }, 'boat');
+    expect(music.json.music_id).not.toBe(first.json.video_id);
+    expect((await keyed('/api/v1/media/music', { prompt: 'a sea shanty' }, 'boat')).json.music_id).toBe(
+      music.json.music_id,
+    );
+    expect((await account(user_id, key)).credits_remaining).toBe(1000 - 50 - 10);
+    const conflict = await keyed('/api/v1/media/video', { prompt: 'a stone boat' }, 'boat');
+    expect(conflict).toMatchObject({ status: 409, json: { error: { type: 'conflict', param: 'Idempotency-Key' } } });
+    const database = new pg.Client({ connectionString: platform.databaseUrl });
+    await database.connect();
+    try {
+      const { rows } = await database.query('select kind from media_jobs where user_id = $1 order by kind', [user_id]);
+      expect(rows).toEqual([{ kind: 'music' }, { kind: 'video' }]);
+    } finally {
+      await database.end();
+    }
+  });
+});
+
 describe('POST /api/v1/media/music', () => {
   it('answers processing, then completes with an MP3, charging by duration', async () => {
     const { key, user_id } = await platform.createKey();

@@ -34,7 +34,7 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
     const work = { kind: 'speech' as const, text: input, voice, speed, engines: openAIVoiceEngines(voice) };
     const create = {
       kind: work.kind,
-      idempotencyKey: context.get('Idempotency-Key') || undefined,
+      idempotencyKey: idempotencyKey(context),
       request: parsed.data,
     };
     const served = await media.runOnce(context.state.principal, create, () => ({
@@ -51,7 +51,7 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
     const work = { kind: 'tts' as const, text, voice, speed, engines: ttsVoices[voice]! };
     const create = {
       kind: work.kind,
-      idempotencyKey: context.get('Idempotency-Key') || undefined,
+      idempotencyKey: idempotencyKey(context),
       request: parsed.data,
     };
     const served = await media.runOnce(context.state.principal, create, () => ({ work, credits: ttsCredits(text) }));
@@ -63,18 +63,12 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
     if (!parsed.success) throw invalidRequest(parsed.error);
     const { prompt, duration, mode, callback_url: callbackUrl } = parsed.data;
     const credits = videoCredits(mode, duration);
-    const { jobId } = await jobs.create(context.state.principal, {
-      kind: 'video',
-      prompt,
-      duration,
-      mode,
-      credits,
-      callbackUrl,
-    });
+    const order = { kind: 'video' as const, prompt, duration, mode, credits, callbackUrl };
+    const { jobId, status } = await jobs.create(context.state.principal, order, idempotencyKey(context));
     context.status = 202;
     context.body = {
       video_id: jobId,
-      status: 'queued',
+      status,
       estimated_time: videoEstimatedSeconds(mode, duration),
       credits_used: credits,
     };
@@ -91,15 +85,9 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
     if (!parsed.success) throw invalidRequest(parsed.error);
     const { prompt, type, duration, callback_url: callbackUrl } = parsed.data;
     const credits = musicCredits(duration);
-    const { jobId } = await jobs.create(context.state.principal, {
-      kind: 'music',
-      prompt,
-      type,
-      duration,
-      credits,
-      callbackUrl,
-    });
-    context.body = { music_id: jobId, status: 'processing', credits_used: credits };
+    const order = { kind: 'music' as const, prompt, type, duration, credits, callbackUrl };
+    const { jobId, status } = await jobs.create(context.state.principal, order, idempotencyKey(context));
+    context.body = { music_id: jobId, status, credits_used: credits };
   });
 
   router.get('/api/v1/media/music/:id', async (context) => {
@@ -110,6 +98,9 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
 
   return router;
 }
+
+/** The caller's `Idempotency-Key` header, if any (api/gateway/routes/media/idempotency.ts). */
+const idempotencyKey = (context: { get(field: string): string }) => context.get('Idempotency-Key') || undefined;
 
 /** A speech job's MP3 as the response body, with the engine, price and job id in headers. */
 async function sendFile(

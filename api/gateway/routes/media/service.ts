@@ -6,6 +6,7 @@
  * workflow. Asynchronous ones (video, music; `AsyncMediaJobs`) answer at once and are polled.
  */
 import { randomBytes } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import type { Client } from '@temporalio/client';
 import {
   WorkflowExecutionAlreadyStartedError,
@@ -298,8 +299,27 @@ export class AsyncMediaJobs {
     this.dependencies = dependencies;
   }
 
-  async create(principal: Principal, order: AsyncOrder): Promise<{ jobId: string }> {
+  /**
+   * Creates the job, or with an `Idempotency-Key` answers the job the key already stands for (its current status;
+   * the same key with another request or callback is a 409). The key's job id makes its row the lock: a concurrent
+   * twin's insert fails on the primary key and answers the twin's job.
+   */
+  async create(
+    principal: Principal,
+    order: AsyncOrder,
+    idempotencyKey?: string,
+  ): Promise<{ jobId: string; status: string }> {
     const { client, taskQueue, ledger, pool, pollIntervalMs } = this.dependencies;
+    const request =
+      order.kind === 'video'
+        ? { prompt: order.prompt, duration: order.duration, mode: order.mode }
+        : { prompt: order.prompt, duration: order.duration, type: order.type };
+    const idempotency = idempotencyOf(idempotencyKey, principal.userId, order.kind, request);
+    const keyed = idempotency && { jobId: idempotency.jobId, request, callbackUrl: order.callbackUrl ?? null };
+    if (keyed) {
+      const existing = await this.keyedJob(principal, order.kind, keyed);
+      if (existing) return existing;
+    }
     const engine = (order.kind === 'video' ? this.dependencies.videoEngines : this.dependencies.musicEngines)[0];
     if (engine === undefined) {
       throw new ApiError(
@@ -308,7 +328,7 @@ export class AsyncMediaJobs {
       );
     }
     if (order.callbackUrl !== undefined) await this.checkCallbackUrl(order.callbackUrl);
-    const { jobId, workflowId, userId, metered } = await holdJobCredits(ledger, principal, order);
+    const { jobId, workflowId, userId, metered } = await holdJobCredits(ledger, principal, order, idempotency);
     const input: AsyncJobInput = {
       jobId,
       kind: order.kind,
@@ -322,10 +342,6 @@ export class AsyncMediaJobs {
       pollIntervalMs,
       ...(order.callbackUrl !== undefined ? { callback: { maxAttempts: this.dependencies.callbackMaxAttempts } } : {}),
     };
-    const request =
-      order.kind === 'video'
-        ? { prompt: order.prompt, duration: order.duration, mode: order.mode }
-        : { prompt: order.prompt, duration: order.duration, type: order.type };
     const status = order.kind === 'video' ? 'queued' : 'processing';
     try {
       await run(pool, insertAsyncJob, [
@@ -338,6 +354,16 @@ export class AsyncMediaJobs {
         order.credits,
         order.callbackUrl ?? null,
       ]);
+    } catch (error) {
+      // A keyed twin inserted first: its job is this one (its hold is the one held: the same ledger key).
+      if (keyed && (error as { code?: string }).code === '23505') {
+        const twin = await this.keyedJob(principal, order.kind, keyed);
+        if (twin) return twin;
+      }
+      if (metered) await ledger.release({ userId, workflowId, attempt: 1 });
+      throw error;
+    }
+    try {
       await client.workflow.start<typeof mediaVideo | typeof mediaMusic>(
         order.kind === 'video' ? 'mediaVideo' : 'mediaMusic',
         {
@@ -358,7 +384,23 @@ export class AsyncMediaJobs {
       if (metered) await ledger.release({ userId, workflowId, attempt: 1 });
       throw error;
     }
-    return { jobId };
+    return { jobId, status };
+  }
+
+  /** The caller's job of a key, if it exists; 409 when it was created with another request or callback. */
+  private async keyedJob(
+    principal: Principal,
+    kind: AsyncMediaKind,
+    keyed: { jobId: string; request: Record<string, unknown>; callbackUrl: string | null },
+  ): Promise<{ jobId: string; status: string } | undefined> {
+    const row = await this.find(principal, kind, keyed.jobId);
+    if (!row) return undefined;
+    if (!isDeepStrictEqual(row.request, keyed.request) || row.callback_url !== keyed.callbackUrl) {
+      throw new ApiError('conflict', 'This Idempotency-Key was already used with a different request', {
+        param: 'Idempotency-Key',
+      });
+    }
+    return { jobId: row.id, status: row.status };
   }
 
   /** The caller's job of that kind, or null (another user's job is as absent as a missing one). */
