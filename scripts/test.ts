@@ -4,7 +4,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
-import { ensureChromium } from './lib/chromium.ts';
+import { ensureDebianProgram } from './lib/debian-packages.ts';
 
 const resultsFile = '.data/jest-results.json';
 mkdirSync('.data', { recursive: true });
@@ -20,8 +20,11 @@ const steps: Array<[string, string[], Record<string, string>?]> = [
   ],
 ];
 
-// The published-site test drives a real browser: make sure one is there before jest starts.
-ensureChromium((line) => process.stdout.write(`[test] ${line}\n`));
+// The published-site test drives a real browser, and video thumbnails are cut by ffmpeg: make sure both are there
+// before jest starts.
+const log = (line: string) => process.stdout.write(`[test] ${line}\n`);
+ensureDebianProgram('chromium', { purpose: 'the browser test' }, log);
+ensureDebianProgram('ffmpeg', { purpose: 'video thumbnails' }, log);
 
 for (const [tool, args, environment] of steps) {
   process.stdout.write(`\n> ${tool} ${args.join(' ')}\n`);

@@ -6,12 +6,20 @@
  *   samples whose side information is all zeros, which decoders play as silence). The tag carries the text that was
  *   "spoken" in a `TXXX:tessera-transcript` frame, so the simulated transcription of a simulated speech file gives
  *   the text back.
- * - MP4: an ISO BMFF skeleton — `ftyp` (isom), a `moov` holding only an `mvhd` with the requested duration, and an
- *   empty `mdat`. Players and `file-type` recognise it as MP4; it has no tracks, so it shows nothing.
+ * - MP4: a real H.264 video in one colour made by the system's ffmpeg (`simulatedVideo`), or without ffmpeg an ISO
+ *   BMFF skeleton — `ftyp` (isom), a `moov` holding only an `mvhd` with the requested duration, and an empty `mdat`.
+ *   Players and `file-type` recognise the skeleton as MP4; it has no tracks, so it shows nothing.
  * - WAV: a PCM header and silent 16-bit mono samples (OpenAI speech's `response_format: wav`).
  */
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import sharp from 'sharp';
+
+const run = promisify(execFile);
 
 /** The description of the ID3 frame that carries the spoken text. */
 export const transcriptFrameDescription = 'tessera-transcript';
@@ -134,4 +142,30 @@ function uint32(value: number): Buffer {
 
 function ascii(text: string): Buffer {
   return Buffer.from(text, 'latin1');
+}
+
+/**
+ * A real video: `seconds` of 320×180 H.264 at 5 frames a second in one colour taken from the prompt's hash, encoded
+ * by the system's ffmpeg (so a thumbnail can be cut from it); the MP4 skeleton when ffmpeg is missing.
+ */
+export async function simulatedVideo(seconds: number, prompt: string): Promise<Buffer> {
+  const colour = createHash('sha256').update(prompt).digest('hex').slice(0, 6);
+  const directory = await mkdtemp(join(tmpdir(), 'simulator-video-'));
+  const output = join(directory, 'video.mp4');
+  try {
+    await run(
+      process.env.FFMPEG_PATH || 'ffmpeg',
+      [
+        ...['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi'],
+        ...['-i', `color=c=0x${colour}:s=320x180:d=${seconds}:r=5`],
+        ...['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-movflags', '+faststart', output],
+      ],
+      { timeout: 30_000 },
+    );
+    return await readFile(output);
+  } catch {
+    return simulatedMp4(seconds);
+  } finally {
+    await rm(directory, { recursive: true, force: true });
+  }
 }

@@ -19,6 +19,7 @@ import type { CreditLedger } from '../credits/credit-ledger.ts';
 import { mediaWorkflowId, type AsyncJobInput, type AsyncMediaKind, type JobPoll } from '../../common/media.ts';
 import { EngineError, type MusicEngine, type VideoEngine } from './engine.ts';
 import type { MediaFiles } from './files.ts';
+import { videoThumbnail } from './local/ffmpeg-thumbnail.ts';
 import { downloadOutput, mediaUpstream } from './providers/http.ts';
 
 export interface AsyncJobActivityDependencies {
@@ -162,6 +163,7 @@ function createAsyncJobSteps({ pool, ledger, media }: AsyncJobActivityDependenci
       const [row] = await run<JobRow>(pool, selectJob, [input.jobId, kind]);
       let fileName = row?.status === 'completed' ? row.result?.fileName : undefined;
       if (fileName === undefined) {
+        let bytes: Uint8Array | null = null;
         if ('fileName' in output) {
           fileName = output.fileName;
         } else {
@@ -172,10 +174,17 @@ function createAsyncJobSteps({ pool, ledger, media }: AsyncJobActivityDependenci
             throw engineFailure(error);
           }
           fileName = await media.files.save(file.bytes, file.contentType);
+          bytes = file.bytes;
+        }
+        // A video's first frame is its thumbnail (none without ffmpeg: the job completes all the same).
+        let thumbnailFileName: string | undefined;
+        if (kind === 'video') {
+          const thumbnail = await videoThumbnail(bytes ?? (await media.files.read(fileName)) ?? new Uint8Array());
+          if (thumbnail) thumbnailFileName = await media.files.save(thumbnail.bytes, thumbnail.contentType);
         }
         const { rowCount } = await pool.query({
           ...markCompleted,
-          values: [input.jobId, JSON.stringify({ fileName })],
+          values: [input.jobId, JSON.stringify({ fileName, ...(thumbnailFileName ? { thumbnailFileName } : {}) })],
         });
         if (rowCount === 0) {
           // Ended another way first (never by this workflow's own order of steps): nothing to charge.

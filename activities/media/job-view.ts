@@ -17,7 +17,7 @@ export interface MediaJobRow {
   engine: string | null;
   request: { duration?: number; mode?: string; type?: string } & Record<string, unknown>;
   /** `expired`: the output's file passed its TTL (the sweep marked it, or the API saw it due). */
-  result: { fileName?: string; expired?: boolean } | null;
+  result: { fileName?: string; thumbnailFileName?: string; expired?: boolean } | null;
   credits: number;
   error: string | null;
   created_at: Date;
@@ -41,6 +41,7 @@ function common(row: MediaJobRow) {
   return {
     completedAt: completed && row.finished_at ? { completed_at: row.finished_at.toISOString() } : {},
     url: fileName && !expired ? mediaFilePath(fileName) : undefined,
+    thumbnail: !expired && row.result?.thumbnailFileName ? mediaFilePath(row.result.thumbnailFileName) : undefined,
     error: row.status === 'failed' && row.error ? { error: row.error } : {},
     expired: expired ? { expired: true } : {},
   };
@@ -51,7 +52,7 @@ function common(row: MediaJobRow) {
  * the callback's own body, whose delivery they describe).
  */
 export function asyncJobView(row: MediaJobRow, withCallback = true): Record<string, unknown> {
-  const { completedAt, url, error, expired } = common(row);
+  const { completedAt, url, thumbnail, error, expired } = common(row);
   const callback =
     withCallback && row.callback_url
       ? { callback_url: row.callback_url, callback_status: row.callback_status ?? 'pending' }
@@ -70,6 +71,7 @@ export function asyncJobView(row: MediaJobRow, withCallback = true): Record<stri
       ...base,
       mode: row.request.mode,
       ...(url ? { url, video_url: url } : {}),
+      ...(url && thumbnail ? { thumbnail_url: thumbnail } : {}),
       ...expired,
       ...error,
       ...callback,

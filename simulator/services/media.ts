@@ -37,7 +37,7 @@ import type { Fault, FaultRegistry, Protocol } from '../faults.ts';
 import {
   simulatedMp3,
   simulatedMp3Seconds,
-  simulatedMp4,
+  simulatedVideo,
   simulatedPng,
   simulatedWav,
   transcriptOf,
@@ -717,7 +717,7 @@ async function predictionOutput(
 ): Promise<Buffer> {
   const { input, output } = prediction;
   if (kind === 'audio') return simulatedMp3(output.seconds);
-  if (kind === 'video') return simulatedMp4(output.seconds);
+  if (kind === 'video') return simulatedVideo(output.seconds, String(input.prompt ?? ''));
   if (kind === 'image') {
     const [width, height] = aspectSizes[String(input.aspect_ratio ?? '1:1')] ?? aspectSizes['1:1']!;
     return simulatedPng(String(input.prompt), width, height);

@@ -377,7 +377,7 @@ describe('the publish_site tool', () => {
   });
 });
 
-// `npm test` installs Debian's Chromium when it is missing (scripts/lib/chromium.ts); without it this part fails.
+// `npm test` installs Debian's Chromium when it is missing (scripts/lib/debian-packages.ts); without it this part fails.
 const chromium = spawnSync('sh', ['-c', 'command -v chromium']).stdout.toString().trim() || 'chromium';
 
 describe('in a real browser (Chromium)', () => {

@@ -9,6 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import sharp from 'sharp';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 let platform: TestPlatform;
@@ -27,6 +28,7 @@ type VideoJob = {
   status: string;
   video_url?: string;
   url?: string;
+  thumbnail_url?: string;
   duration: number;
   mode: string;
   created_at: string;
@@ -122,6 +124,14 @@ describe('POST /api/v1/media/video', () => {
     expect(file.headers.get('content-type')).toBe('video/mp4');
     const bytes = new Uint8Array(await file.arrayBuffer());
     expect(new TextDecoder().decode(bytes.subarray(4, 8))).toBe('ftyp');
+    // The thumbnail is the video's first frame (ffmpeg, which npm test installs), at most 640 px wide.
+    const thumbnail = await platform.fetch(job.thumbnail_url!);
+    expect(thumbnail.headers.get('content-type')).toBe('image/jpeg');
+    expect(await sharp(Buffer.from(await thumbnail.arrayBuffer())).metadata()).toMatchObject({
+      format: 'jpeg',
+      width: 320,
+      height: 180,
+    });
 
     // Charged once: the hold became the charge, nothing more.
     await new Promise((resolve) => setTimeout(resolve, 500));
