@@ -8,7 +8,7 @@
  * `${XDG_CACHE_HOME:-~/.cache}/tessera/bin/gofakes3` → `go install github.com/johannesboyne/gofakes3/cmd/gofakes3@v…`
  * into that cache directory, once, under a lock file shared by concurrent callers.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { startChildServer } from './child-server.ts';
 import { ensureGoBinary } from './go-binary.ts';
 
 export const gofakes3Version = '1.2.0';
@@ -37,60 +37,13 @@ export async function startS3Server(
 ): Promise<RunningS3Server> {
   const log = options.log ?? (() => {});
   const binary = await ensureGofakes3(log);
-  const child = spawn(
+  return startChildServer(
     binary,
     ['-host', '127.0.0.1:0', '-backend', 'memory', '-initialbucket', options.bucket, '-quiet'],
     {
-      stdio: ['ignore', 'pipe', 'pipe'],
+      label: 'gofakes3',
+      portPattern: /using port: (\d+)/,
+      startTimeoutMs: options.startTimeoutMs,
     },
   );
-  const url = await new Promise<string>((resolve, reject) => {
-    let output = '';
-    const settle = () => {
-      clearTimeout(timer);
-      child.stdout!.off('data', onData);
-      child.stderr!.off('data', onData);
-      child.off('error', onError);
-      child.off('exit', onExit);
-      // Keep draining its output so the server never blocks on a full pipe.
-      child.stdout!.resume();
-      child.stderr!.resume();
-    };
-    const fail = (error: Error) => {
-      settle();
-      child.kill('SIGKILL');
-      reject(new Error(`${error.message}\n${output}`));
-    };
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-      const match = /using port: (\d+)/.exec(output);
-      if (!match) return;
-      settle();
-      resolve(`http://127.0.0.1:${match[1]}`);
-    };
-    const onError = (error: Error) => fail(error);
-    const onExit = (code: number | null, signal: string | null) =>
-      fail(new Error(`gofakes3 exited (${signal ?? `exit code ${code}`})`));
-    const timer = setTimeout(
-      () => fail(new Error('gofakes3 did not start listening in time')),
-      options.startTimeoutMs ?? 30_000,
-    );
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.on('error', onError);
-    child.on('exit', onExit);
-  });
-  return { url, stop: () => stopChild(child) };
-}
-
-function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
 }

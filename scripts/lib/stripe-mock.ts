@@ -8,7 +8,7 @@
  * `${XDG_CACHE_HOME:-~/.cache}/tessera/bin/stripe-mock` → `go install github.com/stripe/stripe-mock@v…` into that
  * cache directory, once, under a lock file shared by concurrent callers.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { startChildServer } from './child-server.ts';
 import { ensureGoBinary } from './go-binary.ts';
 
 /** Pinned for reproducible runs (what `@latest` resolved to when billing was added). */
@@ -38,56 +38,9 @@ export async function startStripeMock(
 ): Promise<RunningStripeMock> {
   const log = options.log ?? (() => {});
   const binary = await ensureStripeMock(log);
-  const child = spawn(binary, ['-http-addr', `127.0.0.1:${options.port ?? 0}`, '-https-addr', '127.0.0.1:0'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let output = '';
-    const settle = () => {
-      clearTimeout(timer);
-      child.stdout!.off('data', onData);
-      child.stderr!.off('data', onData);
-      child.off('error', onError);
-      child.off('exit', onExit);
-      // Keep draining its output so a chatty mock never blocks on a full pipe.
-      child.stdout!.resume();
-      child.stderr!.resume();
-    };
-    const fail = (error: Error) => {
-      settle();
-      child.kill('SIGKILL');
-      reject(new Error(`${error.message}\n${output}`));
-    };
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-      const match = /Listening for HTTP at address: \S+:(\d+)/.exec(output);
-      if (!match) return;
-      settle();
-      resolve(`http://127.0.0.1:${match[1]}`);
-    };
-    const onError = (error: Error) => fail(error);
-    const onExit = (code: number | null, signal: string | null) =>
-      fail(new Error(`stripe-mock exited (${signal ?? `exit code ${code}`})`));
-    const timer = setTimeout(
-      () => fail(new Error('stripe-mock did not start listening in time')),
-      options.startTimeoutMs ?? 30_000,
-    );
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.on('error', onError);
-    child.on('exit', onExit);
-  });
-  return { url, stop: () => stopChild(child) };
-}
-
-function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill('SIGTERM');
+  return startChildServer(binary, ['-http-addr', `127.0.0.1:${options.port ?? 0}`, '-https-addr', '127.0.0.1:0'], {
+    label: 'stripe-mock',
+    portPattern: /Listening for HTTP at address: \S+:(\d+)/,
+    startTimeoutMs: options.startTimeoutMs,
   });
 }
