@@ -440,6 +440,8 @@ async function createPrediction(
   } catch {
     return reply(422, replicateError(422, 'Input validation failed', '- input.image: the image cannot be decoded'));
   }
+  // The run starts now that its output exists (encoding a video takes a moment): `starting` is seen first.
+  prediction.createdAt = Date.now();
   predictions.set(prediction.id, prediction);
   const contentType = { mp3: 'audio/mpeg', mp4: 'video/mp4', png: 'image/png' }[extension];
   store(bytes, contentType, `replicate/${prediction.id}.${extension}`);

@@ -275,13 +275,14 @@ attempts
     expect(python.value).toMatch(
       /^code_execute: the code used more than 2 s of CPU time and was stopped\n--- stdout ---\nspinning/,
     );
-    expect(python.elapsedMs).toBeLessThan(12_000);
+    // Bounds against a hang, not speed figures: loading Pyodide alone takes seconds on a loaded 2-core machine.
+    expect(python.elapsedMs).toBeLessThan(25_000);
     expect(python.maxGapMs).toBeLessThan(1_000);
 
     const javascript = await withLoopWatch(() =>
       fails('javascript', 'for (;;) {}', /2 s of CPU time/, { tool: quickTool }),
     );
-    expect(javascript.elapsedMs).toBeLessThan(8_000);
+    expect(javascript.elapsedMs).toBeLessThan(15_000);
     expect(javascript.maxGapMs).toBeLessThan(1_000);
   });
 
