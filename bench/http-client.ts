@@ -103,6 +103,46 @@ export function post(
   });
 }
 
+/**
+ * One plain request (GET, or POST with a JSON body) read to its end, counted (`ok`) when it answers `okStatus` and,
+ * with `expect`, its body passes the check; the body is handed to `expect`, so a caller can keep what it needs.
+ */
+export function exchange(
+  method: 'GET' | 'POST',
+  target: Target,
+  options: { body?: string; okStatus?: number; expect?: (responseBody: string) => boolean } = {},
+): Promise<Sample> {
+  const { body, okStatus = 200, expect } = options;
+  const startedAt = performance.now();
+  return new Promise((resolve) => {
+    let settled = false;
+    const finish = (sample: Omit<Sample, 'totalMs'>) => {
+      if (settled) return;
+      settled = true;
+      resolve({ ...sample, totalMs: performance.now() - startedAt });
+    };
+    const headers: Record<string, string | number> = { accept: 'application/json', ...target.headers };
+    if (body !== undefined) {
+      headers['content-type'] = 'application/json';
+      headers['content-length'] = Buffer.byteLength(body);
+    }
+    const req = httpRequest(target.url, { method, agent, headers }, (res) => {
+      const status = res.statusCode ?? 0;
+      res.setEncoding('utf8');
+      let responseBody = '';
+      res.on('data', (chunk: string) => (responseBody += chunk));
+      res.on('end', () => {
+        const ok = status === okStatus && (expect === undefined || expect(responseBody));
+        finish({ ok, status, ...(ok ? {} : { failure: `HTTP ${status} ${responseBody.slice(0, 300)}` }) });
+      });
+      res.on('error', () => finish({ ok: false, status }));
+    });
+    req.setTimeout(requestTimeoutMs, () => req.destroy(new Error('bench request timed out')));
+    req.on('error', (cause) => finish({ ok: false, status: 0, failure: `request error: ${cause.message}` }));
+    req.end(body);
+  });
+}
+
 /** A chunk whose first choice carries text or a tool-call fragment (not the bare role chunk). */
 function hasContent(data: string): boolean {
   try {

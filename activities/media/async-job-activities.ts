@@ -3,15 +3,19 @@
  * idempotent by the job id, so Temporal may retry any of them. The same four steps serve both kinds, registered under
  * each kind's names (`createVideoPrediction`, `createMusicPrediction`, …). The job's row (written by the API:
  * `queued` for a video, `processing` for music) carries every state move: `create…Prediction` starts the provider's
- * job once (its id is stored on the row in `result.providerJobId` and reused by a retry) and marks the row
- * `processing`; `poll…Prediction` reads the provider's job (a retryable EngineError is thrown as is, so the activity's
- * retry policy survives failed polls); `store…Output` downloads the output into a media file, marks the row
- * `completed` and charges the held credits; `fail…Job` marks it `failed` and releases the hold. An engine's
- * non-retryable refusal ends the job (ApplicationFailure `MediaEngineError`, non-retryable). A cancelled job
- * (`DELETE`): `cancel…Prediction` cancels the provider's job, `cancel…Job` marks the row `cancelled` and releases the
- * hold. Each end is written only from `queued` or `processing`, and the credits are settled or released only by the
- * step that wrote it, so a job ends one way and is charged or refunded once (the workflow orders the steps; the row
- * is the last word). Callbacks: activities/media/callbacks.ts.
+ * job once and marks the row `processing`: its id is stored on the row in `result.providerJobId` and reused by a
+ * retry, and since an attempt can die (or lose the provider's answer) between the provider starting the job and the
+ * id being stored, the moment of the first call is stored before it (`result.createAttemptedAt`): a retry that finds
+ * it asks the engine for the jobs it made for this very request since then (`findCreated`) and adopts the oldest one
+ * no other media job holds, creating anew only when there is none; `poll…Prediction` reads the provider's job (a
+ * retryable EngineError is thrown as is, so the activity's retry policy survives failed polls); `store…Output`
+ * downloads the output into a media file, marks the row `completed` and charges the held credits; `fail…Job` marks it
+ * `failed` and releases the hold. An engine's non-retryable refusal ends the job (ApplicationFailure
+ * `MediaEngineError`, non-retryable). A cancelled job (`DELETE`): `cancel…Prediction` cancels the provider's job,
+ * `cancel…Job` marks the row `cancelled` and releases the hold. Each end is written only from `queued` or
+ * `processing`, and the credits are settled or released only by the step that wrote it, so a job ends one way and is
+ * charged or refunded once (the workflow orders the steps; the row is the last word). Callbacks:
+ * activities/media/callbacks.ts.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { run, type Pool } from '../../db/pool.ts';
@@ -28,12 +32,31 @@ export interface AsyncJobActivityDependencies {
   media: { video: ReadonlyMap<string, VideoEngine>; music: ReadonlyMap<string, MusicEngine>; files: MediaFiles };
 }
 
-type JobRow = { status: string; result: { providerJobId?: string; fileName?: string } | null };
+type JobRow = {
+  status: string;
+  result: { providerJobId?: string; fileName?: string; createAttemptedAt?: string } | null;
+};
 
 const selectJob = {
   name: 'media-async-select',
   text: `select status, result from media_jobs where id = $1 and kind = $2`,
 };
+
+// The first attempt's moment is kept: a later retry looks for what any attempt may have started.
+const markCreateAttempt = {
+  name: 'media-async-create-attempt',
+  text: `update media_jobs set result = coalesce(result, '{}'::jsonb) || jsonb_build_object('createAttemptedAt', now()),
+                updated_at = now()
+         where id = $1 and result->>'createAttemptedAt' is null`,
+};
+
+const selectClaimed = {
+  name: 'media-async-claimed',
+  text: `select result->>'providerJobId' as id from media_jobs where result->>'providerJobId' = any($1::text[])`,
+};
+
+/** How far before the first attempt (by this database's clock) the provider's own clock may put its job. */
+const clockSlackMs = 60_000;
 
 const markProcessing = {
   name: 'media-async-processing',
@@ -97,18 +120,31 @@ function createAsyncJobSteps({ pool, ledger, media }: AsyncJobActivityDependenci
   };
   const engineOf = (input: AsyncJobInput) =>
     engineIn<VideoEngine | MusicEngine>(kind === 'video' ? media.video : media.music, input);
+  const videoRequest = (input: AsyncJobInput) => ({
+    prompt: input.prompt,
+    durationSeconds: input.durationSeconds,
+    mode: input.mode ?? 'standard',
+  });
+  const musicRequest = (input: AsyncJobInput) => ({
+    prompt: input.prompt,
+    durationSeconds: input.durationSeconds,
+    type: input.type ?? 'music',
+  });
   const startProviderJob = (input: AsyncJobInput) =>
     kind === 'video'
-      ? engineIn(media.video, input).create({
-          prompt: input.prompt,
-          durationSeconds: input.durationSeconds,
-          mode: input.mode ?? 'standard',
-        })
-      : engineIn(media.music, input).create({
-          prompt: input.prompt,
-          durationSeconds: input.durationSeconds,
-          type: input.type ?? 'music',
-        });
+      ? engineIn(media.video, input).create(videoRequest(input))
+      : engineIn(media.music, input).create(musicRequest(input));
+  /** The provider's job an earlier attempt started for this media job, if it can be found and no other job has it. */
+  const findStartedJob = async (input: AsyncJobInput, attemptedAt: string): Promise<string | undefined> => {
+    const since = new Date(Date.parse(attemptedAt) - clockSlackMs);
+    const candidates =
+      (kind === 'video'
+        ? await engineIn(media.video, input).findCreated?.(videoRequest(input), since)
+        : await engineIn(media.music, input).findCreated?.(musicRequest(input), since)) ?? [];
+    if (candidates.length === 0) return undefined;
+    const claimed = new Set((await run<{ id: string }>(pool, selectClaimed, [candidates])).map((row) => row.id));
+    return candidates.find((candidate) => !claimed.has(candidate));
+  };
   const ledgerKey = (input: AsyncJobInput) => ({
     userId: input.userId,
     workflowId: mediaWorkflowId(kind, input.jobId),
@@ -121,12 +157,17 @@ function createAsyncJobSteps({ pool, ledger, media }: AsyncJobActivityDependenci
       const [row] = await run<JobRow>(pool, selectJob, [input.jobId, kind]);
       if (row?.status === 'cancelled') throw jobEnded(row.status);
       let providerJobId = row?.result?.providerJobId;
-      if (providerJobId === undefined) {
-        try {
-          ({ providerJobId } = await startProviderJob(input));
-        } catch (error) {
-          throw engineFailure(error);
+      const attemptedAt = row?.result?.createAttemptedAt;
+      try {
+        if (providerJobId === undefined && attemptedAt !== undefined) {
+          providerJobId = await findStartedJob(input, attemptedAt);
         }
+        if (providerJobId === undefined) {
+          await run(pool, markCreateAttempt, [input.jobId]);
+          ({ providerJobId } = await startProviderJob(input));
+        }
+      } catch (error) {
+        throw engineFailure(error);
       }
       const { rowCount } = await pool.query({
         ...markProcessing,

@@ -114,6 +114,12 @@ export interface AsyncJobEngine<Request> {
     | { status: 'failed'; error: string }
   >;
   cancel(providerJobId: string, options?: EngineOptions): Promise<void>;
+  /**
+   * The ids of the provider's jobs for exactly this request created since `since`, oldest first: how a retried
+   * create finds the job an earlier attempt started but never recorded (its worker killed, or the answer lost on
+   * the way back). Optional: an engine without it (or a provider that cannot list) makes a retry create anew.
+   */
+  findCreated?(request: Request, since: Date, options?: EngineOptions): Promise<string[]>;
 }
 
 export interface MusicRequest {

@@ -11,11 +11,13 @@
  *   duration_seconds, prompt_influence} → audio/mpeg).
  * - Replicate (protocol `replicate`, base URL `${sim}`, `Authorization: Bearer|Token`): `POST /v1/predictions`
  *   ({version, input}), `POST /v1/models/{owner}/{name}/predictions` ({input}), `GET /v1/predictions/{id}`,
- *   `POST /v1/predictions/{id}/cancel`; outputs are URLs under `/replicate/files/<id>.mp3|.mp4|.png`, by what the
- *   model's name says it makes: a background remover (background, rembg, matting) answers its `input.image` (a data
- *   URI) as a PNG with the pixels near the corner's colour transparent; an upscaler (esrgan, upscale) resizes it by
- *   `input.scale`; an image model (flux, sdxl, diffusion, image, …) draws a PNG of its `aspect_ratio`; music, audio,
- *   sound, song or speech models give an MP3; anything else an MP4.
+ *   `POST /v1/predictions/{id}/cancel`, `GET /v1/predictions` (every prediction, newest first, 100 a page, `?cursor=`
+ *   from the page's `next`: how a client finds the predictions it made, and the times each one ran); outputs are URLs
+ *   under `/replicate/files/<id>.mp3|.mp4|.png`, by what the model's name says it makes: a background remover
+ *   (background, rembg, matting) answers its `input.image` (a data URI) as a PNG with the pixels near the corner's
+ *   colour transparent; an upscaler (esrgan, upscale) resizes it by `input.scale`; an image model (flux, sdxl,
+ *   diffusion, image, …) draws a PNG of its `aspect_ratio`; music, audio, sound, song or speech models give an MP3;
+ *   anything else an MP4.
  *
  * Files are real (simulator/media-files.ts). Speech MP3s carry their text, so transcribing one gives it back; other
  * audio is transcribed to a sentence derived from its bytes. A prediction runs for `mediaJobMs` (SimulatorOptions; default
@@ -92,6 +94,7 @@ const routes: Array<{ method: string; pattern: RegExp; protocol: Protocol; name:
   { method: 'POST', pattern: /^\/v1\/sound-generation$/, protocol: 'elevenlabs', name: 'sfx' },
   { method: 'POST', pattern: /^\/v1\/predictions$/, protocol: 'replicate', name: 'create' },
   { method: 'POST', pattern: /^\/v1\/models\/([^/]+)\/([^/]+)\/predictions$/, protocol: 'replicate', name: 'create' },
+  { method: 'GET', pattern: /^\/v1\/predictions$/, protocol: 'replicate', name: 'list' },
   { method: 'GET', pattern: /^\/v1\/predictions\/([^/]+)$/, protocol: 'replicate', name: 'get' },
   { method: 'POST', pattern: /^\/v1\/predictions\/([^/]+)\/cancel$/, protocol: 'replicate', name: 'cancel' },
 ];
@@ -187,6 +190,8 @@ export function createMediaService(state: MediaState): MediaService {
           return elevenLabsSoundEffect(exchange, body);
         case 'create':
           return createPrediction(exchange, body, params, { predictions, store, jobMs: state.jobMs }, reply);
+        case 'list':
+          return listPredictions(exchange, predictions, reply);
         default:
           return predictionCall(exchange, route.name, params[0]!, prediction, reply);
       }
@@ -471,6 +476,26 @@ async function predictionCall(
   }
   if (action === 'cancel' && !terminal(statusOf(prediction))) prediction.canceledAt = Date.now();
   await reply(200, renderPrediction(prediction, exchange.origin));
+}
+
+const listPageSize = 100;
+
+/** Replicate's list: `{next, previous, results}`, newest first; the cursor is opaque (here, an offset). */
+async function listPredictions(exchange: Exchange, predictions: Map<string, Prediction>, reply: Reply): Promise<void> {
+  const cursor = exchange.url.searchParams.get('cursor');
+  const offset = cursor === null ? 0 : Number(Buffer.from(cursor, 'base64url').toString());
+  if (!Number.isSafeInteger(offset) || offset < 0) {
+    return reply(400, replicateError(400, 'Invalid cursor', 'The cursor is not one this API gave.'));
+  }
+  const newestFirst = [...predictions.values()].reverse();
+  const page = newestFirst.slice(offset, offset + listPageSize);
+  const link = (at: number) =>
+    `${exchange.origin}/v1/predictions?cursor=${Buffer.from(String(at)).toString('base64url')}`;
+  await reply(200, {
+    next: offset + listPageSize < newestFirst.length ? link(offset + listPageSize) : null,
+    previous: offset > 0 ? link(Math.max(0, offset - listPageSize)) : null,
+    results: page.map((prediction) => renderPrediction(prediction, exchange.origin)),
+  });
 }
 
 type PredictionStatus = 'starting' | 'processing' | 'succeeded' | 'failed' | 'canceled';

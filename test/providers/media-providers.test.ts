@@ -277,6 +277,45 @@ describe('Replicate engines', () => {
   });
 });
 
+describe('simulated Replicate prediction list', () => {
+  it('lists every prediction newest first, with its times, 100 a page', async () => {
+    const engine = video();
+    const made: string[] = [];
+    for (let index = 0; index < 102; index++) {
+      made.push(
+        (await engine.create({ prompt: `list ${index} [[takes 0ms]]`, durationSeconds: 5, mode: 'standard' }))
+          .providerJobId,
+      );
+    }
+    type Page = {
+      next: string | null;
+      previous: string | null;
+      results: Array<{ id: string; status: string; created_at: string; completed_at?: string }>;
+    };
+    const read = async (url: string) => {
+      const response = await fetch(url, { headers: { authorization: 'Bearer r8_sim' } });
+      expect(response.status).toBe(200);
+      return (await response.json()) as Page;
+    };
+    await sleep(10);
+    const first = await read(`${simulator.url}/v1/predictions`);
+    expect(first.results).toHaveLength(100);
+    expect(first.previous).toBeNull();
+    expect(first.results[0]).toMatchObject({ id: made.at(-1), status: 'succeeded' });
+    const { created_at: createdAt, completed_at: completedAt } = first.results[0]!;
+    expect(Date.parse(completedAt!)).toBeGreaterThanOrEqual(Date.parse(createdAt));
+    const ids = [...first.results.map((result) => result.id)];
+    for (let next = first.next; next !== null;) {
+      const page = await read(next);
+      ids.push(...page.results.map((result) => result.id));
+      next = page.next;
+    }
+    // Other tests' predictions come after this test's, oldest last.
+    expect(ids.slice(0, 102)).toEqual([...made].reverse());
+    expect((await lastRequest()).path).toMatch(/^\/v1\/predictions\?cursor=/);
+  });
+});
+
 /** The shared breaker's behaviour in memory: opens after `threshold` consecutive failures. */
 class MemoryBreaker implements EngineBreaker {
   readonly states = new Map<string, BreakerView>();

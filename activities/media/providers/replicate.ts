@@ -1,7 +1,10 @@
 /**
  * Replicate predictions as asynchronous engines (`replicate`): music and video. `create` starts a prediction
  * (`POST /v1/models/{owner}/{name}/predictions`, or `POST /v1/predictions` with `version` when the configured model
- * pins one as `owner/name:version`), `poll` reads it (`GET /v1/predictions/{id}`), `cancel` cancels it. A running
+ * pins one as `owner/name:version`), `poll` reads it (`GET /v1/predictions/{id}`), `cancel` cancels it;
+ * `findCreated` looks through the account's predictions (`GET /v1/predictions`, newest first, 100 a page) for those
+ * of the same model and input made since a moment, so a retried create can adopt the prediction an earlier attempt
+ * started but never recorded. A running
  * prediction reports its progress through tqdm-style percentages in `logs`, read here as `progress`. Succeeded
  * outputs are URLs (one string or a list), returned with the content type their extension names; download them
  * with `downloadOutput` (./http.ts) — Replicate keeps them for an hour. This adapter does not retry a failed poll:
@@ -50,6 +53,28 @@ const predictionSchema = z.object({
 });
 
 type Prediction = z.infer<typeof predictionSchema>;
+
+const listSchema = z.object({
+  next: z.string().nullable().optional(),
+  results: z.array(
+    z.object({
+      id: z.string().min(1),
+      model: z.string().optional(),
+      created_at: z.string(),
+      input: z.record(z.string(), z.unknown()).nullable().optional(),
+    }),
+  ),
+});
+
+/** A JSON value with its object keys sorted, so two inputs compare equal whatever their key order. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonical(item)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
 
 const contentTypes: Record<string, string> = {
   mp3: 'audio/mpeg',
@@ -153,6 +178,32 @@ function createPredictionEngine<Request>(
       }
       if (result.status === 'failed') throw new EngineError(id, result.error, { retryable: true });
       return result.outputs;
+    },
+
+    async findCreated(request: Request, since: Date, options?: EngineOptions) {
+      const { model, input } = toPrediction(request);
+      const [name] = model.split(':');
+      const wanted = canonical(input);
+      const origin = new URL(config.baseUrl).origin;
+      const found: string[] = [];
+      // Newest first: pages are read until a prediction older than `since`. A `next` elsewhere than the provider
+      // is not followed (the token would go with it).
+      for (let url: string | undefined = joinUrl(config.baseUrl, 'v1/predictions'); url !== undefined;) {
+        const page: z.infer<typeof listSchema> = await exchange(
+          upstream,
+          { method: 'GET', url, headers },
+          (response) => readJson(id, response, listSchema),
+          options?.signal,
+        );
+        for (const prediction of page.results) {
+          if (Date.parse(prediction.created_at) < since.getTime()) return found.reverse();
+          if (prediction.model === name && prediction.input && canonical(prediction.input) === wanted) {
+            found.push(prediction.id);
+          }
+        }
+        url = page.next && new URL(page.next).origin === origin ? page.next : undefined;
+      }
+      return found.reverse();
     },
   };
 }
