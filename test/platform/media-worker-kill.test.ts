@@ -6,10 +6,14 @@
  * the jobs to the other), restart it, and every job finishes on its own: `completed` with its file served, its
  * credits held once and charged once (nothing left held), and each provider prediction created once (the jobs'
  * workflows resume from their history: the create activity's result, the provider job id, is not asked again).
- * Some predictions end while the platform is down, some run on after the restart.
+ * Some predictions end while the platform is down, some run on after the restart. Every job has a `callback_url` on
+ * a receiver in this process, which must accept exactly one delivery per job, each verified with its signature.
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { simulatorControl, startSimulator, type RunningSimulator } from '../../simulator/server.ts';
 import {
@@ -30,20 +34,40 @@ let simulator: RunningSimulator;
 let setup: PlatformSetup;
 let platform: PlatformProcess | undefined;
 let passed = false;
+/** The callbacks' receiver: every delivery it accepted, by `webhook-id`, with its body. */
+let receiver: Server;
+let receiverUrl: string;
+const deliveries: Array<{ id: string; body: string; headers: Record<string, string> }> = [];
 
 const log = (line: string) => process.stderr.write(`[media-worker-kill] ${line}\n`);
 
 beforeAll(async () => {
+  receiver = createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+    request.on('end', () => {
+      const headers = Object.fromEntries(
+        ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => [name, String(request.headers[name])]),
+      );
+      deliveries.push({ id: headers['webhook-id']!, body, headers });
+      response.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const receiverHost = `127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  receiverUrl = `http://${receiverHost}/media-done`;
   simulator = await startSimulator();
   setup = await platformSetup('media-worker-kill', simulator.url, {
     REPLICATE_API_TOKEN: 'r8_kill',
     REPLICATE_BASE_URL: simulator.url,
     MEDIA_POLL_INTERVAL_MS: String(pollIntervalMs),
+    FETCH_ALLOWED_HOSTS: receiverHost,
   });
 });
 
 afterAll(async () => {
   await tearDownPlatform({ platform, simulator, dataDir: setup?.dataDir, passed, log });
+  await new Promise((resolve) => receiver?.close(resolve));
 }, 60_000);
 
 const sql = <Row>(text: string, values: unknown[] = []) => sqlOnce<Row>(setup.databaseUrl, text, values);
@@ -94,11 +118,11 @@ it('finishes video and music jobs killed mid-poll after a restart, each created,
   const jobs: Job[] = [
     ...[6, 12, 60].map((seconds, index): Job => {
       const prompt = `kill ${tag} video ${index} [[takes ${seconds}s]]`;
-      return { kind: 'video', prompt, body: { prompt, duration: 5 } };
+      return { kind: 'video', prompt, body: { prompt, duration: 5, callback_url: receiverUrl } };
     }),
     ...[8, 60].map((seconds, index): Job => {
       const prompt = `kill ${tag} music ${index} [[takes ${seconds}s]]`;
-      return { kind: 'music', prompt, body: { prompt, duration: 10 } };
+      return { kind: 'music', prompt, body: { prompt, duration: 10, callback_url: receiverUrl } };
     }),
   ];
   for (const job of jobs) {
@@ -194,6 +218,21 @@ it('finishes video and music jobs killed mid-poll after a restart, each created,
     const prediction = made.find((candidate) => candidate.input.prompt === job.prompt)!;
     expect(rows.find((row) => row.id === job.id)?.provider_job_id).toBe(prediction.id);
     expect(prediction.status).toBe('succeeded');
+  }
+
+  // Each job's callback was accepted once, signed with the account's secret, and says the job completed.
+  const callbackDeadline = Date.now() + 60_000;
+  while (deliveries.length < jobs.length && Date.now() < callbackDeadline) await sleep(200);
+  await sleep(2_000); // a second copy of any delivery would arrive in this time
+  const secretResponse = await fetch(`${setup.apiUrl}/api/v1/media/callback-secret`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
+  const { secret } = (await secretResponse.json()) as { secret: string };
+  const webhook = new Webhook(secret);
+  expect(deliveries.map((delivery) => delivery.id).sort()).toEqual(jobs.map((job) => `msg_${job.id}`).sort());
+  for (const delivery of deliveries) {
+    const payload = webhook.verify(delivery.body, delivery.headers) as { event: string; status: string };
+    expect(payload).toMatchObject({ event: 'media.job.completed', status: 'completed' });
   }
   passed = true;
 }, 480_000);
