@@ -158,22 +158,22 @@ export async function isRunning(pid: number): Promise<boolean> {
 
 /** `count` distinct TCP ports free on 127.0.0.1 right now. */
 export async function freePorts(count: number): Promise<number[]> {
-  const servers: Server[] = [];
-  try {
-    for (let index = 0; index < count; index++) {
-      const server = createServer();
-      servers.push(server);
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(0, '127.0.0.1', () => resolve());
-      });
-    }
-    return servers.map((server) => {
-      const address = server.address();
-      if (typeof address !== 'object' || address === null) throw new Error('no port');
-      return address.port;
-    });
-  } finally {
-    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  // Below Linux's ephemeral range (32768–60999): a port the system hands out for `listen(0)` or an outgoing
+  // connection (the Temporal dev server's internal listeners, say, when a killed platform restarts) never lands on
+  // one of these, so a port chosen here stays free until its process binds it.
+  const ports: number[] = [];
+  for (let tries = 0; ports.length < count && tries < 1000; tries++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (!ports.includes(port) && (await bindable(port))) ports.push(port);
   }
+  if (ports.length < count) throw new Error(`no ${count} free ports between 20000 and 32000`);
+  return ports;
+}
+
+function bindable(port: number): Promise<boolean> {
+  const server: Server = createServer();
+  return new Promise((resolve) => {
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
 }
