@@ -63,6 +63,8 @@ export interface MediaJobInput {
   /** False for the operator: nothing was held, nothing is charged. */
   metered: boolean;
   work: SyncJobWork;
+  /** When the API accepted the request (ISO 8601): the row's `created_at` (the row is written when the job ends). */
+  acceptedAt?: string;
 }
 
 export interface MediaJobResult {

@@ -93,7 +93,7 @@ const banner = [
     ? `  Providers          SIMULATOR at ${simulator.url}: no provider API key is set, so every provider is simulated`
     : `  Providers          ${providers.map((provider) => provider.id).join(', ')}`,
   `  Messaging apps     ${messagingAppsLine()}`,
-  `  Media              ${mediaAvailability(createMediaEngines(createHostedMediaEngines(readSettings(environment), environment)))}`,
+  `  Media              ${mediaAvailability(createMediaEngines(createHostedMediaEngines(readSettings(environment), environment)))}${simulator ? '; hosted engines SIMULATED' : ''}`,
   `  Master key         ${environment.MASTER_KEY}${process.env.MASTER_KEY ? '' : `   (generated, kept in ${dataDir}/master-key)`}`,
   '',
   `  Try: curl -s ${gateway.url}/v1/chat/completions -H "Authorization: Bearer $MASTER_KEY" \\`,

@@ -69,7 +69,7 @@ const insertJob = {
   name: 'media-job-insert',
   text: `insert into media_jobs (id, kind, user_id, status, engine, request, result, credits, error, created_at, updated_at,
                                  finished_at)
-         values ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, now(), now(), now())
+         values ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, coalesce($10::timestamptz, now()), now(), now())
          on conflict (id) do nothing`,
 };
 
@@ -249,6 +249,7 @@ export function createMediaActivities({ pool, ledger, media }: MediaActivityDepe
         JSON.stringify(stored),
         credits,
         null,
+        input.acceptedAt ?? null,
       ]);
       await charge(input, engine, credits);
       return { jobId: input.jobId, kind, engine, credits, files, data: served.data };
@@ -266,6 +267,7 @@ export function createMediaActivities({ pool, ledger, media }: MediaActivityDepe
         null,
         0,
         input.error,
+        input.acceptedAt ?? null,
       ]);
       if (input.metered) {
         await ledger.release({

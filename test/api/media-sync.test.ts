@@ -96,6 +96,14 @@ describe('POST /api/v1/media/image', () => {
         'select kind, status, engine, credits, request from media_jobs where id = $1 and user_id = $2',
         [json.job_id, user_id],
       );
+      // Created when the API accepted it, finished when the prediction (about 1.5 s) was stored.
+      const [times] = (
+        await database.query(
+          'select finished_at - created_at > interval $$1 second$$ as took from media_jobs where id = $1',
+          [json.job_id],
+        )
+      ).rows as Array<{ took: boolean }>;
+      expect(times).toEqual({ took: true });
       expect(rows).toEqual([
         {
           kind: 'image',

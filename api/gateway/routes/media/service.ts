@@ -220,7 +220,7 @@ export class MediaService {
     this.assertAvailable(work);
     const order = { kind: work.kind, credits };
     const { jobId, workflowId, userId, metered } = await holdJobCredits(ledger, principal, order, idempotency);
-    const input: MediaJobInput = { jobId, userId, credits, metered, work };
+    const input: MediaJobInput = { jobId, userId, credits, metered, work, acceptedAt: new Date().toISOString() };
     try {
       const handle = await client.workflow.start<typeof mediaJob>('mediaJob', {
         workflowId,
