@@ -7,8 +7,8 @@
  * expressions that define functions (`f(x) = …`) refused before evaluation. Variables assigned inside an expression
  * live in a scope that is thrown away after it.
  */
-import { parentPort } from 'node:worker_threads';
 import { all, create, type MathNode } from 'mathjs';
+import { serveCalls } from '../threads/deadline-worker.ts';
 
 const math = create(all!, { number: 'number' });
 const evaluate = math.evaluate.bind(math);
@@ -42,15 +42,7 @@ math.import(
 );
 
 export interface CalculatorRequest {
-  id: number;
   expression: string;
-}
-
-export type CalculatorResponse = { id: number; ok: true; result: string } | { id: number; ok: false; error: string };
-
-/** Sent once mathjs is loaded: a calculation's deadline starts when the thread can calculate, not while it loads. */
-export interface CalculatorReady {
-  ready: true;
 }
 
 function calculate(expression: string): string {
@@ -66,14 +58,6 @@ function calculate(expression: string): string {
   return math.format(last, { precision: 14 });
 }
 
-parentPort?.on('message', (request: CalculatorRequest) => {
-  let response: CalculatorResponse;
-  try {
-    response = { id: request.id, ok: true, result: calculate(request.expression) };
-  } catch (error) {
-    response = { id: request.id, ok: false, error: error instanceof Error ? error.message : String(error) };
-  }
-  parentPort?.postMessage(response);
-});
-
-parentPort?.postMessage({ ready: true } satisfies CalculatorReady);
+// Ready once mathjs is loaded: a calculation's deadline starts when the thread can calculate, not while it loads.
+// An expression that cannot be evaluated throws, and its message is the calculator's answer.
+serveCalls(({ expression }: CalculatorRequest) => calculate(expression));

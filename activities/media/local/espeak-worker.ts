@@ -3,12 +3,11 @@
  * 22.05 kHz, and lamejs encodes it to MP3 here too, so neither the synthesis nor the encoding (about 1 s of CPU for
  * a 4,000-character text) runs on the caller's event loop. One request at a time: eSpeak's synthesis is synchronous.
  */
-import { parentPort } from 'node:worker_threads';
 import initializeEspeak from '@echogarden/espeak-ng-emscripten';
 import { Mp3Encoder } from '@breezystack/lamejs';
+import { serveCalls } from '../../threads/deadline-worker.ts';
 
 export interface EspeakRequest {
-  id: number;
   text: string;
   /** An eSpeak NG voice (`en-us`, `en-gb`, `ja`, …). */
   voice: string;
@@ -17,14 +16,9 @@ export interface EspeakRequest {
   kbps: number;
 }
 
+/** A refusal (`ok: false`) is the request's fault; anything unexpected is thrown and reaches the caller as such. */
 export type EspeakResponse =
-  | { id: number; ok: true; mp3: Uint8Array; samples: number; sampleRate: number }
-  | { id: number; ok: false; error: string; badInput: boolean };
-
-/** Sent once eSpeak NG is loaded; a request's deadline starts then. */
-export interface EspeakReady {
-  ready: true;
-}
+  { ok: true; mp3: Uint8Array; samples: number; sampleRate: number } | { ok: false; error: string };
 
 interface EspeakInstance {
   list_voices(): Array<{ identifier: string; languages: Array<{ name: string }> }>;
@@ -59,7 +53,7 @@ const encodeChunk = 1152 * 16;
 function speak(request: EspeakRequest): EspeakResponse {
   const voice = voiceNames.get(request.voice.toLowerCase());
   if (!voice || espeak.set_voice(voice) !== 0) {
-    return { id: request.id, ok: false, error: `eSpeak NG has no voice "${request.voice}"`, badInput: true };
+    return { ok: false, error: `eSpeak NG has no voice "${request.voice}"` };
   }
   espeak.set_rate(request.rate);
   const encoder = new Mp3Encoder(1, sampleRate, request.kbps);
@@ -76,29 +70,15 @@ function speak(request: EspeakRequest): EspeakResponse {
     return false; // false: go on synthesizing
   });
   push(encoder.flush());
-  if (samples === 0) return { id: request.id, ok: false, error: 'eSpeak NG produced no audio', badInput: true };
+  if (samples === 0) return { ok: false, error: 'eSpeak NG produced no audio' };
   const mp3 = new Uint8Array(parts.reduce((total, part) => total + part.length, 0));
   let offset = 0;
   for (const part of parts) {
     mp3.set(part, offset);
     offset += part.length;
   }
-  return { id: request.id, ok: true, mp3, samples, sampleRate };
+  return { ok: true, mp3, samples, sampleRate };
 }
 
-parentPort?.on('message', (request: EspeakRequest) => {
-  let response: EspeakResponse;
-  try {
-    response = speak(request);
-  } catch (error) {
-    response = {
-      id: request.id,
-      ok: false,
-      error: error instanceof Error ? error.message : String(error),
-      badInput: false,
-    };
-  }
-  parentPort?.postMessage(response, response.ok ? [response.mp3.buffer as ArrayBuffer] : []);
-});
-
-parentPort?.postMessage({ ready: true } satisfies EspeakReady);
+// Ready once eSpeak NG is loaded: a request's deadline starts then. The MP3 is moved to the caller, not copied.
+serveCalls(speak, (response) => (response.ok ? [response.mp3.buffer as ArrayBuffer] : []));
