@@ -1,4 +1,5 @@
 /** Shared pieces for provider tests: an in-process simulator, adapters pointed at it, stream helpers. */
+import { afterAll, afterEach, beforeAll, beforeEach } from '@jest/globals';
 import { createProviderAdapter } from '../../activities/providers/index.ts';
 import {
   ProviderError,
@@ -67,6 +68,45 @@ export async function startProviderHarness(): Promise<ProviderHarness> {
         ...overrides,
       }),
     close: () => simulator.close(),
+  };
+}
+
+/**
+ * The harness of a test file: started before its tests and closed after them (the hooks registered here); with
+ * `resetRequests`, each test starts with an empty request log, and with `clearFaults`, each test's faults are
+ * removed after it. Its fields are the started harness's, so read them inside tests and hooks.
+ */
+export function useProviderHarness(each: { resetRequests?: boolean; clearFaults?: boolean } = {}): ProviderHarness {
+  let started: ProviderHarness | undefined;
+  const current = () => {
+    if (!started) throw new Error('the provider harness starts in beforeAll: use it inside a test or a hook');
+    return started;
+  };
+  beforeAll(async () => {
+    started = await startProviderHarness();
+  });
+  if (each.resetRequests) {
+    beforeEach(async () => {
+      await current().control.resetRequests();
+    });
+  }
+  if (each.clearFaults) {
+    afterEach(async () => {
+      await current().control.clearFaults();
+    });
+  }
+  afterAll(async () => {
+    await started?.close();
+  });
+  return {
+    get simulator() {
+      return current().simulator;
+    },
+    get control() {
+      return current().control;
+    },
+    adapter: (protocol, overrides) => current().adapter(protocol, overrides),
+    close: () => current().close(),
   };
 }
 
