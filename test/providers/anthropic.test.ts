@@ -12,7 +12,7 @@ import {
   weatherTool,
 } from './provider-harness.ts';
 
-const harness = useProviderHarness({ resetRequests: true });
+const harness = useProviderHarness({ beforeEach: ['requests'] });
 
 async function lastBody(): Promise<unknown> {
   return (await harness.control.requests()).last?.body;

@@ -11,7 +11,7 @@ import {
   weatherTool,
 } from './provider-harness.ts';
 
-const harness = useProviderHarness({ resetRequests: true });
+const harness = useProviderHarness({ beforeEach: ['requests'] });
 
 describe('Gemini request mapping', () => {
   it('maps system, parameters and the JSON schema response format', async () => {

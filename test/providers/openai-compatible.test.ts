@@ -10,7 +10,7 @@ import {
   weatherTool,
 } from './provider-harness.ts';
 
-const harness = useProviderHarness({ resetRequests: true });
+const harness = useProviderHarness({ beforeEach: ['requests'] });
 
 const fullRequest: ProviderRequest = {
   model: 'gpt-test',

@@ -3,7 +3,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { ProviderRequest } from '../../activities/providers/types.ts';
 import { collect, collectUntilFailure, failureOf, protocols, useProviderHarness } from './provider-harness.ts';
 
-const harness = useProviderHarness({ clearFaults: true });
+const harness = useProviderHarness({ afterEach: ['faults'] });
 
 describe.each(protocols)('%s adapter under faults', (protocol) => {
   const model = `faulty-${protocol}`;

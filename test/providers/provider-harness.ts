@@ -71,30 +71,33 @@ export async function startProviderHarness(): Promise<ProviderHarness> {
   };
 }
 
+/** What a test file clears between its tests: the simulator's request log, its faults. */
+export type HarnessReset = 'requests' | 'faults';
+
 /**
- * The harness of a test file: started before its tests and closed after them (the hooks registered here); with
- * `resetRequests`, each test starts with an empty request log, and with `clearFaults`, each test's faults are
- * removed after it. Its fields are the started harness's, so read them inside tests and hooks.
+ * The harness of a test file: started before its tests and closed after them (the hooks registered here), with what
+ * `resets` names cleared before or after each test, in that order. Its fields are the started harness's, so read
+ * them inside tests and hooks.
  */
-export function useProviderHarness(each: { resetRequests?: boolean; clearFaults?: boolean } = {}): ProviderHarness {
+export function useProviderHarness(
+  resets: { beforeEach?: HarnessReset[]; afterEach?: HarnessReset[] } = {},
+): ProviderHarness {
   let started: ProviderHarness | undefined;
   const current = () => {
     if (!started) throw new Error('the provider harness starts in beforeAll: use it inside a test or a hook');
     return started;
   };
+  const clear = async (what: HarnessReset[]) => {
+    for (const reset of what) {
+      if (reset === 'faults') await current().control.clearFaults();
+      else await current().control.resetRequests();
+    }
+  };
   beforeAll(async () => {
     started = await startProviderHarness();
   });
-  if (each.resetRequests) {
-    beforeEach(async () => {
-      await current().control.resetRequests();
-    });
-  }
-  if (each.clearFaults) {
-    afterEach(async () => {
-      await current().control.clearFaults();
-    });
-  }
+  if (resets.beforeEach) beforeEach(() => clear(resets.beforeEach!));
+  if (resets.afterEach) afterEach(() => clear(resets.afterEach!));
   afterAll(async () => {
     await started?.close();
   });
