@@ -182,6 +182,22 @@ async function rpc(body: Json, headers: Record<string, string> = {}): Promise<Re
   return platform.agents('/a2a', { method: 'POST', key, body: JSON.stringify(body), headers });
 }
 
+/** A v0.3 JSON-RPC `message/send` with one text part (and `metadata` when given). */
+const v03MessageSend = (id: number, text: string, metadata?: Json) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'message/send',
+  params: {
+    message: {
+      kind: 'message',
+      messageId: randomUUID(),
+      role: 'user',
+      parts: [{ kind: 'text', text }],
+      ...(metadata ? { metadata } : {}),
+    },
+  },
+});
+
 describe('agent card', () => {
   it('is public and declares the JSON-RPC interface, streaming, push, the API key and one skill per public agent', async () => {
     const response = await platform.agents('/.well-known/agent-card.json', { method: 'GET' });
@@ -298,20 +314,7 @@ describe('the SDK client against our server', () => {
 
 describe('v0.3 JSON-RPC and the /a2a/tasks/send alias', () => {
   it('answers message/send and tasks/get in v0.3 shapes', async () => {
-    const response = await rpc({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'message/send',
-      params: {
-        message: {
-          kind: 'message',
-          messageId: randomUUID(),
-          role: 'user',
-          parts: [{ kind: 'text', text: 'Hello there' }],
-          metadata: { agent_id: opsAgent },
-        },
-      },
-    });
+    const response = await rpc(v03MessageSend(1, 'Hello there', { agent_id: opsAgent }));
     expect(response.status).toBe(200);
     const body = (await response.json()) as Json;
     expect(body.result).toMatchObject({ kind: 'task', status: { state: 'completed' } });
@@ -347,19 +350,7 @@ describe('hostile input', () => {
   });
 
   it('an oversize part is a JSON-RPC invalid-params error, not a 500', async () => {
-    const response = await rpc({
-      jsonrpc: '2.0',
-      id: 8,
-      method: 'message/send',
-      params: {
-        message: {
-          kind: 'message',
-          messageId: randomUUID(),
-          role: 'user',
-          parts: [{ kind: 'text', text: 'x'.repeat(40_000) }],
-        },
-      },
-    });
+    const response = await rpc(v03MessageSend(8, 'x'.repeat(40_000)));
     expect(response.status).toBe(200);
     expect(((await response.json()) as Json).error.code).toBe(-32602);
   });

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { newLineUser, newTelegramChat, simulatedMessengers, type MessengerName } from '../helpers/messengers.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
@@ -35,16 +36,6 @@ async function json(response: Response): Promise<Json> {
   return (await response.json()) as Json;
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false>, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
-}
-
 const { sentTo, link } = simulatedMessengers(() => platform);
 /** What the platform sent to a chat so far (`/<platform>/_sent`), not waiting. */
 const sentSoFar = (platformName: MessengerName, chat: string) => sentTo(platformName, chat, 0);
@@ -66,10 +57,14 @@ describe('a scheduled task of an account with linked messaging apps', () => {
     const task = await json(created);
 
     // Two runs reach both chats; then the task is paused and its last run allowed to finish.
-    await waitFor('two answers in each chat', async () => {
-      const [telegram, line] = [await sentSoFar('telegram', telegramChat), await sentSoFar('line', lineUser)];
-      return telegram.length >= 3 && line.length >= 3;
-    });
+    await waitFor(
+      'two answers in each chat',
+      async () => {
+        const [telegram, line] = [await sentSoFar('telegram', telegramChat), await sentSoFar('line', lineUser)];
+        return telegram.length >= 3 && line.length >= 3;
+      },
+      60_000,
+    );
     const paused = await platform.agents(`/schedule/tasks/${task.id as string}`, {
       method: 'PATCH',
       key,
@@ -88,18 +83,22 @@ describe('a scheduled task of an account with linked messaging apps', () => {
       (await json(await platform.agents(`/history/${encodeURIComponent(`schedule:${task.id as string}`)}`, { key })))
         .messages;
     // Settled: every run's turn finished and the chats have one answer per run (waiting out a run still going).
-    const settled = await waitFor('every run delivered', async () => {
-      const turns = await runs();
-      const answers = (await history()).filter((message) => message.role === 'assistant');
-      const [telegram, line] = [await sentSoFar('telegram', telegramChat), await sentSoFar('line', lineUser)];
-      const done = (await json(await platform.agents(`/schedule/tasks/${task.id as string}`, { key }))).last_run;
-      return (
-        done?.status === 'done' &&
-        answers.length === turns.length &&
-        telegram.length === turns.length + 1 &&
-        line.length === turns.length + 1 && { turns, answers }
-      );
-    });
+    const settled = await waitFor(
+      'every run delivered',
+      async () => {
+        const turns = await runs();
+        const answers = (await history()).filter((message) => message.role === 'assistant');
+        const [telegram, line] = [await sentSoFar('telegram', telegramChat), await sentSoFar('line', lineUser)];
+        const done = (await json(await platform.agents(`/schedule/tasks/${task.id as string}`, { key }))).last_run;
+        return (
+          done?.status === 'done' &&
+          answers.length === turns.length &&
+          telegram.length === turns.length + 1 &&
+          line.length === turns.length + 1 && { turns, answers }
+        );
+      },
+      60_000,
+    );
     expect(settled.turns.length).toBeGreaterThanOrEqual(2);
     await sleep(2_000);
 
