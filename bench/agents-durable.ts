@@ -3,7 +3,7 @@
  * chat turn: what an A2A `message/send` round trip costs over the same turn streamed from `/chat/stream`, and how
  * long after its cron instant a scheduled task's turn shows its first token.
  *
- * The setup is bench:agents' (bench/agent-service.ts): the provider simulator in its own process answering at once,
+ * The setup is bench:agents' (bench/shipped-run.ts): the provider simulator in its own process answering at once,
  * `npm start` in its own process tree, data directory and ports, a metered business key, the load from this process.
  * Two settings differ from the shipped defaults: `AGENT_IP_LIMIT_PER_MINUTE=0` (every request comes from one IP) and
  * `SCHEDULE_MIN_INTERVAL_SECONDS=2` (the default floor of 60 s would allow one firing a minute).
@@ -34,20 +34,20 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
+import { createBenchKey } from './arms.ts';
+import { benchLog, endBench, quick, sleep } from './bench-process.ts';
+import { post, postAgentChat, type Sample, type Target } from './http-client.ts';
+import { addedCell, failureLines, ms, rateCell, ratioCell, reportLead, writeResults } from './report.ts';
 import {
   figures,
-  measureCalls,
-  quick,
+  firstFailureLines,
+  measureLatency,
+  p50p95,
   waitForIdlePlatform,
-  withAgentService,
-  type AgentServiceRun,
-  type Figures,
-  type Measured,
-} from './agent-service.ts';
-import { createBenchKey } from './arms.ts';
-import { post, postAgentChat, type Sample, type Target } from './http-client.ts';
-import { percentile } from './load.ts';
-import { machineLine, ms, writeMarkdown } from './report.ts';
+  withShippedRun,
+  type LatencyRow,
+  type ShippedRun,
+} from './shipped-run.ts';
 
 const messages = quick ? 5 : Number(process.env.BENCH_A2A_N ?? 100);
 const firings = quick ? 3 : Number(process.env.BENCH_SCHEDULE_K ?? 30);
@@ -57,18 +57,7 @@ const prompt = 'Say hello to the benchmark in one short sentence.';
 const cron = '*/2 * * * * *';
 const cronPeriodMs = 2_000;
 
-const log = (line: string) => process.stderr.write(`[bench:agents-durable] ${line}\n`);
-const sleep = (milliseconds: number) => new Promise((resolve) => setTimeout(resolve, milliseconds));
-
-interface RoundTripRow {
-  arm: string;
-  clients: number;
-  n: number;
-  errors: number;
-  firstFailure?: string;
-  total: Figures;
-  perSecond: number;
-}
+const log = benchLog('bench:agents-durable');
 
 interface FiringRow {
   scheduledAt: number;
@@ -81,7 +70,7 @@ interface FiringRow {
 }
 
 const startedAt = Date.now();
-const phases: Array<{ title: string; rows: RoundTripRow[] }> = [];
+const phases: Array<{ title: string; rows: LatencyRow[] }> = [];
 let schedule:
   { rows: FiringRow[]; skippedOverlap: number; clockOffsetMs: number; taskId: string; dropped: number } | undefined;
 let failure: string | undefined;
@@ -100,7 +89,7 @@ function completedTask(body: string): boolean {
   }
 }
 
-async function roundTrips({ platform }: AgentServiceRun, key: string): Promise<void> {
+async function roundTrips({ platform }: ShippedRun, key: string): Promise<void> {
   const runId = randomBytes(4).toString('hex');
   let sessions = 0;
   const chatCall = () => {
@@ -134,32 +123,18 @@ async function roundTrips({ platform }: AgentServiceRun, key: string): Promise<v
     const title = clients === 1 ? `${messages} messages, one after another` : `${messages} messages from 8 clients`;
     log(title);
     await waitForIdlePlatform(platform, log);
-    const rows: RoundTripRow[] = [];
+    const rows: LatencyRow[] = [];
     for (const [arm, call] of [
       ['chat turn (/chat/stream to [DONE])', chatCall],
       ['A2A message/send', a2aCall],
     ] as Array<[string, () => Promise<Sample>]>) {
-      const measured: Measured<Sample> = await measureCalls(clients, messages, call);
-      const row: RoundTripRow = {
-        arm,
-        clients,
-        n: measured.samples.length,
-        errors: measured.errors,
-        ...(measured.firstFailure ? { firstFailure: measured.firstFailure } : {}),
-        total: figures(measured.samples.map((sample) => sample.totalMs)),
-        perSecond: measured.perSecond,
-      };
-      log(
-        `  ${arm} × ${clients}: n=${row.n} errors=${row.errors} p50=${ms(row.total.p50)} p95=${ms(row.total.p95)}` +
-          `${row.firstFailure ? ` (first failure: ${row.firstFailure})` : ''}`,
-      );
-      rows.push(row);
+      rows.push(await measureLatency(arm, clients, messages, call, log));
     }
     phases.push({ title, rows });
   }
 }
 
-async function scheduleFirings({ platform, ports: { temporal }, databaseUrl }: AgentServiceRun, key: string) {
+async function scheduleFirings({ platform, ports: { temporal }, databaseUrl }: ShippedRun, key: string) {
   const call = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${platform.agentsUrl}${path}`, {
       method,
@@ -241,7 +216,7 @@ async function scheduleFirings({ platform, ports: { temporal }, databaseUrl }: A
     schedule = { rows, skippedOverlap, clockOffsetMs, taskId, dropped: 1 };
     const delays = rows.map((row) => row.firstToken);
     log(
-      `  fire → first token: n=${rows.length} p50=${ms(percentile(delays, 50))} p95=${ms(percentile(delays, 95))} ` +
+      `  fire → first token: n=${rows.length}${p50p95(figures(delays))} ` +
         `max=${ms(Math.max(...delays))} (database clock offset ${ms(clockOffsetMs)} ms)`,
     );
   } finally {
@@ -250,27 +225,24 @@ async function scheduleFirings({ platform, ports: { temporal }, databaseUrl }: A
   }
 }
 
-function roundTripTable(rows: RoundTripRow[]): string {
-  const base = rows[0]!.total;
+function roundTripTable(rows: LatencyRow[]): string {
+  const base = rows[0]!.latency;
   const lines = [
     '| arm | n | errors | **p50** | p95 | **added p50** | added p95 | ratio p50 | ratio p95 | messages/s |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const [index, row] of rows.entries()) {
     const isBase = index === 0;
-    const added = (value: number, of: number) => (isBase ? '—' : ms(value - of));
-    const ratio = (value: number, of: number) =>
-      isBase || !Number.isFinite(value / of) ? '—' : `${(value / of).toFixed(2)}×`;
+    const added = (value: number, of: number) => addedCell(value, of, isBase);
+    const ratio = (value: number, of: number) => ratioCell(value, of, isBase);
     lines.push(
-      `| ${row.arm} | ${row.n} | ${row.errors} | **${ms(row.total.p50)}** | ${ms(row.total.p95)} | ` +
-        `**${added(row.total.p50, base.p50)}** | ${added(row.total.p95, base.p95)} | ` +
-        `${ratio(row.total.p50, base.p50)} | ${ratio(row.total.p95, base.p95)} | ` +
-        `${Number.isFinite(row.perSecond) ? row.perSecond.toFixed(1) : 'n/a'} |`,
+      `| ${row.arm} | ${row.n} | ${row.errors} | **${ms(row.latency.p50)}** | ${ms(row.latency.p95)} | ` +
+        `**${added(row.latency.p50, base.p50)}** | ${added(row.latency.p95, base.p95)} | ` +
+        `${ratio(row.latency.p50, base.p50)} | ${ratio(row.latency.p95, base.p95)} | ` +
+        `${rateCell(row.perSecond)} |`,
     );
   }
-  for (const row of rows.filter((row) => row.firstFailure)) {
-    lines.push('', `First failure of ${row.arm} × ${row.clients}: \`${row.firstFailure}\``);
-  }
+  lines.push(...firstFailureLines(rows));
   return lines.join('\n');
 }
 
@@ -285,8 +257,9 @@ function scheduleTable(rows: FiringRow[]): string {
   const lines = ['| after the cron instant | n | p50 | p95 | max |', '|---|---:|---:|---:|---:|'];
   for (const [name, pick] of stages) {
     const values = rows.map(pick);
+    const { p50, p95 } = figures(values);
     lines.push(
-      `| ${name} | ${values.length} | ${ms(percentile(values, 50))} | ${ms(percentile(values, 95))} | ` +
+      `| ${name} | ${values.length} | ${ms(p50)} | ${ms(p95)} | ` +
         `${ms(values.length ? Math.max(...values) : Number.NaN)} |`,
     );
   }
@@ -294,57 +267,56 @@ function scheduleTable(rows: FiringRow[]): string {
 }
 
 async function writeReport(): Promise<void> {
-  const report = [
-    '# Tessera agent-service durable features: A2A and schedules',
-    '',
-    `${machineLine()}${quick ? ' — **QUICK run (BENCH_QUICK=1): a smoke test, not figures**' : ''}. ` +
-      '`npm run bench:agents-durable`. `npm start` as shipped (persistent Temporal dev server, embedded PostgreSQL, ' +
-      'the API serving the gateway and the agent service with its in-process worker, the background worker) in its ' +
-      'own processes, data directory and ports, with a metered business key; two settings changed: ' +
-      '`AGENT_IP_LIMIT_PER_MINUTE=0` (all the load comes from one IP) and `SCHEDULE_MIN_INTERVAL_SECONDS=2` (a task ' +
-      'may fire every 2 s). Upstream: the provider simulator in its own process, answering at once; load: closed loop ' +
-      'from the bench process over node:http keep-alive, everything on the same cores.',
-    '',
-    '## A2A `message/send` round trip against a direct chat turn',
-    '',
-    '**chat turn**: `POST /chat/stream/{session_id}`, a new session each, timed from the request to `data: [DONE]` ' +
-      '(the whole turn). **A2A**: JSON-RPC v0.3 `message/send` on `POST /a2a` with the same message and the same key, ' +
-      'blocking (the SDK default), no contextId (a new context and task each), sent as plain JSON over the same ' +
-      'keep-alive client (not the `@a2a-js/sdk` client), timed to the response: a `completed` task with its answer. ' +
-      'Both routed (no agent named), so both make the same two model calls. "Added" and "ratio" are against the chat ' +
-      'turn in the same phase. Times in ms.',
-    '',
-    ...(failure ? [`**The run failed:** ${failure}`, ''] : []),
-    ...phases.flatMap((phase) => [`### ${phase.title}`, '', roundTripTable(phase.rows), '']),
-    '## Schedule fire-to-first-token',
-    '',
-    ...(schedule
-      ? [
-          `One task, cron \`${cron}\` (every 2 s), agent \`general\`, the same message; ${schedule.rows.length} ` +
-            `firings measured after ${schedule.dropped} warm-up firing. Times in ms after each firing's cron instant ` +
-            "(Temporal's `scheduledAt`): the schedule's action and the workflows' start times from Temporal, the " +
-            "journal rows' `created_at` from PostgreSQL (the first token's row is written at most 100 ms after the " +
-            'token reached a live subscriber: the journal flushes a batch 100 ms after its first event or at the end ' +
-            "of the model call, which with this upstream comes first). The database's clock read " +
-            `${ms(schedule.clockOffsetMs)} ms from this process's; firings skipped for overlap: ` +
-            `${schedule.skippedOverlap}.`,
-          '',
-          scheduleTable(schedule.rows),
-          '',
-        ]
-      : ['Not measured (the run stopped before).', '']),
-    `Bench wall time: ${((Date.now() - startedAt) / 1000).toFixed(0)} s.`,
-    '',
-  ].join('\n');
-  await writeMarkdown(new URL('./agents-durable-results.md', import.meta.url), report);
-  log('wrote bench/agents-durable-results.md');
+  await writeResults(
+    'agents-durable-results.md',
+    'Tessera agent-service durable features: A2A and schedules',
+    [
+      reportLead() +
+        '`npm run bench:agents-durable`. `npm start` as shipped (persistent Temporal dev server, embedded PostgreSQL, ' +
+        'the API serving the gateway and the agent service with its in-process worker, the background worker) in its ' +
+        'own processes, data directory and ports, with a metered business key; two settings changed: ' +
+        '`AGENT_IP_LIMIT_PER_MINUTE=0` (all the load comes from one IP) and `SCHEDULE_MIN_INTERVAL_SECONDS=2` (a task ' +
+        'may fire every 2 s). Upstream: the provider simulator in its own process, answering at once; load: closed loop ' +
+        'from the bench process over node:http keep-alive, everything on the same cores.',
+      '',
+      '## A2A `message/send` round trip against a direct chat turn',
+      '',
+      '**chat turn**: `POST /chat/stream/{session_id}`, a new session each, timed from the request to `data: [DONE]` ' +
+        '(the whole turn). **A2A**: JSON-RPC v0.3 `message/send` on `POST /a2a` with the same message and the same key, ' +
+        'blocking (the SDK default), no contextId (a new context and task each), sent as plain JSON over the same ' +
+        'keep-alive client (not the `@a2a-js/sdk` client), timed to the response: a `completed` task with its answer. ' +
+        'Both routed (no agent named), so both make the same two model calls. "Added" and "ratio" are against the chat ' +
+        'turn in the same phase. Times in ms.',
+      '',
+      ...failureLines(failure),
+      ...phases.flatMap((phase) => [`### ${phase.title}`, '', roundTripTable(phase.rows), '']),
+      '## Schedule fire-to-first-token',
+      '',
+      ...(schedule
+        ? [
+            `One task, cron \`${cron}\` (every 2 s), agent \`general\`, the same message; ${schedule.rows.length} ` +
+              `firings measured after ${schedule.dropped} warm-up firing. Times in ms after each firing's cron instant ` +
+              "(Temporal's `scheduledAt`): the schedule's action and the workflows' start times from Temporal, the " +
+              "journal rows' `created_at` from PostgreSQL (the first token's row is written at most 100 ms after the " +
+              'token reached a live subscriber: the journal flushes a batch 100 ms after its first event or at the end ' +
+              "of the model call, which with this upstream comes first). The database's clock read " +
+              `${ms(schedule.clockOffsetMs)} ms from this process's; firings skipped for overlap: ` +
+              `${schedule.skippedOverlap}.`,
+            '',
+            scheduleTable(schedule.rows),
+            '',
+          ]
+        : ['Not measured (the run stopped before).', '']),
+    ],
+    { startedAt, log },
+  );
 }
 
 let exitCode = 0;
 if (![messages, firings].every((value) => Number.isInteger(value) && value >= 1)) {
   failure = 'BENCH_A2A_N and BENCH_SCHEDULE_K must be positive integers';
 } else {
-  failure = await withAgentService(
+  failure = await withShippedRun(
     {
       name: 'bench-agents-durable',
       ports,
@@ -360,5 +332,4 @@ if (![messages, firings].every((value) => Number.isInteger(value) && value >= 1)
 }
 if (failure) exitCode = 1;
 await writeReport();
-process.exitCode = exitCode;
-setTimeout(() => process.exit(exitCode), 5_000).unref();
+endBench(exitCode);

@@ -21,10 +21,21 @@
  * Without the endpoint (HTTP 404, say) the direct arm is still measured and the report says why the agent arm failed.
  */
 import { randomBytes } from 'node:crypto';
-import { figures, measureCalls, quick, waitForIdlePlatform, withAgentService, type Figures } from './agent-service.ts';
 import { createBenchKey, type Platform } from './arms.ts';
+import { benchLog, endBench, quick } from './bench-process.ts';
 import { post, postAgentChat, type AgentSample, type Sample, type Target } from './http-client.ts';
-import { machineLine, ms, writeMarkdown } from './report.ts';
+import { addedCell, failureLines, ms, rateCell, ratioCell, reportLead, writeResults } from './report.ts';
+import {
+  figures,
+  firstFailureLines,
+  measureCalls,
+  measuredRow,
+  rowLogLine,
+  waitForIdlePlatform,
+  withShippedRun,
+  type Figures,
+  type MeasuredRow,
+} from './shipped-run.ts';
 
 const messages = quick ? 5 : Number(process.env.BENCH_AGENTS_N ?? 200);
 // Apart from `npm run bench`'s and `npm run bench:chat`'s ports (and `npm start`'s defaults).
@@ -32,18 +43,12 @@ const ports = { upstream: 19040, shipped: 18070, temporal: 17263, postgres: 1546
 const upstreamModel = 'gpt-4o-mini-2024-07-18';
 const prompt = 'Say hello to the benchmark in one short sentence.';
 
-const log = (line: string) => process.stderr.write(`[bench:agents] ${line}\n`);
+const log = benchLog('bench:agents');
 
-interface ArmFigures {
-  arm: string;
-  clients: number;
-  n: number;
-  errors: number;
-  firstFailure?: string;
+interface ArmFigures extends MeasuredRow {
   /** The agent arm only. */
   routed?: Figures;
   firstToken: Figures;
-  perSecond: number;
 }
 
 /** A warm-up, then `messages` measured calls from `clients` clients. */
@@ -51,21 +56,17 @@ async function measure(arm: string, clients: number, call: () => Promise<AgentSa
   const result = await measureCalls<AgentSample>(clients, messages, call);
   const samples = result.samples;
   const measured: ArmFigures = {
-    arm,
-    clients,
-    n: samples.length,
-    errors: result.errors,
-    ...(result.firstFailure ? { firstFailure: result.firstFailure } : {}),
+    ...measuredRow(arm, clients, result),
     ...(samples.some((sample) => sample.routedMs !== undefined)
       ? { routed: figures(samples.map((sample) => sample.routedMs)) }
       : {}),
     firstToken: figures(samples.map((sample) => sample.firstTokenMs)),
-    perSecond: result.perSecond,
   };
   log(
-    `  ${arm} × ${clients}: n=${measured.n} errors=${measured.errors}` +
-      `${measured.routed ? ` routed p50=${ms(measured.routed.p50)}` : ''} first token p50=${ms(measured.firstToken.p50)}` +
-      `${measured.firstFailure ? ` (first failure: ${measured.firstFailure})` : ''}`,
+    rowLogLine(
+      measured,
+      `${measured.routed ? ` routed p50=${ms(measured.routed.p50)}` : ''} first token p50=${ms(measured.firstToken.p50)}`,
+    ),
   );
   return measured;
 }
@@ -78,20 +79,17 @@ function phaseTable(rows: ArmFigures[]): string {
   ];
   for (const row of rows) {
     const isDirect = row.arm === 'direct';
-    const added = (value: number, base: number | undefined) =>
-      isDirect || base === undefined ? '—' : ms(value - base);
-    const ratio = (value: number, base: number | undefined) =>
-      isDirect || base === undefined || !Number.isFinite(value / base) ? '—' : `${(value / base).toFixed(2)}×`;
+    const added = (value: number, base: number | undefined) => addedCell(value, base, isDirect);
+    const ratio = (value: number, base: number | undefined) => ratioCell(value, base, isDirect);
     lines.push(
       `| ${row.arm} | ${row.n} | ${row.errors} | ${row.routed ? ms(row.routed.p50) : '—'} | ` +
         `${row.routed ? ms(row.routed.p95) : '—'} | **${ms(row.firstToken.p50)}** | ${ms(row.firstToken.p95)} | ` +
         `**${added(row.firstToken.p50, direct?.p50)}** | ${added(row.firstToken.p95, direct?.p95)} | ` +
         `${ratio(row.firstToken.p50, direct?.p50)} | ${ratio(row.firstToken.p95, direct?.p95)} | ` +
-        `${Number.isFinite(row.perSecond) ? row.perSecond.toFixed(1) : 'n/a'} |`,
+        `${rateCell(row.perSecond)} |`,
     );
   }
-  const failed = rows.filter((row) => row.firstFailure);
-  for (const row of failed) lines.push('', `First failure of ${row.arm} × ${row.clients}: \`${row.firstFailure}\``);
+  lines.push(...firstFailureLines(rows));
   return lines.join('\n');
 }
 
@@ -148,42 +146,40 @@ async function runPhases(platform: Platform, upstreamUrl: string): Promise<void>
 
 async function writeReport(): Promise<void> {
   const sections = phases.flatMap((phase) => [`## ${phase.title}`, '', phaseTable(phase.rows), '']);
-  const report = [
-    '# Tessera agent-chat benchmark',
-    '',
-    `${machineLine()}${quick ? ' — **QUICK run (BENCH_QUICK=1): a smoke test, not figures**' : ''}. ` +
-      '`npm run bench:agents`. `npm start` as shipped (persistent Temporal dev server, embedded PostgreSQL, the API ' +
-      'serving the gateway and the agent service with its in-process worker, the background worker) in its own ' +
-      'processes, data directory and ports, with a metered business key; the one setting changed is ' +
-      '`AGENT_IP_LIMIT_PER_MINUTE=0` (all the load comes from one IP). Upstream: the provider simulator in its own ' +
-      'process, answering at once; load: closed loop from the bench process over node:http keep-alive, everything on ' +
-      'the same cores. Times in ms from the request to the event.',
-    '',
-    '**direct**: `POST <simulator>/v1/chat/completions` with `stream: true` (model ' +
-      `\`${upstreamModel}\`), timed to its first content chunk. **agent chat**: \`POST /chat/stream/{session_id}\` ` +
-      'on the agent service, each message in a new session, timed to its `routed` event and its first `token` ' +
-      'event; it routes the message (a model call of its own) before the agent answers. "Added" and "ratio" compare ' +
-      'the first token with the direct arm in the same phase.',
-    '',
-    ...(failure ? [`**The run failed:** ${failure}`, ''] : []),
-    ...sections,
-    `Bench wall time: ${((Date.now() - startedAt) / 1000).toFixed(0)} s.`,
-    '',
-  ].join('\n');
-  await writeMarkdown(new URL('./agents-results.md', import.meta.url), report);
-  log('wrote bench/agents-results.md');
+  await writeResults(
+    'agents-results.md',
+    'Tessera agent-chat benchmark',
+    [
+      reportLead() +
+        '`npm run bench:agents`. `npm start` as shipped (persistent Temporal dev server, embedded PostgreSQL, the API ' +
+        'serving the gateway and the agent service with its in-process worker, the background worker) in its own ' +
+        'processes, data directory and ports, with a metered business key; the one setting changed is ' +
+        '`AGENT_IP_LIMIT_PER_MINUTE=0` (all the load comes from one IP). Upstream: the provider simulator in its own ' +
+        'process, answering at once; load: closed loop from the bench process over node:http keep-alive, everything on ' +
+        'the same cores. Times in ms from the request to the event.',
+      '',
+      '**direct**: `POST <simulator>/v1/chat/completions` with `stream: true` (model ' +
+        `\`${upstreamModel}\`), timed to its first content chunk. **agent chat**: \`POST /chat/stream/{session_id}\` ` +
+        'on the agent service, each message in a new session, timed to its `routed` event and its first `token` ' +
+        'event; it routes the message (a model call of its own) before the agent answers. "Added" and "ratio" compare ' +
+        'the first token with the direct arm in the same phase.',
+      '',
+      ...failureLines(failure),
+      ...sections,
+    ],
+    { startedAt, log },
+  );
 }
 
 let exitCode = 0;
 if (!Number.isInteger(messages) || messages < 1) {
   failure = 'BENCH_AGENTS_N must be a positive integer';
 } else {
-  failure = await withAgentService(
+  failure = await withShippedRun(
     { name: 'bench-agents', ports, environment: { AGENT_IP_LIMIT_PER_MINUTE: '0' }, log },
     ({ platform, upstream }) => runPhases(platform, upstream.url),
   );
 }
 if (failure) exitCode = 1;
 await writeReport();
-process.exitCode = exitCode;
-setTimeout(() => process.exit(exitCode), 5_000).unref();
+endBench(exitCode);

@@ -66,9 +66,27 @@ export interface Platform {
   stop(): Promise<void>;
 }
 
-/** Environment that points Tessera's OpenAI provider at the upstream (the only provider with a key). */
-function providerEnvironment(upstreamUrl: string): Record<string, string> {
-  return { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: `${upstreamUrl}/v1` };
+/**
+ * What both shapes of Tessera start with: the gateway on `port` and the agent service beside it (+100), on loopback,
+ * Temporal at `temporalAddress`, and the OpenAI provider pointed at the upstream (the only provider with a key).
+ */
+function platformEnvironment(options: {
+  port: number;
+  temporalAddress: string;
+  upstreamUrl: string;
+  masterKey: string;
+}): Record<string, string | undefined> {
+  return {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    OPENAI_API_KEY: 'bench',
+    OPENAI_BASE_URL: `${options.upstreamUrl}/v1`,
+    PORT: String(options.port),
+    AGENT_PORT: String(options.port + 100),
+    HOST: '127.0.0.1',
+    TEMPORAL_ADDRESS: options.temporalAddress,
+    MASTER_KEY: options.masterKey,
+  };
 }
 
 /** Tessera as shipped: `npm start` in its own process tree, with its own data directory and ports. */
@@ -91,17 +109,10 @@ export async function startShipped(options: {
     args: ['start'],
     cwd: repositoryRoot,
     env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      ...providerEnvironment(options.upstreamUrl),
+      ...platformEnvironment({ ...options, temporalAddress: `127.0.0.1:${options.temporalPort}` }),
       TESSERA_DATA_DIR: options.dataDir,
-      PORT: String(options.port),
-      AGENT_PORT: String(options.port + 100),
-      HOST: '127.0.0.1',
-      TEMPORAL_ADDRESS: `127.0.0.1:${options.temporalPort}`,
       TEMPORAL_UI_PORT: String(options.temporalPort + 1000),
       EMBEDDED_POSTGRES_PORT: String(options.postgresPort),
-      MASTER_KEY: options.masterKey,
       // Profiling runs pass e.g. --cpu-prof to every Node process of the platform.
       ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
       ...options.environment,
@@ -132,17 +143,7 @@ export async function startProduction(options: {
   masterKey: string;
   logDir: string;
 }): Promise<Platform> {
-  const environment = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    ...providerEnvironment(options.upstreamUrl),
-    DATABASE_URL: options.databaseUrl,
-    PORT: String(options.port),
-    AGENT_PORT: String(options.port + 100),
-    HOST: '127.0.0.1',
-    TEMPORAL_ADDRESS: options.temporalAddress,
-    MASTER_KEY: options.masterKey,
-  };
+  const environment = { ...platformEnvironment(options), DATABASE_URL: options.databaseUrl };
   const npmRun = (script: string) =>
     startChild({
       name: `npm run ${script}`,

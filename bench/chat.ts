@@ -19,44 +19,32 @@
  *
  * Writes bench/chat-results.md. BENCH_QUICK=1 runs a fraction of each cell (a smoke run, not figures).
  */
-import { mkdir, rm } from 'node:fs/promises';
 import { release } from 'node:os';
-import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { agent, post, type Target } from './http-client.ts';
-import {
-  createBenchKey,
-  repositoryRoot,
-  shippedProcesses,
-  startShipped,
-  startUpstream,
-  type Platform,
-  type Upstream,
-} from './arms.ts';
+import { post, type Target } from './http-client.ts';
+import { createBenchKey, shippedProcesses, type Platform, type Upstream } from './arms.ts';
+import { benchLog, endBench, quick, shrink } from './bench-process.ts';
 import { measureArm, type MeasuredArm } from './measure.ts';
-import { waitUntilIdle } from './resources.ts';
 import {
   cellTable,
   costTable,
-  machineLine,
+  failureLines,
   ms,
+  reportLead,
   stageTable,
   summarizeTimings,
   threadTable,
-  writeMarkdown,
+  writeResults,
   type ArmResult,
   type CellResult,
   type CellSpec,
   type StageTiming,
 } from './report.ts';
+import { waitForIdlePlatform, withShippedRun, type ShippedRun } from './shipped-run.ts';
 
-const quick = process.env.BENCH_QUICK === '1';
-const benchDir = join(repositoryRoot, '.data', 'bench-chat');
-const logDir = join(benchDir, 'logs');
 // Apart from `npm run bench`'s ports (and `npm start`'s defaults), so the two can share a machine.
 const ports = { upstream: 19020, shipped: 18090, temporal: 17243, postgres: 15442 };
-const shrink = (n: number) => (quick ? Math.max(5, Math.round(n / 8)) : n);
 
 const model = 'gpt-4o-mini';
 const upstreamModel = 'gpt-4o-mini-2024-07-18';
@@ -108,7 +96,7 @@ const cells: ChatCell[] = [
   },
 ];
 
-const log = (line: string) => process.stderr.write(`[bench:chat] ${line}\n`);
+const log = benchLog('bench:chat');
 
 /** Parses a JSON answer and applies a check to it; false for anything that is not JSON. */
 function answer<T>(check: (body: T) => boolean): (text: string) => boolean {
@@ -261,21 +249,17 @@ const startedAt = Date.now();
 const results: CellResult[] = [];
 const databaseRows: DatabaseRow[] = [];
 let completionTimings: StageTiming[] = [];
-let failure: string | undefined;
 let toolCount = 0;
 
-async function runCells(upstream: Upstream, platform: Platform): Promise<void> {
+async function runCells({ upstream, platform, databaseUrl }: ShippedRun): Promise<void> {
   const key = await createBenchKey(platform);
   const tools = await offeredTools(platform, key);
   toolCount = tools.length;
   const arms = buildArms(upstream, platform, key, tools);
   // After start-up the processes still compile and settle (the background worker's first schedules): not a cost
   // of the first arm.
-  const busy = await waitUntilIdle(() => shippedProcesses(platform), { maxBusy: 0.05, timeoutMs: 60_000 });
-  log(`platform idle (${(busy * 100).toFixed(0)} % of a core)`);
-  const database = new pg.Client({
-    connectionString: `postgres://postgres:postgres@127.0.0.1:${ports.postgres}/tessera`,
-  });
+  await waitForIdlePlatform(platform, log);
+  const database = new pg.Client({ connectionString: databaseUrl });
   database.on('error', () => undefined);
   await database.connect();
   try {
@@ -371,67 +355,35 @@ async function writeReport(): Promise<void> {
       '',
     );
   }
-  const report = [
-    '# Tessera chat-turn benchmark',
-    '',
-    `${machineLine()}${quick ? ' — **QUICK run (BENCH_QUICK=1): a smoke test, not figures**' : ''}. ` +
-      '`npm run bench:chat`. `npm start` as shipped (persistent Temporal dev server, embedded PostgreSQL, the API ' +
-      'with its in-process worker, the background worker) in its own processes, data directory and ports, with a ' +
-      'metered business key; upstream: the provider simulator in its own process, answering at once; load: closed ' +
-      `loop from the bench process over node:http keep-alive, everything on the same cores. Model \`${model}\` ` +
-      `(upstream \`${upstreamModel}\`). "Added" is the arm minus the direct call (one call to the simulator) in the ` +
-      'same cell. Latencies in ms; the whole request, answer included.',
-    '',
-    'Arms: **direct**, one call to the simulator; **direct tool loop**, the two calls a client doing the tool ' +
-      `round itself sends the simulator (the message with the ${toolCount} tools Tessera offers, then the ` +
-      'conversation with a canned calculator result; no tool is run); **tessera /v1/chat/completions**, not ' +
-      'streamed; **chat turn**, `POST /api/v1/chat` with a message naming no tool, each turn in a **new session** ' +
-      '(the same work each time: a session opened, a one-message history; the tools are offered to the model), or ' +
-      'every turn in **one session reused**, whose history grows by two messages a turn (all of it loaded and sent ' +
-      `to the model: ${shrink(500) * 2} messages by the last turn of cell A); **chat turn + calculator**, a message ` +
-      `with \`[[call calculator {"expression":"${expression}"}]]\`: two model calls and a tool run per turn, each ` +
-      'turn in a new session. Every answer is checked (a text answer; the calculator called and successful).',
-    '',
-    ...(failure ? [`**The run failed:** ${failure}`, ''] : []),
-    ...sections,
-    `Bench wall time: ${((Date.now() - startedAt) / 1000).toFixed(0)} s.`,
-    '',
-  ].join('\n');
-  await writeMarkdown(new URL('./chat-results.md', import.meta.url), report);
-  log('wrote bench/chat-results.md');
+  await writeResults(
+    'chat-results.md',
+    'Tessera chat-turn benchmark',
+    [
+      reportLead() +
+        '`npm run bench:chat`. `npm start` as shipped (persistent Temporal dev server, embedded PostgreSQL, the API ' +
+        'with its in-process worker, the background worker) in its own processes, data directory and ports, with a ' +
+        'metered business key; upstream: the provider simulator in its own process, answering at once; load: closed ' +
+        `loop from the bench process over node:http keep-alive, everything on the same cores. Model \`${model}\` ` +
+        `(upstream \`${upstreamModel}\`). "Added" is the arm minus the direct call (one call to the simulator) in the ` +
+        'same cell. Latencies in ms; the whole request, answer included.',
+      '',
+      'Arms: **direct**, one call to the simulator; **direct tool loop**, the two calls a client doing the tool ' +
+        `round itself sends the simulator (the message with the ${toolCount} tools Tessera offers, then the ` +
+        'conversation with a canned calculator result; no tool is run); **tessera /v1/chat/completions**, not ' +
+        'streamed; **chat turn**, `POST /api/v1/chat` with a message naming no tool, each turn in a **new session** ' +
+        '(the same work each time: a session opened, a one-message history; the tools are offered to the model), or ' +
+        'every turn in **one session reused**, whose history grows by two messages a turn (all of it loaded and sent ' +
+        `to the model: ${shrink(500) * 2} messages by the last turn of cell A); **chat turn + calculator**, a message ` +
+        `with \`[[call calculator {"expression":"${expression}"}]]\`: two model calls and a tool run per turn, each ` +
+        'turn in a new session. Every answer is checked (a text answer; the calculator called and successful).',
+      '',
+      ...failureLines(failure),
+      ...sections,
+    ],
+    { startedAt, log },
+  );
 }
 
-let upstream: Upstream | undefined;
-let platform: Platform | undefined;
-let exitCode = 0;
-try {
-  await rm(benchDir, { recursive: true, force: true });
-  await mkdir(logDir, { recursive: true });
-  log(`logs in ${logDir}`);
-  upstream = await startUpstream(ports.upstream, logDir);
-  log('starting `npm start` (first run of its data directory: dev server store, embedded PostgreSQL, migrations)');
-  platform = await startShipped({
-    port: ports.shipped,
-    temporalPort: ports.temporal,
-    postgresPort: ports.postgres,
-    dataDir: join(benchDir, 'npm-start-data'),
-    upstreamUrl: upstream.url,
-    masterKey: `te_bench_${randomBytes(16).toString('hex')}`,
-    logDir,
-  });
-  await runCells(upstream, platform);
-} catch (error) {
-  exitCode = 1;
-  failure = error instanceof Error ? error.message : String(error);
-  log(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-} finally {
-  agent.destroy();
-  if (platform) {
-    log('stopping `npm start`');
-    await platform.stop().catch(() => undefined);
-  }
-  await upstream?.child.stop(5_000);
-}
+const failure = await withShippedRun({ name: 'bench-chat', ports, log }, runCells);
 await writeReport();
-process.exitCode = exitCode;
-setTimeout(() => process.exit(exitCode), 5_000).unref();
+endBench(failure ? 1 : 0);

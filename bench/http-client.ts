@@ -2,7 +2,7 @@
  * The bench's HTTP client: plain `node:http` over one keep-alive agent, used the same way for the gateway and
  * for the simulator so both sides pay the same client cost. Every request has a deadline, so no call can hang.
  */
-import { Agent, request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest, type ClientRequest } from 'node:http';
 
 export const agent = new Agent({ keepAlive: true, maxSockets: 256, keepAliveMsecs: 10_000 });
 
@@ -29,6 +29,48 @@ export interface Target {
 }
 
 /**
+ * One timed request: `send` issues it and reports its outcome through `finish`, which keeps the first report only
+ * (a response error after the end, a timeout after an error) and adds the time since the start.
+ */
+function timed<S extends Sample>(
+  send: (finish: (sample: Omit<S, 'totalMs'>) => void, startedAt: number) => void,
+): Promise<S> {
+  const startedAt = performance.now();
+  return new Promise((resolve) => {
+    let settled = false;
+    send((sample) => {
+      if (settled) return;
+      settled = true;
+      resolve({ ...sample, totalMs: performance.now() - startedAt } as S);
+    }, startedAt);
+  });
+}
+
+/** The request headers of a call to `target`: accepting `accept`, with a JSON body's type and length when it has one. */
+function requestHeaders(target: Target, accept: string, body?: string): Record<string, string | number> {
+  return {
+    ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }),
+    accept,
+    ...target.headers,
+  };
+}
+
+/** Sends a request with a deadline (`timeoutMs`, then destroyed: the error handler reports it) and its body. */
+function dispatch(
+  req: ClientRequest,
+  timeoutMs: number,
+  onError: (cause: Error) => void,
+  body: string | undefined,
+): void {
+  req.setTimeout(timeoutMs, () => req.destroy(new Error('bench request timed out')));
+  req.on('error', onError);
+  req.end(body);
+}
+
+/** A request that failed before any response (refused, reset, timed out). */
+const requestFailure = (cause: Error) => ({ ok: false, status: 0, failure: `request error: ${cause.message}` });
+
+/**
  * POSTs a JSON body and reads the whole response; for event streams, also times the first content event. With
  * `expect`, a non-streamed 200 counts as a success only when its body passes it (an answer of the expected shape).
  */
@@ -38,68 +80,47 @@ export function post(
   stream: boolean,
   expect?: (responseBody: string) => boolean,
 ): Promise<Sample> {
-  const startedAt = performance.now();
-  return new Promise((resolve) => {
-    let settled = false;
-    const finish = (sample: Omit<Sample, 'totalMs'>) => {
-      if (settled) return;
-      settled = true;
-      resolve({ ...sample, totalMs: performance.now() - startedAt });
-    };
-    const req = httpRequest(
-      target.url,
-      {
-        method: 'POST',
-        agent,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
-          accept: stream ? 'text/event-stream' : 'application/json',
-          ...target.headers,
-        },
-      },
-      (res) => {
-        const status = res.statusCode ?? 0;
-        const serverTiming = [res.headers['server-timing']].flat().join(', ') || undefined;
-        res.setEncoding('utf8');
-        let firstTokenMs: number | undefined;
-        let buffer = '';
-        let sawDone = false;
-        let responseBody = '';
-        res.on('data', (chunk: string) => {
-          if (expect && !stream) responseBody += chunk;
-          if (!stream || status !== 200) return;
-          if (firstTokenMs !== undefined && sawDone) return;
-          buffer += chunk;
-          for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-            const event = buffer.slice(0, end);
-            buffer = buffer.slice(end + 2);
-            for (const line of event.split('\n')) {
-              if (!line.startsWith('data:')) continue;
-              const data = line.slice(5).trim();
-              if (data === '[DONE]') sawDone = true;
-              else if (firstTokenMs === undefined && hasContent(data)) firstTokenMs = performance.now() - startedAt;
-            }
+  return timed<Sample>((finish, startedAt) => {
+    const headers = requestHeaders(target, stream ? 'text/event-stream' : 'application/json', body);
+    const req = httpRequest(target.url, { method: 'POST', agent, headers }, (res) => {
+      const status = res.statusCode ?? 0;
+      const serverTiming = [res.headers['server-timing']].flat().join(', ') || undefined;
+      res.setEncoding('utf8');
+      let firstTokenMs: number | undefined;
+      let buffer = '';
+      let sawDone = false;
+      let responseBody = '';
+      res.on('data', (chunk: string) => {
+        if (expect && !stream) responseBody += chunk;
+        if (!stream || status !== 200) return;
+        if (firstTokenMs !== undefined && sawDone) return;
+        buffer += chunk;
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+          const event = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          for (const line of event.split('\n')) {
+            if (!line.startsWith('data:')) continue;
+            const data = line.slice(5).trim();
+            if (data === '[DONE]') sawDone = true;
+            else if (firstTokenMs === undefined && hasContent(data)) firstTokenMs = performance.now() - startedAt;
           }
+        }
+      });
+      res.on('end', () => {
+        const ok =
+          status === 200 &&
+          (stream ? firstTokenMs !== undefined && sawDone : expect === undefined || expect(responseBody));
+        finish({
+          ok,
+          status,
+          ...(!ok && expect && !stream ? { failure: `HTTP ${status} ${responseBody.slice(0, 300)}` } : {}),
+          ...(firstTokenMs === undefined ? {} : { firstTokenMs }),
+          ...(serverTiming === undefined ? {} : { serverTiming }),
         });
-        res.on('end', () => {
-          const ok =
-            status === 200 &&
-            (stream ? firstTokenMs !== undefined && sawDone : expect === undefined || expect(responseBody));
-          finish({
-            ok,
-            status,
-            ...(!ok && expect && !stream ? { failure: `HTTP ${status} ${responseBody.slice(0, 300)}` } : {}),
-            ...(firstTokenMs === undefined ? {} : { firstTokenMs }),
-            ...(serverTiming === undefined ? {} : { serverTiming }),
-          });
-        });
-        res.on('error', () => finish({ ok: false, status }));
-      },
-    );
-    req.setTimeout(requestTimeoutMs, () => req.destroy(new Error('bench request timed out')));
-    req.on('error', () => finish({ ok: false, status: 0 }));
-    req.end(body);
+      });
+      res.on('error', () => finish({ ok: false, status }));
+    });
+    dispatch(req, requestTimeoutMs, () => finish({ ok: false, status: 0 }), body);
   });
 }
 
@@ -113,19 +134,8 @@ export function exchange(
   options: { body?: string; okStatus?: number; expect?: (responseBody: string) => boolean } = {},
 ): Promise<Sample> {
   const { body, okStatus = 200, expect } = options;
-  const startedAt = performance.now();
-  return new Promise((resolve) => {
-    let settled = false;
-    const finish = (sample: Omit<Sample, 'totalMs'>) => {
-      if (settled) return;
-      settled = true;
-      resolve({ ...sample, totalMs: performance.now() - startedAt });
-    };
-    const headers: Record<string, string | number> = { accept: 'application/json', ...target.headers };
-    if (body !== undefined) {
-      headers['content-type'] = 'application/json';
-      headers['content-length'] = Buffer.byteLength(body);
-    }
+  return timed<Sample>((finish) => {
+    const headers = requestHeaders(target, 'application/json', body);
     const req = httpRequest(target.url, { method, agent, headers }, (res) => {
       const status = res.statusCode ?? 0;
       res.setEncoding('utf8');
@@ -137,9 +147,7 @@ export function exchange(
       });
       res.on('error', () => finish({ ok: false, status }));
     });
-    req.setTimeout(requestTimeoutMs, () => req.destroy(new Error('bench request timed out')));
-    req.on('error', (cause) => finish({ ok: false, status: 0, failure: `request error: ${cause.message}` }));
-    req.end(body);
+    dispatch(req, requestTimeoutMs, (cause) => finish(requestFailure(cause)), body);
   });
 }
 
@@ -167,92 +175,71 @@ export interface AgentSample extends Sample {
  * agent_id and confidence, a token, and the closing `data: [DONE]`, without an `error` event.
  */
 export function postAgentChat(target: Target, body: string): Promise<AgentSample> {
-  const startedAt = performance.now();
-  return new Promise((resolve) => {
-    let settled = false;
-    const finish = (sample: Omit<AgentSample, 'totalMs'>) => {
-      if (settled) return;
-      settled = true;
-      resolve({ ...sample, totalMs: performance.now() - startedAt });
-    };
-    const req = httpRequest(
-      target.url,
-      {
-        method: 'POST',
-        agent,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
-          accept: 'text/event-stream',
-          ...target.headers,
-        },
-      },
-      (res) => {
-        const status = res.statusCode ?? 0;
-        const streamed = (res.headers['content-type'] ?? '').startsWith('text/event-stream');
-        res.setEncoding('utf8');
-        let buffer = '';
-        let routedMs: number | undefined;
-        let firstTokenMs: number | undefined;
-        let done = false;
-        let error: string | undefined;
-        res.on('data', (chunk: string) => {
-          buffer += chunk;
-          if (status !== 200 || !streamed) return;
-          for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-            const frame = buffer.slice(0, end);
-            buffer = buffer.slice(end + 2);
-            const data = frame
-              .split('\n')
-              .filter((line) => line.startsWith('data:'))
-              .map((line) => line.slice(5).trimStart())
-              .join('\n');
-            if (data === '') continue;
-            if (data === '[DONE]') {
-              done = true;
-              continue;
-            }
-            let event: { type?: string; agent_id?: unknown; confidence?: unknown; text?: unknown; message?: unknown };
-            try {
-              event = JSON.parse(data) as typeof event;
-            } catch {
-              error ??= `malformed event: ${data.slice(0, 200)}`;
-              continue;
-            }
-            const at = performance.now() - startedAt;
-            if (event.type === 'routed' && routedMs === undefined) {
-              if (typeof event.agent_id !== 'string' || typeof event.confidence !== 'number') {
-                error ??= `routed event without agent_id and confidence: ${data.slice(0, 200)}`;
-              }
-              routedMs = at;
-            } else if (event.type === 'token' && firstTokenMs === undefined && typeof event.text === 'string') {
-              firstTokenMs = at;
-            } else if (event.type === 'error') {
-              error ??= `error event: ${data.slice(0, 300)}`;
-            }
+  return timed<AgentSample>((finish, startedAt) => {
+    const headers = requestHeaders(target, 'text/event-stream', body);
+    const req = httpRequest(target.url, { method: 'POST', agent, headers }, (res) => {
+      const status = res.statusCode ?? 0;
+      const streamed = (res.headers['content-type'] ?? '').startsWith('text/event-stream');
+      res.setEncoding('utf8');
+      let buffer = '';
+      let routedMs: number | undefined;
+      let firstTokenMs: number | undefined;
+      let done = false;
+      let error: string | undefined;
+      res.on('data', (chunk: string) => {
+        buffer += chunk;
+        if (status !== 200 || !streamed) return;
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+          const frame = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = frame
+            .split('\n')
+            .filter((line) => line.startsWith('data:'))
+            .map((line) => line.slice(5).trimStart())
+            .join('\n');
+          if (data === '') continue;
+          if (data === '[DONE]') {
+            done = true;
+            continue;
           }
+          let event: { type?: string; agent_id?: unknown; confidence?: unknown; text?: unknown; message?: unknown };
+          try {
+            event = JSON.parse(data) as typeof event;
+          } catch {
+            error ??= `malformed event: ${data.slice(0, 200)}`;
+            continue;
+          }
+          const at = performance.now() - startedAt;
+          if (event.type === 'routed' && routedMs === undefined) {
+            if (typeof event.agent_id !== 'string' || typeof event.confidence !== 'number') {
+              error ??= `routed event without agent_id and confidence: ${data.slice(0, 200)}`;
+            }
+            routedMs = at;
+          } else if (event.type === 'token' && firstTokenMs === undefined && typeof event.text === 'string') {
+            firstTokenMs = at;
+          } else if (event.type === 'error') {
+            error ??= `error event: ${data.slice(0, 300)}`;
+          }
+        }
+      });
+      res.on('end', () => {
+        let failure: string | undefined;
+        if (status !== 200) failure = `HTTP ${status} ${buffer.slice(0, 300)}`;
+        else if (!streamed) failure = `HTTP 200 but ${res.headers['content-type'] ?? 'no content type'}, not SSE`;
+        else if (error) failure = error;
+        else if (routedMs === undefined) failure = 'no routed event';
+        else if (firstTokenMs === undefined) failure = 'no token event';
+        else if (!done) failure = 'the stream did not end with data: [DONE]';
+        finish({
+          ok: failure === undefined,
+          status,
+          ...(routedMs === undefined ? {} : { routedMs }),
+          ...(firstTokenMs === undefined ? {} : { firstTokenMs }),
+          ...(failure === undefined ? {} : { failure }),
         });
-        res.on('end', () => {
-          let failure: string | undefined;
-          if (status !== 200) failure = `HTTP ${status} ${buffer.slice(0, 300)}`;
-          else if (!streamed) failure = `HTTP 200 but ${res.headers['content-type'] ?? 'no content type'}, not SSE`;
-          else if (error) failure = error;
-          else if (routedMs === undefined) failure = 'no routed event';
-          else if (firstTokenMs === undefined) failure = 'no token event';
-          else if (!done) failure = 'the stream did not end with data: [DONE]';
-          finish({
-            ok: failure === undefined,
-            status,
-            ...(routedMs === undefined ? {} : { routedMs }),
-            ...(firstTokenMs === undefined ? {} : { firstTokenMs }),
-            ...(failure === undefined ? {} : { failure }),
-          });
-        });
-        res.on('error', (cause) => finish({ ok: false, status, failure: `response error: ${cause.message}` }));
-      },
-    );
-    req.setTimeout(agentRequestTimeoutMs, () => req.destroy(new Error('bench request timed out')));
-    req.on('error', (cause) => finish({ ok: false, status: 0, failure: `request error: ${cause.message}` }));
-    req.end(body);
+      });
+      res.on('error', (cause) => finish({ ok: false, status, failure: `response error: ${cause.message}` }));
+    });
+    dispatch(req, agentRequestTimeoutMs, (cause) => finish(requestFailure(cause)), body);
   });
 }

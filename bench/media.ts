@@ -1,7 +1,7 @@
 /**
  * `npm run bench:media`: asynchronous media jobs on `npm start` as shipped, with Replicate played by the provider
  * simulator in its own process (REPLICATE_API_TOKEN and REPLICATE_BASE_URL point at it; nothing else changes), the
- * load from this process (the setup of bench/agent-service.ts).
+ * load from this process (the setup of bench/shipped-run.ts).
  *
  * 1. Submit latency: `POST /api/v1/media/video` (a 5 s standard video; the price held, the row written, the
  *    `mediaVideo` workflow started, `202 queued`) from 1 and then 16 clients, beside `GET /health` at the same
@@ -23,10 +23,18 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { Client, Connection } from '@temporalio/client';
-import { figures, measureCalls, quick, waitForIdlePlatform, withAgentService, type Figures } from './agent-service.ts';
 import { createBenchKey, type Platform } from './arms.ts';
+import { benchLog, endBench, quick, sleep } from './bench-process.ts';
 import { exchange, type Target } from './http-client.ts';
-import { machineLine, ms, writeMarkdown } from './report.ts';
+import { failureLines, ms, reportLead, writeResults } from './report.ts';
+import {
+  figures,
+  firstFailureLines,
+  measureLatency,
+  waitForIdlePlatform,
+  withShippedRun,
+  type LatencyRow,
+} from './shipped-run.ts';
 import { readSettings } from '../config/settings.ts';
 
 // Apart from the other benches' ports (and `npm start`'s defaults).
@@ -44,18 +52,7 @@ const clientPollMs = 50;
 /** The shortest prediction of the delay phase: long enough for the create to be done well before it ends. */
 const minRunMs = 1_000;
 
-const log = (line: string) => process.stderr.write(`[bench:media] ${line}\n`);
-const sleep = (milliseconds: number) => new Promise((resolve) => setTimeout(resolve, milliseconds));
-
-interface SubmitRow {
-  arm: string;
-  clients: number;
-  n: number;
-  errors: number;
-  firstFailure?: string;
-  latency: Figures;
-  perSecond: number;
-}
+const log = benchLog('bench:media');
 
 interface DelayRow {
   runMs: number;
@@ -73,7 +70,7 @@ interface DelayRun {
 }
 
 const startedAt = Date.now();
-const submitRows: SubmitRow[] = [];
+const submitRows: LatencyRow[] = [];
 const delayRuns: DelayRun[] = [];
 let failure: string | undefined;
 
@@ -123,21 +120,7 @@ async function submitLatency(platform: Platform, key: string, databaseUrl: strin
       ['GET /health', () => exchange('GET', health)],
       ['POST /api/v1/media/video', () => exchange('POST', video, { body, okStatus: 202, expect: queued })],
     ] as const) {
-      const measured = await measureCalls(clients, requests, call);
-      const row: SubmitRow = {
-        arm,
-        clients,
-        n: measured.samples.length,
-        errors: measured.errors,
-        ...(measured.firstFailure ? { firstFailure: measured.firstFailure } : {}),
-        latency: figures(measured.samples.map((sample) => sample.totalMs)),
-        perSecond: measured.perSecond,
-      };
-      submitRows.push(row);
-      log(
-        `  ${arm} × ${clients}: n=${row.n} errors=${row.errors} p50=${ms(row.latency.p50)} p95=${ms(row.latency.p95)}` +
-          `${row.firstFailure ? ` (first failure: ${row.firstFailure})` : ''}`,
-      );
+      submitRows.push(await measureLatency(arm, clients, requests, call, log));
     }
     log(`  waiting for the submitted jobs to end (${shippedIntervalMs} ms between polls)`);
     await untilJobsEnded(databaseUrl);
@@ -287,9 +270,7 @@ function submitTable(): string {
         `${isDirect ? '—' : added} | ${isDirect ? '—' : ratio} | ${row.perSecond.toFixed(0)} |`,
     );
   }
-  for (const row of submitRows) {
-    if (row.firstFailure) lines.push('', `First failure of ${row.arm} × ${row.clients}: \`${row.firstFailure}\``);
-  }
+  lines.push(...firstFailureLines(submitRows));
   return lines.join('\n');
 }
 
@@ -316,53 +297,52 @@ function delayTable(): string {
 }
 
 async function writeReport(): Promise<void> {
-  const report = [
-    '# Tessera media jobs benchmark',
-    '',
-    `${machineLine()}${quick ? ' — **QUICK run (BENCH_QUICK=1): a smoke test, not figures**' : ''}. ` +
-      '`npm run bench:media`. `npm start` as shipped (persistent Temporal dev server, embedded PostgreSQL, the API ' +
-      'with its in-process worker, the background worker) in its own processes, data directory and ports, with a ' +
-      'metered business key; Replicate played by the provider simulator in its own process ' +
-      '(`REPLICATE_API_TOKEN`, `REPLICATE_BASE_URL`); load: from the bench process over node:http keep-alive, ' +
-      'everything on the same cores. Times in ms.',
-    '',
-    '## Submit latency: `POST /api/v1/media/video` to `202 queued`',
-    '',
-    'A 5 s standard video (50 credits held, the row written, the `mediaVideo` workflow started), beside ' +
-      '`GET /health` at the same concurrency in the same run: the HTTP stack alone. "Added" and "ratio" are ' +
-      'against `GET /health`. After each concurrency the bench waited for every submitted job to end.',
-    '',
-    submitRows.length ? submitTable() : 'Not measured (the run stopped before).',
-    '',
-    '## Completion delay: the provider done to the job read `completed`',
-    '',
-    `${delayRounds} rounds of ${delayJobs} videos submitted together (after one warm-up video), their ` +
-      `predictions' run times spread evenly over one poll interval or 1 s if longer (from ${minRunMs} ms on), each ` +
-      'watched by its own client with `GET /api/v1/media/video/{id}`: once a second until the run time has passed since its ' +
-      `submit (the provider cannot be done before), then every ${clientPollMs} ms. All figures are after the ` +
-      "prediction's `completed_at` (the simulator's, in Replicate's wire shape): **job** is the job's own " +
-      '`completed_at` (the poll saw `succeeded`, the MP4 was downloaded and stored, the hold charged), **client** ' +
-      'when a client first read `completed`. The workflow creates the prediction, then sleeps ' +
-      '`MEDIA_POLL_INTERVAL_MS` before each poll, so a prediction that ends at run time T is seen by the first ' +
-      'poll after T: **predicted** is interval × ⌈T / interval⌉ − T, the rest of the interval in which it ended, ' +
-      'as if the polls fell exactly on multiples of the interval from the creation (each poll cycle really takes ' +
-      'the interval plus its own time: the create, the timer, the poll activity, so over several polls the grid ' +
-      'slips later than that). The delay is therefore between 0 and one interval plus one cycle of work, about ' +
-      'half an interval on average. The last column is how long after it started each poll timer of these jobs ' +
-      "fired (the workflows' histories: `TimerStarted` to `TimerFired`), the floor of a poll cycle. The shipped " +
-      `interval is ${shippedIntervalMs} ms.`,
-    '',
-    delayRuns.length ? delayTable() : 'Not measured (the run stopped before).',
-    '',
-    ...(failure ? [`**The run failed:** ${failure}`, ''] : []),
-    `Bench wall time: ${((Date.now() - startedAt) / 1000).toFixed(0)} s.`,
-    '',
-  ].join('\n');
-  await writeMarkdown(new URL('./media-results.md', import.meta.url), report);
-  log('wrote bench/media-results.md');
+  await writeResults(
+    'media-results.md',
+    'Tessera media jobs benchmark',
+    [
+      reportLead() +
+        '`npm run bench:media`. `npm start` as shipped (persistent Temporal dev server, embedded PostgreSQL, the API ' +
+        'with its in-process worker, the background worker) in its own processes, data directory and ports, with a ' +
+        'metered business key; Replicate played by the provider simulator in its own process ' +
+        '(`REPLICATE_API_TOKEN`, `REPLICATE_BASE_URL`); load: from the bench process over node:http keep-alive, ' +
+        'everything on the same cores. Times in ms.',
+      '',
+      '## Submit latency: `POST /api/v1/media/video` to `202 queued`',
+      '',
+      'A 5 s standard video (50 credits held, the row written, the `mediaVideo` workflow started), beside ' +
+        '`GET /health` at the same concurrency in the same run: the HTTP stack alone. "Added" and "ratio" are ' +
+        'against `GET /health`. After each concurrency the bench waited for every submitted job to end.',
+      '',
+      submitRows.length ? submitTable() : 'Not measured (the run stopped before).',
+      '',
+      '## Completion delay: the provider done to the job read `completed`',
+      '',
+      `${delayRounds} rounds of ${delayJobs} videos submitted together (after one warm-up video), their ` +
+        `predictions' run times spread evenly over one poll interval or 1 s if longer (from ${minRunMs} ms on), each ` +
+        'watched by its own client with `GET /api/v1/media/video/{id}`: once a second until the run time has passed since its ' +
+        `submit (the provider cannot be done before), then every ${clientPollMs} ms. All figures are after the ` +
+        "prediction's `completed_at` (the simulator's, in Replicate's wire shape): **job** is the job's own " +
+        '`completed_at` (the poll saw `succeeded`, the MP4 was downloaded and stored, the hold charged), **client** ' +
+        'when a client first read `completed`. The workflow creates the prediction, then sleeps ' +
+        '`MEDIA_POLL_INTERVAL_MS` before each poll, so a prediction that ends at run time T is seen by the first ' +
+        'poll after T: **predicted** is interval × ⌈T / interval⌉ − T, the rest of the interval in which it ended, ' +
+        'as if the polls fell exactly on multiples of the interval from the creation (each poll cycle really takes ' +
+        'the interval plus its own time: the create, the timer, the poll activity, so over several polls the grid ' +
+        'slips later than that). The delay is therefore between 0 and one interval plus one cycle of work, about ' +
+        'half an interval on average. The last column is how long after it started each poll timer of these jobs ' +
+        "fired (the workflows' histories: `TimerStarted` to `TimerFired`), the floor of a poll cycle. The shipped " +
+        `interval is ${shippedIntervalMs} ms.`,
+      '',
+      delayRuns.length ? delayTable() : 'Not measured (the run stopped before).',
+      '',
+      ...failureLines(failure),
+    ],
+    { startedAt, log },
+  );
 }
 
-failure = await withAgentService(
+failure = await withShippedRun(
   { name: 'bench-media', ports, environment: replicate, log },
   async ({ platform, databaseUrl }) => {
     const key = await createBenchKey(platform);
@@ -375,7 +355,7 @@ failure = await withAgentService(
 // A new `npm start` (its own data directory) for each smaller interval: the setting is read at start.
 for (const intervalMs of smallIntervalsMs) {
   if (failure) break;
-  failure = await withAgentService(
+  failure = await withShippedRun(
     {
       name: `bench-media-${intervalMs}`,
       ports,
@@ -390,6 +370,4 @@ for (const intervalMs of smallIntervalsMs) {
   );
 }
 await writeReport();
-const exitCode = failure ? 1 : 0;
-process.exitCode = exitCode;
-setTimeout(() => process.exit(exitCode), 5_000).unref();
+endBench(failure ? 1 : 0);

@@ -1,6 +1,7 @@
 /** Markdown rendering of the bench's figures, and the writing of a results file. */
 import { writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
+import { quick } from './bench-process.ts';
 import { percentile, type Summary } from './load.ts';
 import { roles, total, type Role, type Usage } from './resources.ts';
 
@@ -146,6 +147,45 @@ export function summarizeTimings(headers: string[]): StageTiming[] {
 export function machineLine(): string {
   const cpu = cpus();
   return `Node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model.trim() ?? 'unknown'}), ${new Date().toISOString()}`;
+}
+
+/** A report's opening: the machine and the date, and a warning when it is a quick run; then the bench's own words. */
+export function reportLead(): string {
+  return `${machineLine()}${quick ? ' — **QUICK run (BENCH_QUICK=1): a smoke test, not figures**' : ''}. `;
+}
+
+/** A report's lines saying why the run failed (none when it did not). */
+export const failureLines = (failure: string | undefined): string[] =>
+  failure ? [`**The run failed:** ${failure}`, ''] : [];
+
+/** A report's last line: how long the whole bench took. */
+const wallTimeLine = (startedAt: number): string =>
+  `Bench wall time: ${((Date.now() - startedAt) / 1000).toFixed(0)} s.`;
+
+/** A table's "added" cell: `value` − `base` in ms; — on the base's own row or without a base. */
+export const addedCell = (value: number, base: number | undefined, isBase: boolean): string =>
+  isBase || base === undefined ? '—' : ms(value - base);
+
+/** A table's "ratio" cell: `value` / `base` with `digits` decimals; — on the base's own row, without a base, or ∞. */
+export const ratioCell = (value: number, base: number | undefined, isBase: boolean, digits = 2): string =>
+  isBase || base === undefined || !Number.isFinite(value / base) ? '—' : `${(value / base).toFixed(digits)}×`;
+
+/** A requests-per-second cell with one decimal. */
+export const rateCell = (value: number): string => (Number.isFinite(value) ? value.toFixed(1) : 'n/a');
+
+/**
+ * Writes the results file bench/`file`: the `title`, the bench's `lines` (opening with reportLead()), and the wall
+ * time since `startedAt`, formatted by writeMarkdown; logs that it did.
+ */
+export async function writeResults(
+  file: string,
+  title: string,
+  lines: string[],
+  { startedAt, log }: { startedAt: number; log: (line: string) => void },
+): Promise<void> {
+  const markdown = [`# ${title}`, '', ...lines, wallTimeLine(startedAt), ''].join('\n');
+  await writeMarkdown(new URL(`./${file}`, import.meta.url), markdown);
+  log(`wrote bench/${file}`);
 }
 
 /** Writes a Markdown report, formatted by the repository's Prettier settings (unformatted if Prettier fails). */

@@ -30,18 +30,19 @@ import {
   startUpstream,
   type Platform,
 } from './arms.ts';
+import { benchLog, endBench, quick, shrink } from './bench-process.ts';
 import { measureArm } from './measure.ts';
 import { listProcesses, processTree, type ProcessInfo } from '../scripts/lib/processes.ts';
 import { memoryByRole, type Role } from './resources.ts';
 import {
   cellTable,
   costTable,
-  machineLine,
   memoryTable,
+  reportLead,
   stageTable,
   summarizeTimings,
   threadTable,
-  writeMarkdown,
+  writeResults,
   type ArmResult,
   type CellResult,
   type CellSpec,
@@ -50,14 +51,12 @@ import {
 import { startTemporalOnPostgres } from '../scripts/lib/temporal-postgres.ts';
 import { createDatabase, dropDatabase } from '../scripts/lib/database.ts';
 
-const quick = process.env.BENCH_QUICK === '1';
 const withShipped = process.env.BENCH_SHIPPED !== '0';
 const withProduction = process.env.BENCH_PRODUCTION !== '0';
 const productionDatabase = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const benchDir = join(repositoryRoot, '.data', 'bench');
 const logDir = join(benchDir, 'logs');
 const ports = { upstream: 19010, portkey: 18787, shipped: 18080, production: 18081 };
-const shrink = (n: number) => (quick ? Math.max(5, Math.round(n / 8)) : n);
 
 const cells: CellSpec[] = [
   {
@@ -118,7 +117,7 @@ const body = (modelId: string, stream: boolean) =>
     ...(stream ? { stream: true } : {}),
   });
 
-const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+const log = benchLog('bench');
 
 const costNotes =
   'At 3 completions/s (the 1-client, 300 ms cells) the figures are mostly what the platform spends anyway: idle ' +
@@ -319,24 +318,23 @@ async function productionPhase(upstream: Upstream, direct: Arm, portkeyArm: Arm,
 
 /** Writes bench/results.md with the sections so far (after each phase, so a later failure keeps the earlier ones). */
 async function writeReport(): Promise<void> {
-  const report = [
-    '# Tessera gateway benchmark',
-    '',
-    `${machineLine()}${quick ? ' — **QUICK run (BENCH_QUICK=1): a smoke test, not figures**' : ''}. ` +
-      `Model \`${model}\` (upstream \`${upstreamModel}\`); load: closed loop from the bench process over node:http ` +
-      `keep-alive; the upstream, Portkey and each platform run in their own processes on the same cores. ` +
-      '"Added" is the arm minus the direct call in the same cell. Latencies in ms.',
-    '',
-    'Portkey 1.15.2 answers every streamed request through its OpenAI provider with a 500 on Node (`TypeError: ' +
-      "immutable` when it adds its headers to the upstream's response; Portkey-AI/gateway#1550): its streaming rows " +
-      'are errors, not figures.',
-    '',
-    ...sections,
-    `Bench wall time: ${((Date.now() - startedAt) / 1000).toFixed(0)} s.`,
-    '',
-  ].join('\n');
-  await writeMarkdown(new URL('./results.md', import.meta.url), report);
-  log('wrote bench/results.md');
+  await writeResults(
+    'results.md',
+    'Tessera gateway benchmark',
+    [
+      reportLead() +
+        `Model \`${model}\` (upstream \`${upstreamModel}\`); load: closed loop from the bench process over node:http ` +
+        `keep-alive; the upstream, Portkey and each platform run in their own processes on the same cores. ` +
+        '"Added" is the arm minus the direct call in the same cell. Latencies in ms.',
+      '',
+      'Portkey 1.15.2 answers every streamed request through its OpenAI provider with a 500 on Node (`TypeError: ' +
+        "immutable` when it adds its headers to the upstream's response; Portkey-AI/gateway#1550): its streaming rows " +
+        'are errors, not figures.',
+      '',
+      ...sections,
+    ],
+    { startedAt, log },
+  );
 }
 
 const startedAt = Date.now();
@@ -392,5 +390,4 @@ try {
   await portkey?.stop(5_000);
   await upstream?.child.stop(5_000);
 }
-process.exitCode = exitCode;
-setTimeout(() => process.exit(exitCode), 5_000).unref();
+endBench(exitCode);

@@ -10,8 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Role, StreamResponse, TaskState, type Message, type Task } from '@a2a-js/sdk';
-import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
+import { StreamResponse, TaskState, type Message } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
+import { a2aClient, a2aUserMessage, asTask, opsAgentDefinition } from '../helpers/a2a.ts';
+import { callDirective as call, createCustomAgent } from '../helpers/agents.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
 
@@ -46,20 +48,6 @@ async function startReceiver(): Promise<Server> {
   return server;
 }
 
-function clientFor(apiKey: string): Promise<Client> {
-  const authed: typeof fetch = (input, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set('Authorization', `Bearer ${apiKey}`);
-    return fetch(input, { ...init, headers });
-  };
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl: authed })],
-    }),
-  );
-  return factory.createFromUrl(platform.agentsUrl);
-}
-
 beforeAll(async () => {
   smtp = await startTestSmtp();
   receiver = await startReceiver();
@@ -68,21 +56,9 @@ beforeAll(async () => {
   platform = await startTestPlatform({ SMTP_URL: smtp.url, AGENT_APPROVAL_TIMEOUT: '30s', FETCH_ALLOWED_HOSTS: host });
   key = (await platform.createKey()).key;
   const otherKey = (await platform.createKey()).key;
-  const created = (await (
-    await platform.agents('/agents/custom', {
-      method: 'POST',
-      key,
-      body: JSON.stringify({
-        name: 'Ops',
-        description: 'Operations helper that calculates and sends e-mail',
-        system_prompt: 'You are an operations assistant.',
-        tools: ['calculator', 'send_email'],
-      }),
-    })
-  ).json()) as Json;
-  opsAgent = created.id;
-  client = await clientFor(key);
-  otherClient = await clientFor(otherKey);
+  opsAgent = await createCustomAgent(platform, key, opsAgentDefinition);
+  client = await a2aClient(platform.agentsUrl, key);
+  otherClient = await a2aClient(platform.agentsUrl, otherKey);
 }, 300_000);
 
 afterAll(async () => {
@@ -91,27 +67,9 @@ afterAll(async () => {
   await new Promise((resolve) => receiver?.close(resolve));
 });
 
-const call = (tool: string, args: unknown) => `[[call ${tool} ${JSON.stringify(args)}]]`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function userMessage(text: string, extra: Partial<Message> = {}): Message {
-  return {
-    messageId: randomUUID(),
-    contextId: '',
-    taskId: '',
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
-    metadata: { agent_id: opsAgent },
-    extensions: [],
-    referenceTaskIds: [],
-    ...extra,
-  };
-}
-
-const asTask = (result: unknown): Task => {
-  expect(result).toHaveProperty('status');
-  return result as Task;
-};
+const userMessage = (text: string, extra: Partial<Message> = {}) => a2aUserMessage(opsAgent, text, extra);
 
 /** A push config for the receiver at `path`, with a fresh token. */
 function pushConfig(path: string, url = `${receiverBase}${path}`) {

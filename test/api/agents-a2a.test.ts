@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
-import { Role, TaskState, type Message, type StreamResponse, type Task } from '@a2a-js/sdk';
-import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
+import { TaskState, type Message, type StreamResponse, type Task } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
 import {
   AgentEvent,
   DefaultRequestHandler,
@@ -19,6 +19,8 @@ import {
 } from '@a2a-js/sdk/server';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { a2aClient, a2aUserMessage, asTask, opsAgentDefinition } from '../helpers/a2a.ts';
+import { callDirective as call, createCustomAgent } from '../helpers/agents.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
 
@@ -135,22 +137,6 @@ async function startRemoteAgent(): Promise<Server> {
   return server;
 }
 
-const call = (tool: string, args: unknown) => `[[call ${tool} ${JSON.stringify(args)}]]`;
-
-function clientFor(apiKey: string): Promise<Client> {
-  const authed: typeof fetch = (input, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set('Authorization', `Bearer ${apiKey}`);
-    return fetch(input, { ...init, headers });
-  };
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl: authed })],
-    }),
-  );
-  return factory.createFromUrl(platform.agentsUrl);
-}
-
 beforeAll(async () => {
   smtp = await startTestSmtp();
   remote = await startRemoteAgent();
@@ -164,34 +150,15 @@ beforeAll(async () => {
   });
   key = (await platform.createKey()).key;
   otherKey = (await platform.createKey()).key;
-  const created = (await (
-    await platform.agents('/agents/custom', {
-      method: 'POST',
-      key,
-      body: JSON.stringify({
-        name: 'Ops',
-        description: 'Operations helper that calculates and sends e-mail',
-        system_prompt: 'You are an operations assistant.',
-        tools: ['calculator', 'send_email'],
-      }),
-    })
-  ).json()) as Json;
-  opsAgent = created.id;
-  const delegating = (await (
-    await platform.agents('/agents/custom', {
-      method: 'POST',
-      key,
-      body: JSON.stringify({
-        name: 'Delegator',
-        description: 'Hands work to remote agents',
-        system_prompt: 'You delegate.',
-        tools: ['delegate_to_agent'],
-      }),
-    })
-  ).json()) as Json;
-  delegator = delegating.id;
-  client = await clientFor(key);
-  otherClient = await clientFor(otherKey);
+  opsAgent = await createCustomAgent(platform, key, opsAgentDefinition);
+  delegator = await createCustomAgent(platform, key, {
+    name: 'Delegator',
+    description: 'Hands work to remote agents',
+    system_prompt: 'You delegate.',
+    tools: ['delegate_to_agent'],
+  });
+  client = await a2aClient(platform.agentsUrl, key);
+  otherClient = await a2aClient(platform.agentsUrl, otherKey);
 });
 
 afterAll(async () => {
@@ -200,27 +167,10 @@ afterAll(async () => {
   await new Promise((resolve) => remote?.close(resolve));
 });
 
-function userMessage(text: string, extra: Partial<Message> = {}): Message {
-  return {
-    messageId: randomUUID(),
-    contextId: '',
-    taskId: '',
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
-    metadata: { agent_id: opsAgent },
-    extensions: [],
-    referenceTaskIds: [],
-    ...extra,
-  };
-}
+const userMessage = (text: string, extra: Partial<Message> = {}) => a2aUserMessage(opsAgent, text, extra);
 
 const send = (message: Message, on: Client = client) =>
   on.sendMessage({ tenant: '', message, configuration: undefined, metadata: undefined });
-
-const asTask = (result: unknown): Task => {
-  expect(result).toHaveProperty('status');
-  return result as Task;
-};
 
 const artifactText = (task: Task) =>
   task.artifacts
@@ -231,6 +181,22 @@ const artifactText = (task: Task) =>
 async function rpc(body: Json, headers: Record<string, string> = {}): Promise<Response> {
   return platform.agents('/a2a', { method: 'POST', key, body: JSON.stringify(body), headers });
 }
+
+/** A v0.3 JSON-RPC `message/send` with one text part (and `metadata` when given). */
+const v03MessageSend = (id: number, text: string, metadata?: Json) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'message/send',
+  params: {
+    message: {
+      kind: 'message',
+      messageId: randomUUID(),
+      role: 'user',
+      parts: [{ kind: 'text', text }],
+      ...(metadata ? { metadata } : {}),
+    },
+  },
+});
 
 describe('agent card', () => {
   it('is public and declares the JSON-RPC interface, streaming, push, the API key and one skill per public agent', async () => {
@@ -348,20 +314,7 @@ describe('the SDK client against our server', () => {
 
 describe('v0.3 JSON-RPC and the /a2a/tasks/send alias', () => {
   it('answers message/send and tasks/get in v0.3 shapes', async () => {
-    const response = await rpc({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'message/send',
-      params: {
-        message: {
-          kind: 'message',
-          messageId: randomUUID(),
-          role: 'user',
-          parts: [{ kind: 'text', text: 'Hello there' }],
-          metadata: { agent_id: opsAgent },
-        },
-      },
-    });
+    const response = await rpc(v03MessageSend(1, 'Hello there', { agent_id: opsAgent }));
     expect(response.status).toBe(200);
     const body = (await response.json()) as Json;
     expect(body.result).toMatchObject({ kind: 'task', status: { state: 'completed' } });
@@ -397,19 +350,7 @@ describe('hostile input', () => {
   });
 
   it('an oversize part is a JSON-RPC invalid-params error, not a 500', async () => {
-    const response = await rpc({
-      jsonrpc: '2.0',
-      id: 8,
-      method: 'message/send',
-      params: {
-        message: {
-          kind: 'message',
-          messageId: randomUUID(),
-          role: 'user',
-          parts: [{ kind: 'text', text: 'x'.repeat(40_000) }],
-        },
-      },
-    });
+    const response = await rpc(v03MessageSend(8, 'x'.repeat(40_000)));
     expect(response.status).toBe(200);
     expect(((await response.json()) as Json).error.code).toBe(-32602);
   });

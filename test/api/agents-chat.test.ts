@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { agentStreamEvents, type AgentStreamEventName } from '../../api/agents/routes/chat/events.ts';
+import { callDirective as call, createCustomAgent } from '../helpers/agents.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
 
@@ -32,19 +33,12 @@ beforeAll(async () => {
   key = (await platform.createKey()).key;
   otherKey = (await platform.createKey()).key;
   // A custom agent with a tool that needs approval (send_email), a plan, a calculator and memory.
-  const created = await json(
-    await platform.agents('/agents/custom', {
-      method: 'POST',
-      key,
-      body: JSON.stringify({
-        name: 'Ops',
-        description: 'Operations helper that plans, calculates and sends e-mail',
-        system_prompt: 'You are an operations assistant.',
-        tools: ['update_plan', 'calculator', 'send_email', 'save_memory'],
-      }),
-    }),
-  );
-  opsAgent = created.id;
+  opsAgent = await createCustomAgent(platform, key, {
+    name: 'Ops',
+    description: 'Operations helper that plans, calculates and sends e-mail',
+    system_prompt: 'You are an operations assistant.',
+    tools: ['update_plan', 'calculator', 'send_email', 'save_memory'],
+  });
 });
 
 afterAll(async () => {
@@ -56,7 +50,6 @@ async function json(response: Response): Promise<Json> {
   return (await response.json()) as Json;
 }
 
-const call = (tool: string, args: unknown) => `[[call ${tool} ${JSON.stringify(args)}]]`;
 const newSession = () => `web:${randomUUID()}`;
 
 interface Received {
@@ -246,24 +239,18 @@ describe('routed chat', () => {
     expect(seen[0]).toMatchObject({ agent_id: 'writer', model: 'claude-sonnet-4-6' });
     expect(text(seen)).toContain('[saw 1 image(s)]');
 
-    const blind = await json(
-      await platform.agents('/agents/custom', {
-        method: 'POST',
-        key,
-        body: JSON.stringify({
-          name: 'Blind',
-          description: 'Text only',
-          system_prompt: 'Answer.',
-          model: 'deepseek-chat',
-        }),
-      }),
-    );
+    const blind = await createCustomAgent(platform, key, {
+      name: 'Blind',
+      description: 'Text only',
+      system_prompt: 'Answer.',
+      model: 'deepseek-chat',
+    });
     const switched = await stream(newSession(), {
       message: 'Describe this image',
       image_data: `data:image/png;base64,${png}`,
-      preferred_agents: [blind.id],
+      preferred_agents: [blind],
     });
-    expect(switched[0]).toMatchObject({ agent_id: blind.id, model: 'gpt-4o' });
+    expect(switched[0]).toMatchObject({ agent_id: blind, model: 'gpt-4o' });
     expect(text(switched)).toContain('[saw 1 image(s)]');
   });
 

@@ -6,10 +6,10 @@
  * in both chats once, besides the task's own session `schedule:<id>`.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { randomInt, randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { simulatedMessengerCredentials as credentials } from '../../scripts/lib/simulated-providers.ts';
+import { newLineUser, newTelegramChat, simulatedMessengers, type MessengerName } from '../helpers/messengers.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
@@ -36,89 +36,16 @@ async function json(response: Response): Promise<Json> {
   return (await response.json()) as Json;
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false>, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
-}
-
-async function simulator(path: string, body?: unknown): Promise<Json> {
-  const response = await fetch(`${platform.simulatorUrl}${path}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return (await response.json()) as Json;
-}
-
-/** Telegram delivering a text message from `chat` to the gateway's webhook (through the simulator). */
-async function telegramSays(chat: string, text: string) {
-  const id = randomInt(5_000_000, 6_000_000);
-  const delivered = await simulator('/telegram/_deliver', {
-    webhook_url: `${platform.gateway.url}/webhooks/telegram`,
-    secret_token: credentials.TELEGRAM_WEBHOOK_SECRET,
-    update: {
-      update_id: id,
-      message: {
-        message_id: id,
-        date: Math.floor(Date.now() / 1000),
-        chat: { id: Number(chat), type: 'private' },
-        text,
-      },
-    },
-  });
-  expect(delivered.status).toBe(200);
-}
-
-/** LINE delivering a text message from `user` to the gateway's webhook (the simulator signs it as LINE does). */
-async function lineSays(user: string, text: string) {
-  const delivered = await simulator('/line/_deliver', {
-    webhook_url: `${platform.gateway.url}/webhooks/line`,
-    channel_secret: credentials.LINE_CHANNEL_SECRET,
-    events: [
-      {
-        type: 'message',
-        mode: 'active',
-        timestamp: Date.now(),
-        webhookEventId: randomUUID(),
-        deliveryContext: { isRedelivery: false },
-        replyToken: randomUUID().replace(/-/g, ''),
-        source: { type: 'user', userId: user },
-        message: { type: 'text', id: String(randomInt(1e9, 2e9)), quoteToken: 'q', text },
-      },
-    ],
-  });
-  expect(delivered.status).toBe(200);
-}
-
-/** What the platform sent to a chat so far (`/<platform>/_sent`). */
-async function sentTo(platformName: 'line' | 'telegram', chat: string): Promise<string[]> {
-  const { messages } = await simulator(`/${platformName}/_sent`);
-  return (messages as Array<{ to: string; text: string }>).filter((m) => m.to === chat).map((m) => m.text);
-}
-
-/** Links a messaging app chat to the account: a code from the agent service, `/link CODE` sent from the chat. */
-async function link(platformName: 'line' | 'telegram', chat: string) {
-  const issued = await json(await platform.agents('/link/code', { key }));
-  expect(issued.code).toMatch(/^\d{6}$/);
-  await (platformName === 'line' ? lineSays : telegramSays)(chat, `/link ${issued.code as string}`);
-  const [confirmation] = await waitFor('the link confirmation', async () => {
-    const sent = await sentTo(platformName, chat);
-    return sent.length > 0 && sent;
-  });
-  expect(confirmation).toContain('Linked');
-}
+const { sentTo, link } = simulatedMessengers(() => platform);
+/** What the platform sent to a chat so far (`/<platform>/_sent`), not waiting. */
+const sentSoFar = (platformName: MessengerName, chat: string) => sentTo(platformName, chat, 0);
 
 describe('a scheduled task of an account with linked messaging apps', () => {
   it('sends each run’s answer to every linked chat, once per run', async () => {
-    const telegramChat = String(randomInt(100_000_000, 999_999_999));
-    const lineUser = `U${randomUUID().replace(/-/g, '')}`;
-    await link('telegram', telegramChat);
-    await link('line', lineUser);
+    const telegramChat = newTelegramChat();
+    const lineUser = newLineUser();
+    await link('telegram', telegramChat, { key });
+    await link('line', lineUser, { key });
     expect((await json(await platform.agents('/auth/me', { key }))).linked_apps).toEqual(['line', 'telegram']);
 
     const created = await platform.agents('/schedule/tasks', {
@@ -130,10 +57,14 @@ describe('a scheduled task of an account with linked messaging apps', () => {
     const task = await json(created);
 
     // Two runs reach both chats; then the task is paused and its last run allowed to finish.
-    await waitFor('two answers in each chat', async () => {
-      const [telegram, line] = [await sentTo('telegram', telegramChat), await sentTo('line', lineUser)];
-      return telegram.length >= 3 && line.length >= 3;
-    });
+    await waitFor(
+      'two answers in each chat',
+      async () => {
+        const [telegram, line] = [await sentSoFar('telegram', telegramChat), await sentSoFar('line', lineUser)];
+        return telegram.length >= 3 && line.length >= 3;
+      },
+      60_000,
+    );
     const paused = await platform.agents(`/schedule/tasks/${task.id as string}`, {
       method: 'PATCH',
       key,
@@ -152,26 +83,30 @@ describe('a scheduled task of an account with linked messaging apps', () => {
       (await json(await platform.agents(`/history/${encodeURIComponent(`schedule:${task.id as string}`)}`, { key })))
         .messages;
     // Settled: every run's turn finished and the chats have one answer per run (waiting out a run still going).
-    const settled = await waitFor('every run delivered', async () => {
-      const turns = await runs();
-      const answers = (await history()).filter((message) => message.role === 'assistant');
-      const [telegram, line] = [await sentTo('telegram', telegramChat), await sentTo('line', lineUser)];
-      const done = (await json(await platform.agents(`/schedule/tasks/${task.id as string}`, { key }))).last_run;
-      return (
-        done?.status === 'done' &&
-        answers.length === turns.length &&
-        telegram.length === turns.length + 1 &&
-        line.length === turns.length + 1 && { turns, answers }
-      );
-    });
+    const settled = await waitFor(
+      'every run delivered',
+      async () => {
+        const turns = await runs();
+        const answers = (await history()).filter((message) => message.role === 'assistant');
+        const [telegram, line] = [await sentSoFar('telegram', telegramChat), await sentSoFar('line', lineUser)];
+        const done = (await json(await platform.agents(`/schedule/tasks/${task.id as string}`, { key }))).last_run;
+        return (
+          done?.status === 'done' &&
+          answers.length === turns.length &&
+          telegram.length === turns.length + 1 &&
+          line.length === turns.length + 1 && { turns, answers }
+        );
+      },
+      60_000,
+    );
     expect(settled.turns.length).toBeGreaterThanOrEqual(2);
     await sleep(2_000);
 
     // Each run's answer, in run order, once in each chat (after the link confirmation); nothing more arrives.
     const answers = settled.answers.map((message) => message.content as string);
     expect(answers.every((answer) => answer.length > 0)).toBe(true);
-    expect((await sentTo('telegram', telegramChat)).slice(1)).toEqual(answers);
-    expect((await sentTo('line', lineUser)).slice(1)).toEqual(answers);
+    expect((await sentSoFar('telegram', telegramChat)).slice(1)).toEqual(answers);
+    expect((await sentSoFar('line', lineUser)).slice(1)).toEqual(answers);
     expect(await runs()).toEqual(settled.turns);
 
     // One send record per run and chat, its parts counted.

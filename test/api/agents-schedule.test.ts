@@ -9,6 +9,7 @@ import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
 import pg from 'pg';
 import { startGateway } from '../../api/server.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
@@ -47,16 +48,6 @@ const patch = (id: string, body: Json, as = key) =>
 const listed = async (id: string, as = key): Promise<Json | undefined> =>
   (await json(await platform.agents('/schedule/tasks', { key: as }))).tasks.find((task: Json) => task.id === id);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
-}
 
 async function answers(taskId: string, as = key): Promise<Json[]> {
   const response = await platform.agents(`/history/${encodeURIComponent(`schedule:${taskId}`)}`, { key: as });

@@ -7,9 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client, Connection } from '@temporalio/client';
-import { randomBytes, randomInt, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { simulatedMessengerCredentials as credentials } from '../../scripts/lib/simulated-providers.ts';
+import { newLineUser, newTelegramChat, simulatedMessengers } from '../helpers/messengers.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
 
@@ -68,70 +68,10 @@ async function invite(teamId: string, owner: { key: string }, email: string, rol
 const accept = (token: string, auth: { key?: string; cookie?: string } = {}) =>
   call(`/teams/invitations/accept?token=${encodeURIComponent(token)}`, auth);
 
-async function simulator(path: string, body?: unknown): Promise<Json> {
-  const response = await fetch(`${platform.simulatorUrl}${path}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return (await response.json()) as Json;
-}
-
-let updateId = randomInt(3_000_000, 4_000_000);
-
-/** Telegram delivering a text message from `chat` to the gateway's webhook (through the simulator). */
-async function telegramSays(chat: string, text: string) {
-  const id = ++updateId;
-  const delivered = await simulator('/telegram/_deliver', {
-    webhook_url: `${platform.gateway.url}/webhooks/telegram`,
-    secret_token: credentials.TELEGRAM_WEBHOOK_SECRET,
-    update: {
-      update_id: id,
-      message: {
-        message_id: id,
-        date: Math.floor(Date.now() / 1000),
-        chat: { id: Number(chat), type: 'private' },
-        text,
-      },
-    },
-  });
-  expect(delivered.status).toBe(200);
-}
-
-/** LINE delivering a text message from `user` to the gateway's webhook (the simulator signs it as LINE does). */
-async function lineSays(user: string, text: string) {
-  const delivered = await simulator('/line/_deliver', {
-    webhook_url: `${platform.gateway.url}/webhooks/line`,
-    channel_secret: credentials.LINE_CHANNEL_SECRET,
-    events: [
-      {
-        type: 'message',
-        mode: 'active',
-        timestamp: Date.now(),
-        webhookEventId: randomUUID(),
-        deliveryContext: { isRedelivery: false },
-        replyToken: randomUUID().replace(/-/g, ''),
-        source: { type: 'user', userId: user },
-        message: { type: 'text', id: String(randomInt(1e9, 2e9)), quoteToken: 'q', text },
-      },
-    ],
-  });
-  expect(delivered.status).toBe(200);
-}
+const { sentTo, link } = simulatedMessengers(() => platform);
 
 /** What the platform sent to the Telegram chat, waiting until there are at least `count` messages. */
 const telegramSent = (chat: string, count: number) => sentTo('telegram', chat, count);
-
-/** What the platform pushed to a chat (`/<platform>/_sent`), waiting until there are at least `count` messages. */
-async function sentTo(platformName: 'line' | 'telegram', chat: string, count: number): Promise<string[]> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const { messages } = await simulator(`/${platformName}/_sent`);
-    const texts = (messages as Array<{ to: string; text: string }>).filter((m) => m.to === chat).map((m) => m.text);
-    if (texts.length >= count || Date.now() > deadline) return texts;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 describe('teams', () => {
   let owner: Awaited<ReturnType<typeof keyUser>>;
@@ -242,11 +182,8 @@ describe('teams', () => {
 
   it('broadcasts to every member’s team session and to a linked Telegram chat, once each, with a queryable status', async () => {
     // The invitee links a Telegram chat to their account: a code from the agent service, `/link CODE` in Telegram.
-    const issued = await call('/link/code', { cookie: invitee.cookie });
-    expect(issued.status).toBe(200);
-    const chat = String(randomInt(100_000_000, 999_999_999));
-    await telegramSays(chat, `/link ${issued.body.code as string}`);
-    expect((await telegramSent(chat, 1))[0]).toContain('Linked');
+    const chat = newTelegramChat();
+    await link('telegram', chat, { cookie: invitee.cookie });
     expect((await call('/auth/me', { cookie: invitee.cookie })).body.linked_apps).toEqual(['telegram']);
 
     const started = await call(`/teams/${teamId}/broadcast`, colleague, 'POST', {
@@ -321,11 +258,8 @@ describe('teams', () => {
 
   it('broadcasts to a linked LINE chat, once', async () => {
     // The colleague (an API key account) links a LINE chat: a code from the agent service, `/link CODE` in LINE.
-    const issued = await call('/link/code', { key: colleague.key });
-    expect(issued.status).toBe(200);
-    const lineUser = `U${randomUUID().replace(/-/g, '')}`;
-    await lineSays(lineUser, `/link ${issued.body.code as string}`);
-    expect((await sentTo('line', lineUser, 1))[0]).toContain('Linked');
+    const lineUser = newLineUser();
+    await link('line', lineUser, { key: colleague.key });
     expect((await call('/auth/me', { key: colleague.key })).body.linked_apps).toEqual(['line']);
 
     const started = await call(`/teams/${teamId}/broadcast`, owner, 'POST', { message: 'Deploy freeze from Friday.' });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { chatStreamEvents, type ChatStreamEventName } from '../../common/chat-turn.ts';
+import { callDirective as call } from '../helpers/agents.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { readSse, type SseEvent } from '../helpers/sse.ts';
 
@@ -29,8 +30,6 @@ afterAll(async () => {
 // Response bodies are read loosely; each test states the shape it expects with expect().
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
-
-const call = (tool: string, args: unknown) => `[[call ${tool} ${JSON.stringify(args)}]]`;
 
 async function chat(body: Record<string, unknown>, apiKey: string | null = key) {
   const response = await platform.fetch('/api/v1/chat', {

@@ -5,9 +5,11 @@
  * id, deep link) give one history across web, LINE and Telegram, metered to the account once linked to one.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createHmac, randomInt, randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { simulatedMessengerCredentials as credentials } from '../../scripts/lib/simulated-providers.ts';
+import { callDirective as call } from '../helpers/agents.ts';
+import { lineTextEvent, newLineUser, newTelegramChat, simulatedMessengers } from '../helpers/messengers.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 // Response bodies are read loosely; each test states the shape it expects with expect().
@@ -32,71 +34,7 @@ afterAll(async () => {
   await platform?.close();
 });
 
-const call = (tool: string, args: unknown) => `[[call ${tool} ${JSON.stringify(args)}]]`;
-let updateId = randomInt(1_000_000, 2_000_000);
-const telegramChat = () => String(randomInt(100_000_000, 999_999_999));
-const lineUser = () => `U${randomUUID().replace(/-/g, '')}`;
-
-async function simulator(path: string, body?: unknown): Promise<Json> {
-  const response = await fetch(`${platform.simulatorUrl}${path}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return (await response.json()) as Json;
-}
-
-/** Telegram delivering a text message from `chat` (through the simulator, with the webhook's secret token). */
-async function telegramSays(chat: string, text: string, id = ++updateId): Promise<{ status: number; id: number }> {
-  const delivered = await simulator('/telegram/_deliver', {
-    webhook_url: `${platform.gateway.url}/webhooks/telegram`,
-    secret_token: credentials.TELEGRAM_WEBHOOK_SECRET,
-    update: {
-      update_id: id,
-      message: {
-        message_id: id,
-        date: Math.floor(Date.now() / 1000),
-        chat: { id: Number(chat), type: 'private' },
-        text,
-      },
-    },
-  });
-  return { status: delivered.status as number, id };
-}
-
-/** LINE delivering a text message from `user` (signed with the channel secret by the simulator). */
-async function lineSays(user: string, text: string, eventId = randomUUID()): Promise<number> {
-  const delivered = await simulator('/line/_deliver', {
-    webhook_url: `${platform.gateway.url}/webhooks/line`,
-    channel_secret: credentials.LINE_CHANNEL_SECRET,
-    events: [lineTextEvent(user, text, eventId)],
-  });
-  return delivered.status as number;
-}
-
-function lineTextEvent(user: string, text: string, eventId = randomUUID()) {
-  return {
-    type: 'message',
-    mode: 'active',
-    timestamp: Date.now(),
-    webhookEventId: eventId,
-    deliveryContext: { isRedelivery: false },
-    replyToken: randomUUID().replace(/-/g, ''),
-    source: { type: 'user', userId: user },
-    message: { type: 'text', id: String(randomInt(1e9, 2e9)), quoteToken: 'q', text },
-  };
-}
-
-/** The messages the gateway sent to `to` on the platform, waiting until there are at least `count`. */
-async function sentTo(platformName: 'line' | 'telegram', to: string, count = 1): Promise<string[]> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const { messages } = await simulator(`/${platformName}/_sent`);
-    const texts = (messages as Array<{ to: string; text: string }>).filter((m) => m.to === to).map((m) => m.text);
-    if (texts.length >= count || Date.now() > deadline) return texts;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const { simulator, telegramSays, lineSays, sentTo, nextUpdateId } = simulatedMessengers(() => platform);
 
 async function chat(body: Json, apiKey: string | null = key): Promise<Json> {
   const response = await platform.fetch('/api/v1/chat', {
@@ -118,7 +56,7 @@ const codeIn = (text: string) => /\b(\d{6})\b/.exec(text)?.[1];
 
 describe('Telegram', () => {
   it('answers a message through a durable turn that runs a tool, sent back with sendMessage', async () => {
-    const chatId = telegramChat();
+    const chatId = newTelegramChat();
     const { status } = await telegramSays(chatId, `What is 6*7? ${call('calculator', { expression: '6*7' })}`);
     expect(status).toBe(200);
     const [answer] = await sentTo('telegram', chatId);
@@ -126,7 +64,7 @@ describe('Telegram', () => {
   });
 
   it('answers a redelivered update once', async () => {
-    const chatId = telegramChat();
+    const chatId = newTelegramChat();
     const first = await telegramSays(chatId, 'Hello there');
     const again = await telegramSays(chatId, 'Hello there', first.id);
     expect([first.status, again.status]).toEqual([200, 200]);
@@ -143,7 +81,10 @@ describe('Telegram', () => {
 
   it('refuses a wrong or missing secret token with 401 and stores nothing', async () => {
     const before = await database.query('select count(*)::int as n from messenger_events');
-    const update = { update_id: ++updateId, message: { message_id: 1, chat: { id: 5, type: 'private' }, text: 'hi' } };
+    const update = {
+      update_id: nextUpdateId(),
+      message: { message_id: 1, chat: { id: 5, type: 'private' }, text: 'hi' },
+    };
     for (const headers of [{}, { 'x-telegram-bot-api-secret-token': 'wrong-secret' }]) {
       const response = await fetch(`${platform.gateway.url}/webhooks/telegram`, {
         method: 'POST',
@@ -178,7 +119,7 @@ describe('Telegram', () => {
 
 describe('LINE', () => {
   it('answers a signed text message by pushing the answer to the user', async () => {
-    const user = lineUser();
+    const user = newLineUser();
     expect(await lineSays(user, `Weather in Tokyo? ${call('weather', { location: 'Tokyo' })}`)).toBe(200);
     const [answer] = await sentTo('line', user);
     expect(answer).toContain('Tokyo');
@@ -195,7 +136,7 @@ describe('LINE', () => {
 
   it('refuses a forged signature with 401 and stores nothing', async () => {
     const before = await database.query('select count(*)::int as n from messenger_events');
-    const body = JSON.stringify({ destination: 'U0', events: [lineTextEvent(lineUser(), 'hi')] });
+    const body = JSON.stringify({ destination: 'U0', events: [lineTextEvent(newLineUser(), 'hi')] });
     const forged = createHmac('sha256', 'not-the-channel-secret').update(body).digest('base64');
     for (const headers of [{}, { 'x-line-signature': forged }]) {
       const response = await fetch(`${platform.gateway.url}/webhooks/line`, {
@@ -232,12 +173,12 @@ describe('linking', () => {
     expect(issued.response).toMatch(/Your link code is \d{6}/);
     const code = codeIn(issued.response as string)!;
     expect(code).toMatch(/^\d{6}$/);
-    const chatId = telegramChat();
+    const chatId = newTelegramChat();
     await telegramSays(chatId, `/link ${code}`);
     expect((await sentTo('telegram', chatId))[0]).toContain('Linked');
 
     // The same code is single-use.
-    const otherChat = telegramChat();
+    const otherChat = newTelegramChat();
     await telegramSays(otherChat, `/link ${code}`);
     expect((await sentTo('telegram', otherChat))[0]).toMatch(/unknown or has expired/);
 
@@ -252,7 +193,7 @@ describe('linking', () => {
     expect(rows[0].n).toBeGreaterThanOrEqual(2);
 
     // /link in LINE, /link CODE on the web: the third channel joins.
-    const user = lineUser();
+    const user = newLineUser();
     await lineSays(user, '/link');
     const lineCode = codeIn((await sentTo('line', user))[0]!)!;
     const joined = await chat({ message: `/link ${lineCode}`, session_id: webSession, channel: 'web' });
@@ -274,7 +215,7 @@ describe('linking', () => {
   it('links a guest web session by sending its id to the bot', async () => {
     const webSession = `web:${randomUUID()}`;
     await chat({ message: 'I am a guest on the web.', session_id: webSession }, null);
-    const chatId = telegramChat();
+    const chatId = newTelegramChat();
     await telegramSays(chatId, webSession);
     expect((await sentTo('telegram', chatId))[0]).toContain('Linked');
     await telegramSays(chatId, 'Now from Telegram');
@@ -292,12 +233,12 @@ describe('linking', () => {
     expect(links.links.telegram).toMatch(/^https:\/\/t\.me\/tessera_sim_bot\?start=[A-Za-z0-9_-]+$/);
     expect(links.links.line).toMatch(/^https:\/\/line\.me\/R\/oaMessage\/%40tessera-sim\/\?/);
     const payload = new URL(links.links.telegram as string).searchParams.get('start');
-    const chatId = telegramChat();
+    const chatId = newTelegramChat();
     await telegramSays(chatId, `/start ${payload}`);
     expect((await sentTo('telegram', chatId))[0]).toContain('Linked');
     // LINE's link pre-fills the session id for the user to send.
     const text = decodeURIComponent(new URL(links.links.line as string).search.slice(1));
-    const user = lineUser();
+    const user = newLineUser();
     await lineSays(user, text);
     expect((await sentTo('line', user))[0]).toContain('Linked');
 
@@ -309,11 +250,11 @@ describe('linking', () => {
   });
 
   it('does not link by a guessable session id, and limits code attempts per chat', async () => {
-    const chatId = telegramChat();
+    const chatId = newTelegramChat();
     await telegramSays(chatId, 'api:default');
     // Not a linking command: an ordinary message, answered by the model.
     expect((await sentTo('telegram', chatId))[0]).not.toContain('Linked');
-    const guesser = telegramChat();
+    const guesser = newTelegramChat();
     for (let attempt = 0; attempt < 11; attempt++)
       await telegramSays(guesser, `/link ${String(attempt).padStart(6, '0')}`);
     // The 11th attempt is the one refused (each is counted before the webhook answers); the replies themselves are

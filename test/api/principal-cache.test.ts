@@ -7,9 +7,9 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { PrincipalCache } from '../../api/principal-cache.ts';
-import { startGateway, type RunningGateway } from '../../api/server.ts';
+import type { RunningGateway } from '../../api/server.ts';
 import { createLogger } from '../../process/logger.ts';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { startReplica, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 let platform: TestPlatform;
 let replica: RunningGateway;
@@ -17,10 +17,7 @@ let database: pg.Client;
 
 beforeAll(async () => {
   platform = await startTestPlatform();
-  replica = await startGateway({
-    ...platform.environment,
-    TEMPORAL_TASK_QUEUE: `${platform.environment.TEMPORAL_TASK_QUEUE}-replica`,
-  });
+  replica = await startReplica(platform);
   database = new pg.Client({ connectionString: platform.databaseUrl });
   await database.connect();
 });

@@ -4,9 +4,9 @@ import OpenAI from 'openai';
 import pg from 'pg';
 import type { Logger } from '../../process/logger.ts';
 import { RateLimits } from '../../api/rate-limit.ts';
-import { startGateway, type RunningGateway } from '../../api/server.ts';
+import type { RunningGateway } from '../../api/server.ts';
 import { loadPlans } from '../../config/load-plans.ts';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { startReplica, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 let platform: TestPlatform;
 let replica: RunningGateway;
@@ -15,10 +15,7 @@ let database: pg.Client;
 beforeAll(async () => {
   platform = await startTestPlatform();
   // A second API process on the same database (its own task queue, pool and limiter instances).
-  replica = await startGateway({
-    ...platform.environment,
-    TEMPORAL_TASK_QUEUE: `${platform.environment.TEMPORAL_TASK_QUEUE}-replica`,
-  });
+  replica = await startReplica(platform);
   database = new pg.Client({ connectionString: platform.databaseUrl });
   await database.connect();
 });

@@ -101,3 +101,16 @@ export async function startTestPlatform(
     },
   };
 }
+
+/**
+ * A second API process on the platform's database and Temporal server: its own task queue (so its own in-process
+ * worker), pools and limiter instances, as another replica of the deployment would have; `overrides` change its
+ * settings. The caller closes it.
+ */
+export function startReplica(platform: TestPlatform, overrides: Record<string, string> = {}): Promise<RunningGateway> {
+  return startGateway({
+    ...platform.environment,
+    TEMPORAL_TASK_QUEUE: `${platform.environment.TEMPORAL_TASK_QUEUE}-replica`,
+    ...overrides,
+  });
+}

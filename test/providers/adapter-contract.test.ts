@@ -1,27 +1,20 @@
 /** The behaviour every adapter shares, checked for all three wire protocols against the simulator. */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import type { ChatMessage } from '../../common/chat.ts';
 import {
   collect,
   failureOf,
   promptTokensFor,
   protocols,
-  startProviderHarness,
+  useProviderHarness,
   textOf,
   timeTool,
   toolCallParts,
   weatherArguments,
   weatherTool,
-  type ProviderHarness,
 } from './provider-harness.ts';
 
-let harness: ProviderHarness;
-beforeAll(async () => {
-  harness = await startProviderHarness();
-});
-afterAll(async () => {
-  await harness.close();
-});
+const harness = useProviderHarness();
 
 const system = 'You are terse.';
 const question = 'What is the weather like in Lisbon this weekend, roughly?';

@@ -1,5 +1,5 @@
 /** Request mapping and stream edge cases of the Anthropic adapter. */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { createProviderAdapter } from '../../activities/providers/index.ts';
 import type { ProviderRequest } from '../../activities/providers/types.ts';
 import {
@@ -7,22 +7,12 @@ import {
   collect,
   imageMessage,
   pixelPng,
-  startProviderHarness,
+  useProviderHarness,
   timeTool,
   weatherTool,
-  type ProviderHarness,
 } from './provider-harness.ts';
 
-let harness: ProviderHarness;
-beforeAll(async () => {
-  harness = await startProviderHarness();
-});
-beforeEach(async () => {
-  await harness.control.resetRequests();
-});
-afterAll(async () => {
-  await harness.close();
-});
+const harness = useProviderHarness({ beforeEach: ['requests'] });
 
 async function lastBody(): Promise<unknown> {
   return (await harness.control.requests()).last?.body;

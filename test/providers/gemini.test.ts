@@ -1,27 +1,17 @@
 /** Request mapping and stream edge cases of the Gemini adapter. */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import type { ProviderRequest } from '../../activities/providers/types.ts';
 import {
   adapterReplaying,
   collect,
   imageMessage,
   pixelPng,
-  startProviderHarness,
+  useProviderHarness,
   timeTool,
   weatherTool,
-  type ProviderHarness,
 } from './provider-harness.ts';
 
-let harness: ProviderHarness;
-beforeAll(async () => {
-  harness = await startProviderHarness();
-});
-beforeEach(async () => {
-  await harness.control.resetRequests();
-});
-afterAll(async () => {
-  await harness.close();
-});
+const harness = useProviderHarness({ beforeEach: ['requests'] });
 
 describe('Gemini request mapping', () => {
   it('maps system, parameters and the JSON schema response format', async () => {

@@ -2,7 +2,7 @@
  * The hosted media engines against the provider simulator: real files by their magic numbers, wire shapes through
  * the simulator's request log, Replicate predictions through their states, and fallback between engines.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { fileTypeFromBuffer } from 'file-type';
 import { EngineError, type SpeechEngine } from '../../activities/media/engine.ts';
 import { breakerKey, withFallback, type EngineBreaker } from '../../activities/media/fallback.ts';
@@ -21,40 +21,23 @@ import { readSettings } from '../../config/settings.ts';
 import { simulatedMediaProviders, simulatedProviders } from '../../scripts/lib/simulated-providers.ts';
 import { simulatedMp3, simulatedMp3Seconds } from '../../simulator/media-files.ts';
 import { mp3DurationSeconds } from '../../activities/media/mp3-duration.ts';
-import {
-  simulatorControl,
-  startSimulator,
-  type RunningSimulator,
-  type SimulatorControl,
-} from '../../simulator/server.ts';
+import { useProviderHarness } from './provider-harness.ts';
 
-let simulator: RunningSimulator;
-let control: SimulatorControl;
-beforeAll(async () => {
-  simulator = await startSimulator();
-  control = simulatorControl(simulator.url);
-});
-beforeEach(async () => {
-  await control.clearFaults();
-  await control.resetRequests();
-});
-afterAll(async () => {
-  await simulator.close();
-});
+const harness = useProviderHarness({ beforeEach: ['faults', 'requests'] });
 
-const openAI = () => createOpenAIMediaEngine({ baseUrl: `${simulator.url}/v1`, apiKey: 'sk-sim' });
-const elevenLabs = () => createElevenLabsEngine({ baseUrl: simulator.url, apiKey: 'xi-sim' });
+const openAI = () => createOpenAIMediaEngine({ baseUrl: `${harness.simulator.url}/v1`, apiKey: 'sk-sim' });
+const elevenLabs = () => createElevenLabsEngine({ baseUrl: harness.simulator.url, apiKey: 'xi-sim' });
 const music = () =>
-  createReplicateMusicEngine({ baseUrl: simulator.url, apiToken: 'r8_sim', model: defaultReplicateMusicModel });
+  createReplicateMusicEngine({ baseUrl: harness.simulator.url, apiToken: 'r8_sim', model: defaultReplicateMusicModel });
 const video = () =>
-  createReplicateVideoEngine({ baseUrl: simulator.url, apiToken: 'r8_sim', model: defaultReplicateVideoModel });
+  createReplicateVideoEngine({ baseUrl: harness.simulator.url, apiToken: 'r8_sim', model: defaultReplicateVideoModel });
 
 async function kindOf(bytes: Uint8Array): Promise<string | undefined> {
   return (await fileTypeFromBuffer(bytes))?.mime;
 }
 
 async function lastRequest() {
-  const { last } = await control.requests();
+  const { last } = await harness.control.requests();
   if (last === null) throw new Error('no request was logged');
   return last;
 }
@@ -264,7 +247,7 @@ describe('Replicate engines', () => {
 
   it('pins a version with POST /v1/predictions', async () => {
     const engine = createReplicateMusicEngine({
-      baseUrl: simulator.url,
+      baseUrl: harness.simulator.url,
       apiToken: 'r8_sim',
       model: 'meta/musicgen:671ac645ce5e552cc63a54a2bbff63fcf798043055d2dac5fc9e36a837eedcfb',
     });
@@ -298,7 +281,7 @@ describe('simulated Replicate prediction list', () => {
       return (await response.json()) as Page;
     };
     await sleep(10);
-    const first = await read(`${simulator.url}/v1/predictions`);
+    const first = await read(`${harness.simulator.url}/v1/predictions`);
     expect(first.results).toHaveLength(100);
     expect(first.previous).toBeNull();
     expect(first.results[0]).toMatchObject({ id: made.at(-1), status: 'succeeded' });
@@ -371,22 +354,22 @@ describe('withFallback', () => {
   });
 
   it.each([429, 500])('falls over to the next engine on a %i and names it', async (status) => {
-    await control.addFault({ match: { protocol: 'openai-media' }, fault: { status } });
+    await harness.control.addFault({ match: { protocol: 'openai-media' }, fault: { status } });
     const breaker = new MemoryBreaker();
     const served = await withFallback(speakers(), hello, breaker);
     expect(served.engine).toBe('elevenlabs');
     expect(await kindOf(served.result.bytes)).toBe('audio/mpeg');
     expect(breaker.states.get(breakerKey('openai'))).toMatchObject({ consecutiveFailures: 1 });
-    expect((await control.requests()).by_model).toEqual({ 'tts-1': 1, eleven_multilingual_v2: 1 });
+    expect((await harness.control.requests()).by_model).toEqual({ 'tts-1': 1, eleven_multilingual_v2: 1 });
   });
 
   it('does not fall over on a 400', async () => {
-    await control.addFault({ match: { protocol: 'openai-media', model: 'tts-1' }, fault: { status: 400 } });
+    await harness.control.addFault({ match: { protocol: 'openai-media', model: 'tts-1' }, fault: { status: 400 } });
     const breaker = new MemoryBreaker();
     const failure = await withFallback(speakers(), hello, breaker).catch((error: unknown) => error);
     expect(failure).toMatchObject({ engine: 'openai', retryable: false, status: 400 });
     expect(breaker.states.size).toBe(0);
-    expect((await control.requests()).total).toBe(1);
+    expect((await harness.control.requests()).total).toBe(1);
   });
 
   it('skips an engine whose breaker is open, and fails retryably when every engine fails', async () => {
@@ -394,9 +377,9 @@ describe('withFallback', () => {
     await breaker.recordFailure(breakerKey('openai'), 'down');
     const served = await withFallback(speakers(), hello, breaker);
     expect(served.engine).toBe('elevenlabs');
-    expect((await control.requests()).by_model).toEqual({ eleven_multilingual_v2: 1 });
+    expect((await harness.control.requests()).by_model).toEqual({ eleven_multilingual_v2: 1 });
 
-    await control.addFault({ match: { protocol: 'elevenlabs' }, fault: { status: 503 } });
+    await harness.control.addFault({ match: { protocol: 'elevenlabs' }, fault: { status: 503 } });
     const failure = await withFallback(speakers(), hello, breaker).catch((error: unknown) => error);
     expect(failure).toMatchObject({ engine: 'media', retryable: true, status: 503 });
   });
@@ -406,8 +389,8 @@ describe('hosted media engines from settings', () => {
   it('configures each provider with a key, in fallback order, pointed at the simulator by npm start', async () => {
     const environment = {
       DATABASE_URL: 'postgres://unused',
-      ...simulatedProviders(simulator.url),
-      ...simulatedMediaProviders(simulator.url, {}),
+      ...simulatedProviders(harness.simulator.url),
+      ...simulatedMediaProviders(harness.simulator.url, {}),
     };
     const engines = createHostedMediaEngines(readSettings(environment), environment);
     expect(engines.speech.map((engine) => engine.id)).toEqual(['openai', 'elevenlabs']);
@@ -427,9 +410,9 @@ describe('hosted media engines from settings', () => {
   it('leaves out providers without keys, and keeps configured ones off the simulator', () => {
     const none = createHostedMediaEngines(readSettings({ DATABASE_URL: 'postgres://unused' }), {});
     expect(Object.values(none).flat()).toEqual([]);
-    expect(simulatedMediaProviders(simulator.url, { ELEVENLABS_API_KEY: 'real' })).toEqual({
+    expect(simulatedMediaProviders(harness.simulator.url, { ELEVENLABS_API_KEY: 'real' })).toEqual({
       REPLICATE_API_TOKEN: 'simulator',
-      REPLICATE_BASE_URL: simulator.url,
+      REPLICATE_BASE_URL: harness.simulator.url,
     });
     expect(() => readSettings({ DATABASE_URL: 'postgres://unused', REPLICATE_VIDEO_MODEL: 'kling' })).toThrow(
       /REPLICATE_VIDEO_MODEL/,

@@ -1,26 +1,16 @@
 /** Request mapping and stream edge cases of the OpenAI-compatible adapter. */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import type { ProviderRequest } from '../../activities/providers/types.ts';
 import {
   adapterReplaying,
   collect,
   imageMessage,
   pixelPng,
-  startProviderHarness,
+  useProviderHarness,
   weatherTool,
-  type ProviderHarness,
 } from './provider-harness.ts';
 
-let harness: ProviderHarness;
-beforeAll(async () => {
-  harness = await startProviderHarness();
-});
-beforeEach(async () => {
-  await harness.control.resetRequests();
-});
-afterAll(async () => {
-  await harness.close();
-});
+const harness = useProviderHarness({ beforeEach: ['requests'] });
 
 const fullRequest: ProviderRequest = {
   model: 'gpt-test',

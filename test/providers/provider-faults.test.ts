@@ -1,25 +1,9 @@
 /** Each simulator fault, through each adapter: the failure must surface as the right ProviderError kind. */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import type { ProviderRequest } from '../../activities/providers/types.ts';
-import {
-  collect,
-  collectUntilFailure,
-  failureOf,
-  protocols,
-  startProviderHarness,
-  type ProviderHarness,
-} from './provider-harness.ts';
+import { collect, collectUntilFailure, failureOf, protocols, useProviderHarness } from './provider-harness.ts';
 
-let harness: ProviderHarness;
-beforeAll(async () => {
-  harness = await startProviderHarness();
-});
-afterEach(async () => {
-  await harness.control.clearFaults();
-});
-afterAll(async () => {
-  await harness.close();
-});
+const harness = useProviderHarness({ afterEach: ['faults'] });
 
 describe.each(protocols)('%s adapter under faults', (protocol) => {
   const model = `faulty-${protocol}`;

@@ -1,4 +1,5 @@
 /** Shared pieces for provider tests: an in-process simulator, adapters pointed at it, stream helpers. */
+import { afterAll, afterEach, beforeAll, beforeEach } from '@jest/globals';
 import { createProviderAdapter } from '../../activities/providers/index.ts';
 import {
   ProviderError,
@@ -67,6 +68,48 @@ export async function startProviderHarness(): Promise<ProviderHarness> {
         ...overrides,
       }),
     close: () => simulator.close(),
+  };
+}
+
+/** What a test file clears between its tests: the simulator's request log, its faults. */
+export type HarnessReset = 'requests' | 'faults';
+
+/**
+ * The harness of a test file: started before its tests and closed after them (the hooks registered here), with what
+ * `resets` names cleared before or after each test, in that order. Its fields are the started harness's, so read
+ * them inside tests and hooks.
+ */
+export function useProviderHarness(
+  resets: { beforeEach?: HarnessReset[]; afterEach?: HarnessReset[] } = {},
+): ProviderHarness {
+  let started: ProviderHarness | undefined;
+  const current = () => {
+    if (!started) throw new Error('the provider harness starts in beforeAll: use it inside a test or a hook');
+    return started;
+  };
+  const clear = async (what: HarnessReset[]) => {
+    for (const reset of what) {
+      if (reset === 'faults') await current().control.clearFaults();
+      else await current().control.resetRequests();
+    }
+  };
+  beforeAll(async () => {
+    started = await startProviderHarness();
+  });
+  if (resets.beforeEach) beforeEach(() => clear(resets.beforeEach!));
+  if (resets.afterEach) afterEach(() => clear(resets.afterEach!));
+  afterAll(async () => {
+    await started?.close();
+  });
+  return {
+    get simulator() {
+      return current().simulator;
+    },
+    get control() {
+      return current().control;
+    },
+    adapter: (protocol, overrides) => current().adapter(protocol, overrides),
+    close: () => current().close(),
   };
 }
 

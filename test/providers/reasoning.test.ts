@@ -2,27 +2,13 @@
  * Reasoning from reasoning models, for all three wire protocols against the simulator: it arrives as
  * reasoning-delta parts before the answer (or as `reasoning` when not streamed) and is never part of the text.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import type { ProviderRequest, WireProtocol } from '../../activities/providers/types.ts';
 import type { ChatMessage } from '../../common/chat.ts';
 import type { StreamPart } from '../../common/stream-parts.ts';
-import {
-  collect,
-  protocols,
-  startProviderHarness,
-  textOf,
-  toolCallParts,
-  weatherTool,
-  type ProviderHarness,
-} from './provider-harness.ts';
+import { collect, protocols, useProviderHarness, textOf, toolCallParts, weatherTool } from './provider-harness.ts';
 
-let harness: ProviderHarness;
-beforeAll(async () => {
-  harness = await startProviderHarness();
-});
-afterAll(async () => {
-  await harness.close();
-});
+const harness = useProviderHarness();
 
 // Names the weather tool, so a request that offers it gets a call.
 const question = 'Will the weather in Lisbon stay dry this weekend?';

@@ -1,28 +1,11 @@
 /** The simulator's own contract: authentication and error shapes per protocol, and its control API. */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import {
-  simulatorControl,
-  startSimulator,
-  type RunningSimulator,
-  type SimulatorControl,
-} from '../../simulator/server.ts';
+import { describe, expect, it } from '@jest/globals';
+import { useProviderHarness } from './provider-harness.ts';
 
-let simulator: RunningSimulator;
-let control: SimulatorControl;
-beforeAll(async () => {
-  simulator = await startSimulator();
-  control = simulatorControl(simulator.url);
-});
-beforeEach(async () => {
-  await control.clearFaults();
-  await control.resetRequests();
-});
-afterAll(async () => {
-  await simulator.close();
-});
+const harness = useProviderHarness({ beforeEach: ['faults', 'requests'] });
 
 function post(path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${simulator.url}${path}`, {
+  return fetch(`${harness.simulator.url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify(body),
@@ -117,17 +100,17 @@ describe('simulator control API', () => {
     await post('/v1/chat/completions', openAIBody, { authorization: 'Bearer k' });
     await post('/v1/chat/completions', openAIBody, { authorization: 'Bearer k' });
     await post('/v1beta/models/gemini-sim:generateContent', geminiBody, { 'x-goog-api-key': 'k' });
-    const summary = await control.requests();
+    const summary = await harness.control.requests();
     expect(summary).toMatchObject({ total: 3, by_model: { 'gpt-sim': 2, 'gemini-sim': 1 } });
     expect(summary.last).toMatchObject({ protocol: 'gemini', model: 'gemini-sim', body: geminiBody });
 
-    await control.resetRequests();
-    expect(await control.requests()).toEqual({ total: 0, by_model: {}, last: null });
+    await harness.control.resetRequests();
+    expect(await harness.control.requests()).toEqual({ total: 0, by_model: {}, last: null });
   });
 
   it('matches faults by protocol and model, in order, and clears them', async () => {
-    await control.addFault({ match: { protocol: 'anthropic' }, fault: { status: 529 } });
-    const { id } = await control.addFault({
+    await harness.control.addFault({ match: { protocol: 'anthropic' }, fault: { status: 529 } });
+    const { id } = await harness.control.addFault({
       match: { model: 'gpt-sim' },
       times: 2,
       fault: { status: 503, retry_after: 4 },
@@ -146,12 +129,12 @@ describe('simulator control API', () => {
     expect(overloaded.status).toBe(529);
     expect(await overloaded.json()).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
 
-    await control.clearFaults();
+    await harness.control.clearFaults();
     expect((await post('/v1/messages', anthropicBody, anthropicHeaders)).status).toBe(200);
   });
 
   it('rejects an invalid fault rule', async () => {
-    const response = await fetch(`${simulator.url}/_simulator/faults`, {
+    const response = await fetch(`${harness.simulator.url}/_simulator/faults`, {
       method: 'POST',
       body: JSON.stringify({ fault: { status: 'soon' } }),
     });

@@ -10,6 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { ensureTemporalCli } from '../../scripts/lib/temporal-cli.ts';
+import { callDirective as call, createCustomAgent } from '../helpers/agents.ts';
 import globalSetup from '../helpers/global-setup.ts';
 import globalTeardown from '../helpers/global-teardown.ts';
 import { startTestPlatform } from '../helpers/platform.ts';
@@ -77,18 +78,12 @@ async function captureAgentTurns(): Promise<void> {
     AGENT_LOOP_ITERATIONS_PER_RUN: '2',
   });
   const { key: agentKey } = await agents.createKey();
-  const created = await agents.agents('/agents/custom', {
-    method: 'POST',
-    key: agentKey,
-    body: JSON.stringify({
-      name: 'Ops',
-      description: 'Plans, calculates and sends e-mail',
-      system_prompt: 'You are an operations assistant.',
-      tools: ['update_plan', 'calculator', 'send_email'],
-    }),
+  const ops = await createCustomAgent(agents, agentKey, {
+    name: 'Ops',
+    description: 'Plans, calculates and sends e-mail',
+    system_prompt: 'You are an operations assistant.',
+    tools: ['update_plan', 'calculator', 'send_email'],
   });
-  const ops = ((await created.json()) as { id: string }).id;
-  const call = (tool: string, args: unknown) => `[[call ${tool} ${JSON.stringify(args)}]]`;
   /** Starts a turn and reads its stream in the background; `until` waits for a line containing the text. */
   const start = async (path: string, body: unknown) => {
     const response = await agents.agents(path, { method: 'POST', key: agentKey, body: JSON.stringify(body) });

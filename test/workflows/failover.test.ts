@@ -5,8 +5,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
 import pg from 'pg';
-import { startGateway } from '../../api/server.ts';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { startReplica, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 const fastTier = ['claude-haiku-4-5', 'gpt-4o-mini', 'gemini-2.5-flash', 'deepseek-chat', 'llama-3.3-70b-versatile'];
 const upstream = { 'gpt-4o-mini': 'gpt-4o-mini-2024-07-18', 'gpt-4o': 'gpt-4o-2024-11-20' } as const;
@@ -178,10 +177,7 @@ describe('circuit breaker', () => {
   });
 
   it('is shared by replicas: a circuit opened through one gateway is open for another', async () => {
-    const replica = await startGateway({
-      ...platform.environment,
-      TEMPORAL_TASK_QUEUE: `${platform.environment.TEMPORAL_TASK_QUEUE}-b`,
-    });
+    const replica = await startReplica(platform);
     try {
       await platform.simulator.addFault({ match: { model: upstream['gpt-4o'] }, fault: { status: 503 } });
       for (let index = 0; index < 3; index++) await ask('gpt-4o');

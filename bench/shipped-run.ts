@@ -1,18 +1,19 @@
 /**
- * What the agent-service benchmarks (`bench:agents`, `bench:agents-durable`) share: the setup (the provider simulator
- * in its own process, `npm start` as shipped in its own process tree, data directory and ports, with the settings a
- * bench changes), the measured loop of one arm (a warm-up, then N calls from 1 or more clients, the first failure
- * kept), and the figures (p50 and p95).
+ * What the benches on `npm start` as shipped (`bench:chat`, `bench:agents`, `bench:agents-durable`, `bench:media`)
+ * share: the setup (the provider simulator in its own process, `npm start` in its own process tree, data directory
+ * and ports, with the settings a bench changes, both stopped whatever happens), the wait for an idle platform, the
+ * measured loop of one arm (a warm-up, then N calls from 1 or more clients, the first failure kept), and its row of
+ * figures (p50 and p95) as the reports print and log it. (`npm run bench` runs its own arms: bench/run.ts.)
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { repositoryRoot, shippedProcesses, startShipped, startUpstream, type Platform, type Upstream } from './arms.ts';
 import { agent, type Sample } from './http-client.ts';
+import { quick } from './bench-process.ts';
 import { percentile, runLoad } from './load.ts';
+import { ms } from './report.ts';
 import { waitUntilIdle } from './resources.ts';
-
-export const quick = process.env.BENCH_QUICK === '1';
 
 export interface Figures {
   n: number;
@@ -57,7 +58,62 @@ export async function measureCalls<T extends Sample>(
   };
 }
 
-export interface AgentServiceRun {
+/** One arm's measured calls at one concurrency, as a report row: the common columns of every bench's table. */
+export interface MeasuredRow {
+  arm: string;
+  clients: number;
+  /** The calls that counted. */
+  n: number;
+  errors: number;
+  firstFailure?: string;
+  perSecond: number;
+}
+
+export function measuredRow(arm: string, clients: number, measured: Measured<Sample>): MeasuredRow {
+  return {
+    arm,
+    clients,
+    n: measured.samples.length,
+    errors: measured.errors,
+    ...(measured.firstFailure ? { firstFailure: measured.firstFailure } : {}),
+    perSecond: measured.perSecond,
+  };
+}
+
+/** A row whose figures are the calls' whole times (the request to the end of the response). */
+export interface LatencyRow extends MeasuredRow {
+  latency: Figures;
+}
+
+/** Measures one arm at one concurrency (measureCalls) into a LatencyRow, and logs the row. */
+export async function measureLatency(
+  arm: string,
+  clients: number,
+  requests: number,
+  call: () => Promise<Sample>,
+  log: (line: string) => void,
+): Promise<LatencyRow> {
+  const measured = await measureCalls(clients, requests, call);
+  const row = { ...measuredRow(arm, clients, measured), latency: figures(measured.samples.map((s) => s.totalMs)) };
+  log(rowLogLine(row, p50p95(row.latency)));
+  return row;
+}
+
+/** The log line of a row: `  <arm> × <clients>: n=… errors=…<figures> (first failure: …)`. */
+export const rowLogLine = (row: MeasuredRow, figuresText: string): string =>
+  `  ${row.arm} × ${row.clients}: n=${row.n} errors=${row.errors}${figuresText}` +
+  `${row.firstFailure ? ` (first failure: ${row.firstFailure})` : ''}`;
+
+/** A row's p50 and p95 for its log line. */
+export const p50p95 = (figuresOf: Figures): string => ` p50=${ms(figuresOf.p50)} p95=${ms(figuresOf.p95)}`;
+
+/** The lines under a table naming the first failure of each row that had one. */
+export const firstFailureLines = (rows: MeasuredRow[]): string[] =>
+  rows.flatMap((row) =>
+    row.firstFailure ? ['', `First failure of ${row.arm} × ${row.clients}: \`${row.firstFailure}\``] : [],
+  );
+
+export interface ShippedRun {
   platform: Platform;
   upstream: Upstream;
   ports: { upstream: number; shipped: number; temporal: number; postgres: number };
@@ -69,15 +125,15 @@ export interface AgentServiceRun {
  * Starts the simulator and `npm start` (data and logs under `.data/<name>`), runs `body`, and stops both whatever
  * happens; returns why the run failed, if it did.
  */
-export async function withAgentService(
+export async function withShippedRun(
   options: {
     name: string;
-    ports: AgentServiceRun['ports'];
+    ports: ShippedRun['ports'];
     /** Settings that differ from `npm start`'s defaults (the bench's report says which and why). */
-    environment: Record<string, string>;
+    environment?: Record<string, string>;
     log: (line: string) => void;
   },
-  body: (run: AgentServiceRun) => Promise<void>,
+  body: (run: ShippedRun) => Promise<void>,
 ): Promise<string | undefined> {
   const { ports, log } = options;
   const benchDir = join(repositoryRoot, '.data', options.name);
@@ -99,7 +155,7 @@ export async function withAgentService(
       upstreamUrl: upstream.url,
       masterKey: `te_bench_${randomBytes(16).toString('hex')}`,
       logDir,
-      environment: options.environment,
+      ...(options.environment ? { environment: options.environment } : {}),
     });
     log(`gateway ${platform.url}, agent service ${platform.agentsUrl}`);
     await body({
