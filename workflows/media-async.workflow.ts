@@ -42,9 +42,11 @@ const retry = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '
 
 const short = proxyActivities<AsyncJobActivities>({ startToCloseTimeout: '60s', retry });
 
-// Downloading an output may take a while.
+// Downloading an output may take a while; it heartbeats every 5 s, so an attempt lost with its worker (or a task that
+// never reached one) is retried after 30 s rather than after the whole 10 minutes.
 const { storeVideoOutput, storeMusicOutput } = proxyActivities<AsyncJobActivities>({
   startToCloseTimeout: '10m',
+  heartbeatTimeout: '30s',
   retry,
 });
 

@@ -23,6 +23,7 @@ import type { CreditLedger } from '../credits/credit-ledger.ts';
 import { mediaWorkflowId, type AsyncJobInput, type AsyncMediaKind, type JobPoll } from '../../common/media.ts';
 import { EngineError, type MusicEngine, type VideoEngine } from './engine.ts';
 import type { MediaFiles } from './files.ts';
+import { keepAlive } from '../heartbeat.ts';
 import { videoThumbnail } from './local/ffmpeg-thumbnail.ts';
 import { downloadOutput, mediaUpstream } from './providers/http.ts';
 
@@ -201,48 +202,51 @@ function createAsyncJobSteps({ pool, ledger, media }: AsyncJobActivityDependenci
 
     /** Stores the output as a media file, marks the row `completed` and charges the hold (each once). */
     async store(input: AsyncJobInput, output: { url: string } | { fileName: string }): Promise<string> {
-      const [row] = await run<JobRow>(pool, selectJob, [input.jobId, kind]);
-      let fileName = row?.status === 'completed' ? row.result?.fileName : undefined;
-      if (fileName === undefined) {
-        let bytes: Uint8Array | null = null;
-        if ('fileName' in output) {
-          fileName = output.fileName;
-        } else {
-          let file;
-          try {
-            file = await downloadOutput(mediaUpstream(input.engine, {}), output.url, expectedOutput[kind]);
-          } catch (error) {
-            throw engineFailure(error);
+      // A download (and its thumbnail) may take a while: heartbeats let a lost attempt be retried within seconds.
+      return keepAlive(async () => {
+        const [row] = await run<JobRow>(pool, selectJob, [input.jobId, kind]);
+        let fileName = row?.status === 'completed' ? row.result?.fileName : undefined;
+        if (fileName === undefined) {
+          let bytes: Uint8Array | null = null;
+          if ('fileName' in output) {
+            fileName = output.fileName;
+          } else {
+            let file;
+            try {
+              file = await downloadOutput(mediaUpstream(input.engine, {}), output.url, expectedOutput[kind]);
+            } catch (error) {
+              throw engineFailure(error);
+            }
+            fileName = await media.files.save(file.bytes, file.contentType);
+            bytes = file.bytes;
           }
-          fileName = await media.files.save(file.bytes, file.contentType);
-          bytes = file.bytes;
+          // A video's first frame is its thumbnail (none without ffmpeg: the job completes all the same).
+          let thumbnailFileName: string | undefined;
+          if (kind === 'video') {
+            const thumbnail = await videoThumbnail(bytes ?? (await media.files.read(fileName)) ?? new Uint8Array());
+            if (thumbnail) thumbnailFileName = await media.files.save(thumbnail.bytes, thumbnail.contentType);
+          }
+          const { rowCount } = await pool.query({
+            ...markCompleted,
+            values: [input.jobId, JSON.stringify({ fileName, ...(thumbnailFileName ? { thumbnailFileName } : {}) })],
+          });
+          if (rowCount === 0) {
+            // Ended another way first (never by this workflow's own order of steps): nothing to charge.
+            throw jobEnded(row?.status);
+          }
         }
-        // A video's first frame is its thumbnail (none without ffmpeg: the job completes all the same).
-        let thumbnailFileName: string | undefined;
-        if (kind === 'video') {
-          const thumbnail = await videoThumbnail(bytes ?? (await media.files.read(fileName)) ?? new Uint8Array());
-          if (thumbnail) thumbnailFileName = await media.files.save(thumbnail.bytes, thumbnail.contentType);
+        if (input.metered) {
+          await ledger.settle({
+            ...ledgerKey(input),
+            amount: input.credits,
+            model: `media:${input.engine}`,
+            promptTokens: 0,
+            completionTokens: 0,
+            estimated: false,
+          });
         }
-        const { rowCount } = await pool.query({
-          ...markCompleted,
-          values: [input.jobId, JSON.stringify({ fileName, ...(thumbnailFileName ? { thumbnailFileName } : {}) })],
-        });
-        if (rowCount === 0) {
-          // Ended another way first (never by this workflow's own order of steps): nothing to charge.
-          throw jobEnded(row?.status);
-        }
-      }
-      if (input.metered) {
-        await ledger.settle({
-          ...ledgerKey(input),
-          amount: input.credits,
-          model: `media:${input.engine}`,
-          promptTokens: 0,
-          completionTokens: 0,
-          estimated: false,
-        });
-      }
-      return fileName;
+        return fileName;
+      });
     },
 
     /** Records a job that ended without an output and releases its hold (both once). */

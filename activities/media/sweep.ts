@@ -7,7 +7,7 @@
  * finished longer than the TTL ago (its files were stored a moment before it finished, so an earlier run may have
  * deleted them). Idempotent: a repeated or overlapping run deletes what is left and marks nothing twice.
  */
-import { Context } from '@temporalio/activity';
+import { heartbeat } from '../heartbeat.ts';
 import type { Pool } from '../../db/pool.ts';
 import type { MediaFiles } from './files.ts';
 
@@ -42,17 +42,6 @@ export function createMediaSweepActivities({ pool, media }: MediaSweepDependenci
       return { deletedFiles: deleted.length, expiredJobs };
     },
   };
-}
-
-/** Reports progress to Temporal (a long sweep stays alive past its heartbeat timeout); a no-op outside an activity. */
-function heartbeat(deleted: number): void {
-  let context: Context;
-  try {
-    context = Context.current();
-  } catch {
-    return;
-  }
-  context.heartbeat(deleted);
 }
 
 export type MediaSweepActivities = ReturnType<typeof createMediaSweepActivities>;
