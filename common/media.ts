@@ -67,6 +67,12 @@ export interface MediaJobInput {
   acceptedAt?: string;
 }
 
+/** A synchronous job's request as its row stores it: the work without the engine list. */
+export function requestOf(work: SyncJobWork): Record<string, unknown> {
+  const { engines: _engines, ...request } = work;
+  return request;
+}
+
 export interface MediaJobResult {
   jobId: string;
   kind: SyncMediaKind;

@@ -1,7 +1,9 @@
 /**
  * The activities of synchronous media jobs (speech, images, background removal, upscaling, OCR, sound effects,
  * transcription). `runMediaJob` is a whole job in one step: the kind's engines with fallback (hosted first, local last
- * where one exists; activities/media/fallback.ts), the outputs stored as files, the job row written `completed` and
+ * where one exists; activities/media/fallback.ts), the outputs stored as files, the job row (written `processing` by
+ * the API when it accepted the job, so a caller whose connection dropped finds it in GET /api/v1/media/jobs) ended
+ * `completed` and
  * the held credits charged, in that order, each step idempotent by the job id (a retried activity finds the row and
  * charges nothing twice). `failMediaJob` records a job that ended without a result and releases its hold. Statements
  * are plain SQL on the shared pool; the ledger keys are the workflow id and attempt 1, as the API reserved them.
@@ -15,6 +17,7 @@ import { run, type Pool } from '../../db/pool.ts';
 import type { CreditLedger } from '../credits/credit-ledger.ts';
 import {
   mediaWorkflowId,
+  requestOf,
   type MediaFailureDetails,
   type MediaJobInput,
   type MediaJobResult,
@@ -65,12 +68,19 @@ export interface MediaActivityDependencies {
   media: MediaServices;
 }
 
-const insertJob = {
-  name: 'media-job-insert',
+/**
+ * A job's end: the row the API wrote as `processing` when it accepted the job, ended once (a retry finds it ended and
+ * changes nothing); written whole when there is none (a job accepted before rows were written at acceptance).
+ */
+const endJob = {
+  name: 'media-job-end',
   text: `insert into media_jobs (id, kind, user_id, status, engine, request, result, credits, error, created_at, updated_at,
                                  finished_at)
          values ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, coalesce($10::timestamptz, now()), now(), now())
-         on conflict (id) do nothing`,
+         on conflict (id) do update set status = excluded.status, engine = excluded.engine, result = excluded.result,
+                                        credits = excluded.credits, error = excluded.error, updated_at = now(),
+                                        finished_at = now()
+         where media_jobs.status = 'processing'`,
 };
 
 const selectJob = {
@@ -91,12 +101,6 @@ interface StoredResult {
   fileName?: string;
   files: string[];
   data: Record<string, unknown>;
-}
-
-/** The job's request as stored on its row: the work without the engine list. */
-function requestOf(work: SyncJobWork): Record<string, unknown> {
-  const { engines: _engines, ...request } = work;
-  return request;
 }
 
 export function createMediaActivities({ pool, ledger, media }: MediaActivityDependencies) {
@@ -239,7 +243,7 @@ export function createMediaActivities({ pool, ledger, media }: MediaActivityDepe
       for (const output of served.outputs) files.push(await media.files.save(output.bytes, output.contentType));
       const credits = Math.min(input.credits, served.credits ?? input.credits);
       const stored: StoredResult = { ...(files[0] ? { fileName: files[0] } : {}), files, data: served.data };
-      await run(pool, insertJob, [
+      await run(pool, endJob, [
         input.jobId,
         kind,
         input.userId,
@@ -257,7 +261,7 @@ export function createMediaActivities({ pool, ledger, media }: MediaActivityDepe
 
     /** Records a job that produced nothing and releases its hold (both once). */
     async failMediaJob(input: MediaJobInput & { error: string }): Promise<void> {
-      await run(pool, insertJob, [
+      await run(pool, endJob, [
         input.jobId,
         input.work.kind,
         input.userId,

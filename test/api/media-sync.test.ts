@@ -124,6 +124,29 @@ describe('POST /api/v1/media/image', () => {
     }
   });
 
+  it('lists the job as processing while it runs, then completed', async () => {
+    const { key } = await platform.createKey();
+    const pending = post(key, 'image', { prompt: 'a slow heron' });
+    type Listed = { data: Array<{ id: string; kind: string; status: string; url?: string }> };
+    let seen: Listed['data'][number] | undefined;
+    for (let tries = 0; tries < 100 && !seen; tries++) {
+      const listed = (await (await platform.fetch('/api/v1/media/jobs?kind=image', { key })).json()) as Listed;
+      seen = listed.data.find((job) => job.status === 'processing');
+      if (!seen) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(seen).toMatchObject({ kind: 'image', status: 'processing' });
+    const { json } = await pending;
+    expect(json.job_id).toBe(seen!.id);
+    const listed = (await (await platform.fetch('/api/v1/media/jobs?kind=image', { key })).json()) as Listed;
+    expect(listed.data).toEqual([
+      expect.objectContaining({
+        id: seen!.id,
+        status: 'completed',
+        url: (json.images as Array<{ url: string }>)[0]!.url,
+      }),
+    ]);
+  });
+
   it('takes hd on the hd-capable model (alias accepted) at 20 credits, landscape', async () => {
     const { key, user_id } = await platform.createKey();
     const before = await credits(user_id, key);

@@ -24,6 +24,7 @@ import { run, type Pool } from '../../../../db/pool.ts';
 import type { MediaEngines } from '../../../../activities/media/media-activities.ts';
 import {
   mediaWorkflowId,
+  requestOf,
   type AsyncJobInput,
   type AsyncMediaKind,
   type MediaJobInput,
@@ -108,6 +109,20 @@ const selectJobPage = {
          where user_id = $1 and ($2::text is null or kind = $2) and ($3::text is null or status = $3)
            and ($4::text is null or (created_at, id) < (select created_at, id from media_jobs where id = $4 and user_id = $1))
          order by created_at desc, id desc limit $5`,
+};
+
+/** A synchronous job as accepted: `processing` until its workflow ends it (activities/media/media-activities.ts). */
+const insertAcceptedJob = {
+  name: 'media-sync-accepted',
+  text: `insert into media_jobs (id, kind, user_id, status, engine, request, result, credits, error, created_at, updated_at)
+         values ($1, $2, $3, 'processing', null, $4::jsonb, null, $5, null, now(), now())
+         on conflict (id) do nothing`,
+};
+
+const failUnstartedSync = {
+  name: 'media-sync-unstarted',
+  text: `update media_jobs set status = 'failed', error = $2, credits = 0, updated_at = now(), finished_at = now()
+         where id = $1 and status = 'processing'`,
 };
 
 const failUnstarted = {
@@ -221,8 +236,17 @@ export class MediaService {
     const order = { kind: work.kind, credits };
     const { jobId, workflowId, userId, metered } = await holdJobCredits(ledger, principal, order, idempotency);
     const input: MediaJobInput = { jobId, userId, credits, metered, work, acceptedAt: new Date().toISOString() };
+    let handle;
     try {
-      const handle = await client.workflow.start<typeof mediaJob>('mediaJob', {
+      // Listed at once as `processing` (a keyed twin's row is the same job): the job ends it.
+      await run(this.dependencies.pool, insertAcceptedJob, [
+        jobId,
+        work.kind,
+        userId,
+        JSON.stringify(requestOf(work)),
+        credits,
+      ]);
+      handle = await client.workflow.start<typeof mediaJob>('mediaJob', {
         workflowId,
         taskQueue,
         args: [input],
@@ -243,18 +267,20 @@ export class MediaService {
         ],
         staticSummary: `Media (${work.kind}) for ${userId}: ${summaryOf(work)}`,
       });
-      return await handle.result().catch((error: unknown) => {
-        throw toApiError(error);
-      });
     } catch (error) {
       // A twin finished between the check and the start: its job is this one.
       if (idempotency && error instanceof WorkflowExecutionAlreadyStartedError) {
         return (await this.previous(work.kind, idempotency))!;
       }
-      // Not started: nothing will release the hold but this. Started: the workflow released it (this is a no-op).
+      // Not started: nothing else will end the row or release the hold.
+      await run(this.dependencies.pool, failUnstartedSync, [jobId, 'the job could not start']);
       if (metered) await ledger.release({ userId, workflowId, attempt: 1 });
       throw error;
     }
+    // Started: the workflow ends the row and settles or releases the hold, whatever happens to this request.
+    return handle.result().catch((error: unknown) => {
+      throw toApiError(error);
+    });
   }
 
   /** A stored result file, opened for the response. */
