@@ -177,6 +177,11 @@ export class MediaFiles {
   }
 }
 
+/** The content type a stored file's name gives it (its extension's), or null for a name never issued. */
+export function mediaContentType(name: string): string | null {
+  return parseName(name)?.contentType ?? null;
+}
+
 function parseName(name: string): { key: string; contentType: string } | null {
   const match = namePattern.exec(name);
   const contentType = match && contentTypes[match[2]!];

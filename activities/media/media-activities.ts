@@ -11,7 +11,6 @@
  * Engines know nothing of jobs: each kind's `perform` below maps the job's work to one engine call and its answer to
  * files and data. The agent service's media tools can call the same engines the same way.
  */
-import type { Readable } from 'node:stream';
 import { ApplicationFailure } from '@temporalio/common';
 import { run, type Pool } from '../../db/pool.ts';
 import type { CreditLedger } from '../credits/credit-ledger.ts';
@@ -37,7 +36,7 @@ import {
   type VideoEngine,
 } from './engine.ts';
 import { withFallback, type EngineBreaker } from './fallback.ts';
-import type { MediaFiles } from './files.ts';
+import { mediaContentType, type MediaFiles } from './files.ts';
 
 /** Every engine this deployment has, per capability, by id: hosted ones with keys, then the local ones. */
 export interface MediaEngines {
@@ -119,9 +118,12 @@ export function createMediaActivities({ pool, ledger, media }: MediaActivityDepe
   };
 
   const readInput = async (name: string): Promise<MediaFile> => {
-    const file = await media.files.open(name);
-    if (!file) throw ApplicationFailure.nonRetryable(`the job's input file ${name} is gone`, 'MediaInputMissing');
-    return { bytes: await readAll(file.stream), contentType: file.contentType };
+    const bytes = await media.files.read(name);
+    const contentType = mediaContentType(name);
+    if (!bytes || !contentType) {
+      throw ApplicationFailure.nonRetryable(`the job's input file ${name} is gone`, 'MediaInputMissing');
+    }
+    return { bytes, contentType };
   };
 
   /** The engines of `entries` this deployment has, in order, each with its entry. */
@@ -282,12 +284,6 @@ export function createMediaActivities({ pool, ledger, media }: MediaActivityDepe
       }
     },
   };
-}
-
-async function readAll(stream: Readable): Promise<Uint8Array> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return new Uint8Array(Buffer.concat(chunks));
 }
 
 export type MediaActivities = ReturnType<typeof createMediaActivities>;

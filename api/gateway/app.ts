@@ -190,8 +190,6 @@ export function createApp(dependencies: AppDependencies): Koa {
     ledger: dependencies.ledger,
     files: dependencies.media.files,
     pool: dependencies.pool,
-    videoEngines: [...dependencies.media.video.keys()],
-    musicEngines: [...dependencies.media.music.keys()],
     pollIntervalMs: dependencies.media.pollIntervalMs,
     engines: dependencies.media,
     callbackMaxAttempts: dependencies.media.callbackMaxAttempts,

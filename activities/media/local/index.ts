@@ -4,6 +4,7 @@
  * espeak-ng speech, tesseract OCR (en, ja), sharp upscaling and flood-fill background removal. Image, sound effect,
  * transcription, music and video generation have no local engine: without a provider they are unavailable.
  */
+import type { AsyncMediaKind, SyncMediaKind } from '../../../common/media.ts';
 import type { MediaEngines } from '../media-activities.ts';
 import type { HostedMediaEngines } from '../providers/index.ts';
 import { EspeakSpeechEngine } from './espeak-speech.ts';
@@ -27,31 +28,30 @@ export function createMediaEngines(hosted: HostedMediaEngines): MediaEngines {
   };
 }
 
-/** What to configure for a kind that has no engine. */
-const missing: Record<string, string> = {
-  image: 'OPENAI_API_KEY or REPLICATE_API_TOKEN',
-  sfx: 'ELEVENLABS_API_KEY',
-  stt: 'OPENAI_API_KEY',
-  music: 'REPLICATE_API_TOKEN',
-  video: 'REPLICATE_API_TOKEN',
+/**
+ * Every media kind: the capability (of `MediaEngines`) whose engines serve it, and what to configure when this
+ * deployment has none. The API answers 503 with it (api/gateway/routes/media/service.ts) and the start banner lists it.
+ */
+export const mediaKinds: Record<SyncMediaKind | AsyncMediaKind, { engines: keyof MediaEngines; configure: string }> = {
+  tts: { engines: 'speech', configure: 'OPENAI_API_KEY or ELEVENLABS_API_KEY' },
+  speech: { engines: 'speech', configure: 'OPENAI_API_KEY or ELEVENLABS_API_KEY' },
+  image: { engines: 'images', configure: 'OPENAI_API_KEY or REPLICATE_API_TOKEN' },
+  'remove-bg': { engines: 'backgroundRemoval', configure: 'REPLICATE_API_TOKEN' },
+  upscale: { engines: 'upscale', configure: 'REPLICATE_API_TOKEN' },
+  ocr: { engines: 'ocr', configure: 'OPENAI_API_KEY' },
+  sfx: { engines: 'soundEffects', configure: 'ELEVENLABS_API_KEY' },
+  stt: { engines: 'transcription', configure: 'OPENAI_API_KEY' },
+  music: { engines: 'music', configure: 'REPLICATE_API_TOKEN' },
+  video: { engines: 'video', configure: 'REPLICATE_API_TOKEN' },
 };
 
-/** One line for the start banner: each media kind with the engines serving it, or what it lacks. */
+/** One line for the start banner: each media kind with the engines serving it, or what it lacks (`tts` is speech). */
 export function mediaAvailability(engines: MediaEngines): string {
-  const kinds: Array<[string, ReadonlyMap<string, unknown>]> = [
-    ['speech', engines.speech],
-    ['image', engines.images],
-    ['remove-bg', engines.backgroundRemoval],
-    ['upscale', engines.upscale],
-    ['ocr', engines.ocr],
-    ['sfx', engines.soundEffects],
-    ['stt', engines.transcription],
-    ['music', engines.music],
-    ['video', engines.video],
-  ];
-  return kinds
-    .map(([kind, available]) =>
-      available.size > 0 ? `${kind} (${[...available.keys()].join(', ')})` : `${kind} off (${missing[kind]})`,
-    )
+  return Object.entries(mediaKinds)
+    .filter(([kind]) => kind !== 'tts')
+    .map(([kind, { engines: capability, configure }]) => {
+      const available = engines[capability];
+      return available.size > 0 ? `${kind} (${[...available.keys()].join(', ')})` : `${kind} off (${configure})`;
+    })
     .join(', ');
 }

@@ -18,6 +18,10 @@ export interface Idempotency {
   requestHash: string;
 }
 
+/** The request's `Idempotency-Key` header, or undefined without one. */
+export const idempotencyKeyOf = (context: { get(field: string): string }): string | undefined =>
+  context.get('Idempotency-Key') || undefined;
+
 /** The idempotency of a create, or undefined without the header. */
 export function idempotencyOf(
   header: string | undefined,

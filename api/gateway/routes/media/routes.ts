@@ -21,6 +21,7 @@ import {
   videoEstimatedSeconds,
   videoSchema,
 } from './schema.ts';
+import { idempotencyKeyOf } from './idempotency.ts';
 import type { AsyncMediaJobs, MediaService } from './service.ts';
 import { openAIVoiceEngines, speechCredits, ttsCredits, ttsVoices } from './voices.ts';
 
@@ -34,7 +35,7 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
     const work = { kind: 'speech' as const, text: input, voice, speed, engines: openAIVoiceEngines(voice) };
     const create = {
       kind: work.kind,
-      idempotencyKey: idempotencyKey(context),
+      idempotencyKey: idempotencyKeyOf(context),
       request: parsed.data,
     };
     const served = await media.runOnce(context.state.principal, create, () => ({
@@ -51,7 +52,7 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
     const work = { kind: 'tts' as const, text, voice, speed, engines: ttsVoices[voice]! };
     const create = {
       kind: work.kind,
-      idempotencyKey: idempotencyKey(context),
+      idempotencyKey: idempotencyKeyOf(context),
       request: parsed.data,
     };
     const served = await media.runOnce(context.state.principal, create, () => ({ work, credits: ttsCredits(text) }));
@@ -64,7 +65,7 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
     const { prompt, duration, mode, callback_url: callbackUrl } = parsed.data;
     const credits = videoCredits(mode, duration);
     const order = { kind: 'video' as const, prompt, duration, mode, credits, callbackUrl };
-    const { jobId, status } = await jobs.create(context.state.principal, order, idempotencyKey(context));
+    const { jobId, status } = await jobs.create(context.state.principal, order, idempotencyKeyOf(context));
     context.status = 202;
     context.body = {
       video_id: jobId,
@@ -86,7 +87,7 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
     const { prompt, type, duration, callback_url: callbackUrl } = parsed.data;
     const credits = musicCredits(duration);
     const order = { kind: 'music' as const, prompt, type, duration, credits, callbackUrl };
-    const { jobId, status } = await jobs.create(context.state.principal, order, idempotencyKey(context));
+    const { jobId, status } = await jobs.create(context.state.principal, order, idempotencyKeyOf(context));
     context.body = { music_id: jobId, status, credits_used: credits };
   });
 
@@ -98,9 +99,6 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
 
   return router;
 }
-
-/** The caller's `Idempotency-Key` header, if any (api/gateway/routes/media/idempotency.ts). */
-const idempotencyKey = (context: { get(field: string): string }) => context.get('Idempotency-Key') || undefined;
 
 /** A speech job's MP3 as the response body, with the engine, price and job id in headers. */
 async function sendFile(

@@ -21,6 +21,7 @@ import { cancellableStatuses, jobColumns, type MediaJobRow } from '../../../../a
 import { assertPublicUrl } from '../../../../activities/net/checked-fetch.ts';
 import { UrlRefusedError } from '../../../../activities/net/url-guard.ts';
 import { run, type Pool } from '../../../../db/pool.ts';
+import { mediaKinds } from '../../../../activities/media/local/index.ts';
 import type { MediaEngines } from '../../../../activities/media/media-activities.ts';
 import {
   mediaWorkflowId,
@@ -46,29 +47,14 @@ export interface MediaServiceDependencies {
   ledger: CreditLedger;
   files: MediaFiles;
   pool: Pool;
-  /** The video and music engines this deployment has, in order of preference (the first serves). */
-  videoEngines: string[];
-  musicEngines: string[];
   pollIntervalMs: number;
-  /** The engines this deployment has, per capability (a kind without any is unavailable: 503). */
-  engines: Omit<MediaEngines, 'video' | 'music'>;
+  /** The engines this deployment has, per capability, in order of preference (a kind without any is unavailable: 503). */
+  engines: MediaEngines;
   /** Attempts at a job's callback (MEDIA_CALLBACK_MAX_ATTEMPTS). */
   callbackMaxAttempts: number;
   /** Hosts a callback may reach although not public (FETCH_ALLOWED_HOSTS, as for web_fetch). */
   callbackAllowedHosts: string[];
 }
-
-/** The capability that serves each synchronous kind, and what to configure when it has no engine. */
-const capabilities: Record<SyncMediaKind, { engines: keyof MediaServiceDependencies['engines']; configure: string }> = {
-  tts: { engines: 'speech', configure: 'OPENAI_API_KEY or ELEVENLABS_API_KEY' },
-  speech: { engines: 'speech', configure: 'OPENAI_API_KEY or ELEVENLABS_API_KEY' },
-  image: { engines: 'images', configure: 'OPENAI_API_KEY or REPLICATE_API_TOKEN' },
-  'remove-bg': { engines: 'backgroundRemoval', configure: 'REPLICATE_API_TOKEN' },
-  upscale: { engines: 'upscale', configure: 'REPLICATE_API_TOKEN' },
-  ocr: { engines: 'ocr', configure: 'OPENAI_API_KEY' },
-  sfx: { engines: 'soundEffects', configure: 'ELEVENLABS_API_KEY' },
-  stt: { engines: 'transcription', configure: 'OPENAI_API_KEY' },
-};
 
 /** The engine ids a job's work may use, in order. */
 function engineIdsOf(work: SyncJobWork): string[] {
@@ -119,16 +105,11 @@ const insertAcceptedJob = {
          on conflict (id) do nothing`,
 };
 
-const failUnstartedSync = {
-  name: 'media-sync-unstarted',
-  text: `update media_jobs set status = 'failed', error = $2, credits = 0, updated_at = now(), finished_at = now()
-         where id = $1 and status = 'processing'`,
-};
-
+/** A job whose workflow never started (synchronous or not): failed, unless something else ended it first. */
 const failUnstarted = {
-  name: 'media-async-unstarted',
+  name: 'media-job-unstarted',
   text: `update media_jobs set status = 'failed', error = $2, credits = 0, updated_at = now(), finished_at = now()
-         where id = $1`,
+         where id = $1 and status in ('queued', 'processing')`,
 };
 
 /**
@@ -172,7 +153,7 @@ export class MediaService {
 
   /** Whether this deployment has an engine for the work (else the job is refused with 503 before anything). */
   assertAvailable(work: SyncJobWork): void {
-    const capability = capabilities[work.kind];
+    const capability = mediaKinds[work.kind];
     const engines = this.dependencies.engines[capability.engines];
     if (!engineIdsOf(work).some((id) => engines.has(id))) {
       throw new ApiError(
@@ -273,7 +254,7 @@ export class MediaService {
         return (await this.previous(work.kind, idempotency))!;
       }
       // Not started: nothing else will end the row or release the hold.
-      await run(this.dependencies.pool, failUnstartedSync, [jobId, 'the job could not start']);
+      await run(this.dependencies.pool, failUnstarted, [jobId, 'the job could not start']);
       if (metered) await ledger.release({ userId, workflowId, attempt: 1 });
       throw error;
     }
@@ -346,11 +327,12 @@ export class AsyncMediaJobs {
       const existing = await this.keyedJob(principal, order.kind, keyed);
       if (existing) return existing;
     }
-    const engine = (order.kind === 'video' ? this.dependencies.videoEngines : this.dependencies.musicEngines)[0];
+    // The first engine of the kind serves the whole job (a provider's job cannot move to another provider).
+    const [engine] = this.dependencies.engines[mediaKinds[order.kind].engines].keys();
     if (engine === undefined) {
       throw new ApiError(
         'service_unavailable',
-        `No ${order.kind} engine is configured on this deployment (REPLICATE_API_TOKEN)`,
+        `No ${order.kind} engine is configured on this deployment (${mediaKinds[order.kind].configure})`,
       );
     }
     if (order.callbackUrl !== undefined) await this.checkCallbackUrl(order.callbackUrl);

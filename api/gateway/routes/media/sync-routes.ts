@@ -10,6 +10,7 @@ import type { MediaJobResult, SyncJobWork, SyncMediaKind } from '../../../../com
 import { mediaFilePath } from '../../../../activities/media/files.ts';
 import type { AuthState } from '../../../auth.ts';
 import { invalidRequest } from '../../../errors.ts';
+import { idempotencyKeyOf } from './idempotency.ts';
 import { storeAudioUpload, storeImageInput, type MediaInputOptions } from './inputs.ts';
 import {
   imageCredits,
@@ -42,7 +43,7 @@ export function syncMediaRoutes(media: MediaService, inputs: MediaInputOptions):
   /** The create as runOnce takes it: its kind, the caller's Idempotency-Key, the validated request. */
   const create = (context: { get(field: string): string }, kind: SyncMediaKind, request: unknown) => ({
     kind,
-    idempotencyKey: context.get('Idempotency-Key') || undefined,
+    idempotencyKey: idempotencyKeyOf(context),
     request,
   });
 
