@@ -27,6 +27,29 @@ describe('calculator', () => {
   });
 
   it.each([
+    ['1234*5678+91', '7006743'], // an integer in full, not 7.006743e+6
+    ['0.1 + 0.2', '0.3'], // no floating-point noise (0.30000000000000004)
+    ['1/3', '0.33333333333333'],
+    ['2^70', '1180591620717411303424'], // every digit, exact
+    ['3^40', '12157665459056928801'], // exact although plain numbers lose its last digits
+    ['1e21', '1000000000000000000000'],
+    ['1e22', '1e+22'], // from 10^22 on, an exponent
+    ['2^80', '1.2089258196146e+24'],
+    ['1.5e-10', '1.5e-10'],
+    ['0.000001234', '0.000001234'],
+    ['5 km + 300 m', '5.3 km'],
+    ['12 inch to cm', '30.48 cm'],
+    ['sqrt(-4)', '2i'],
+    ['(1 + 2i) * (3 - i)', '5 + 5i'],
+    ['[0.1 + 0.2, 1/3; 2^70, 7]', '[[0.3, 0.33333333333333], [1180591620717411303424, 7]]'],
+    ['fraction(1, 3) + fraction(1, 6)', '1/2'],
+    ['bignumber(0.1) + bignumber(0.2)', '0.3'],
+    ['gamma(0.5)', '1.7724538509055'],
+  ])('writes %s as a person would: %s', async (expression, result) => {
+    expect(await calculate(expression)).toBe(result);
+  });
+
+  it.each([
     ['import', 'import({x: 1}, {override: true})'],
     ['createUnit', 'createUnit("zork")'],
     ['evaluate', 'evaluate("1+1")'],
