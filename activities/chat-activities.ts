@@ -6,6 +6,7 @@
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ChatMessage } from '../common/chat.ts';
+import { isDeterministicDatabaseError } from '../db/errors.ts';
 import type { ChatTurnEvent, RoutedAgent } from '../common/chat-turn.ts';
 import type { SequencedStreamEvent } from '../common/completion.ts';
 import type { ConversationStore, StoredMessage } from './conversations/conversation-store.ts';
@@ -60,7 +61,7 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
     await writer.close();
   };
 
-  return {
+  const steps = {
     /**
      * Waits until the conversation's previous turn finished (so this turn sees its answer), stores the user's
      * message, and returns the history the model reads: the newest messages that fit the budget, dropped from the
@@ -232,6 +233,8 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
       await publish(input.turnId, [{ seq: input.seq, event: input.final }]);
     },
   };
+  const { runToolCall, ...storageSteps } = steps;
+  return { ...endOnDeterministicFailures(storageSteps), runToolCall };
 
   /** Resolves once the turn is no longer running (or was never recorded, or its workflow is gone). */
   async function waitForTurn(turnId: string): Promise<void> {
@@ -245,6 +248,32 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
 }
 
 export type ChatActivities = ReturnType<typeof createChatActivities>;
+
+/**
+ * The turn's storage steps, with a failure that a retry would only repeat (a database refusing the values, see
+ * db/errors.ts) made non-retryable, as `invalid_request`: the turn then ends failed, releases its hold and lets the
+ * conversation's next turn run, instead of retrying for ever while every later message waits behind it. Other
+ * failures (the database unreachable, a restart) are retried as before: nothing accepted is dropped for them.
+ */
+function endOnDeterministicFailures<Steps extends Record<string, (input: never) => Promise<unknown>>>(
+  steps: Steps,
+): Steps {
+  const wrapped: Record<string, (input: never) => Promise<unknown>> = {};
+  for (const [name, step] of Object.entries(steps)) {
+    wrapped[name] = async (input: never) => {
+      try {
+        return await step(input);
+      } catch (error) {
+        if (!isDeterministicDatabaseError(error)) throw error;
+        throw ApplicationFailure.nonRetryable(
+          `This turn's text cannot be stored (${error.message}), so the turn ended`,
+          'invalid_request',
+        );
+      }
+    };
+  }
+  return wrapped as Steps;
+}
 
 /**
  * The newest messages that fit `budgetTokens`, counted with the tokenizer. Units are dropped whole from the oldest:

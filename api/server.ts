@@ -36,6 +36,8 @@ export interface RunningService {
 
 export interface RunningGateway extends RunningService {
   /** The agent service, when this process serves it. */
+  /** The Koa app it serves (its routes: api/route-table.ts). */
+  app: Koa;
   agents?: RunningService;
   /** Drains and stops everything this process started. */
   close(): Promise<void>;
@@ -94,7 +96,7 @@ export async function startGateway(
     const address = server.address();
     const bound = typeof address === 'object' && address ? address.port : port;
     const host = settings.HOST === '0.0.0.0' ? '127.0.0.1' : settings.HOST;
-    return { url: `http://${host}:${bound}`, port: bound };
+    return { url: `http://${host}:${bound}`, port: bound, app };
   };
   const gateway = settings.API_SERVICES.includes('gateway')
     ? await listen(createApp({ ...shared, metrics }), settings.PORT)
@@ -147,7 +149,7 @@ export async function startGateway(
     return closing;
   };
   const main = (gateway ?? agents)!;
-  return { url: main.url, port: main.port, ...(agents ? { agents } : {}), close };
+  return { ...main, ...(agents ? { agents } : {}), close };
 }
 
 if (import.meta.main) {

@@ -48,6 +48,9 @@
  * the answer continues while k + 1 < N (forever: always), else it is done. A loop driver sends "Continue." after
  * each iteration, so the directive is found in any user message, not only the last.
  *
+ * Exact text: a user message carrying `[[say "<JSON string>"]]` is answered with exactly that string, JSON-decoded,
+ * so a test can have the provider send what no client could (`"\u0000"`: a NUL in the model's answer).
+ *
  * Images: a text answer to a user message with images (OpenAI `image_url` parts, Anthropic `image` blocks, Gemini
  * `inlineData`/`fileData` parts) ends with ` [saw N image(s)]`, so a test proves the images reached the model.
  */
@@ -157,7 +160,18 @@ export function replyText(input: SimulationInput): string {
   return marker === undefined ? sentence(input) : `${sentence(input)} ${marker}`;
 }
 
+const sayPattern = /\[\[say\s+("(?:[^"\\]|\\.)*")\s*\]\]/s;
+
 function sentence(input: SimulationInput): string {
+  const say = input.lastTurn.kind === 'tool-result' ? null : sayPattern.exec(input.lastTurn.text);
+  if (say) {
+    try {
+      const text = JSON.parse(say[1]!) as string;
+      if (text.trim() !== '') return text;
+    } catch {
+      // Not a JSON string: answered as any other message.
+    }
+  }
   if (input.lastTurn.kind === 'tool-result') {
     return `Simulated reply from ${input.model} with tool result: ${input.lastTurn.content.slice(0, quotedToolResultChars)}`.trim();
   }

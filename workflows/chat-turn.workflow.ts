@@ -21,6 +21,7 @@ import {
   continueAsNew,
   defineQuery,
   defineUpdate,
+  patched,
   proxyLocalActivities,
   proxyActivities,
   setHandler,
@@ -46,7 +47,7 @@ import type {
 import type { SequencedStreamEvent } from '../common/completion.ts';
 import type { Attempt, CompletionFailureDetails } from '../common/completion.ts';
 import { creditsFor } from '../common/credits.ts';
-import { callWithFailover, modelCallFailure } from './model-call.ts';
+import { callWithFailover, modelCallFailure, releaseUnusedHold } from './model-call.ts';
 
 // Beginning waits for the previous turn of the conversation (bounded by that turn's own bounds); the rest are
 // idempotent writes, retried until the database answers.
@@ -155,6 +156,8 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
     const sequenced: SequencedStreamEvent[] = events.map((event) => ({ seq: seq++, event }));
     await publishEvents({ turnId: input.turnId, events: sequenced });
   };
+  // The number the turn's next model call takes (a loop continued as new carries it on).
+  let nextAttempt = carry?.nextAttempt ?? 1;
   try {
     if (input.candidates.length === 0) {
       throw modelCallFailure('upstream_error', 'No provider is available for this model', attempts);
@@ -197,7 +200,6 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
       type: 'function',
       function: { name: tool.name, description: tool.description, parameters: tool.parameters },
     }));
-    let nextAttempt = carry?.nextAttempt ?? 1;
     let credits = carry?.credits ?? 0;
     let costUsd = carry?.costUsd ?? 0;
     let usage: Usage = carry?.usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
@@ -449,6 +451,13 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
       message: failure?.message ?? (error instanceof Error ? error.message : String(error)),
     };
     await finishTurn({ ...target, status: 'failed', messages: added, seq, final, firstSeq: stored + 1 });
+    // A turn that ended before its first model call (its message could not be stored, say) leaves the hold the API
+    // took for that call: lift it now rather than at the stale-hold sweep. After a call the hold is the call's own,
+    // settled or released by it, and this finds nothing to release. (Patched: histories of turns that failed
+    // before this step existed replay without it.)
+    if (input.metered && patched('turn-failure-releases-first-hold')) {
+      await releaseUnusedHold({ userId: input.userId, workflowId: input.turnId, attempt: nextAttempt });
+    }
     throw error;
   }
 }

@@ -32,6 +32,14 @@ const { settleCredits, releaseCredits } = proxyLocalActivities<CompletionActivit
   retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '30s' },
 });
 
+/**
+ * Lifts the hold of an attempt that will not be made: the hold the API takes for a turn's first call before the
+ * turn starts, when the turn ends before calling (idempotent; nothing happens where no hold is left).
+ */
+export async function releaseUnusedHold(key: { userId: string; workflowId: string; attempt: number }): Promise<void> {
+  await releaseCredits(key);
+}
+
 export interface ModelCallOptions {
   metered: boolean;
   /** The workflow's trace: each attempt is appended. */

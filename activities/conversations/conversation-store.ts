@@ -9,6 +9,7 @@ import type { ChatMessage as OpenAIMessage, ToolCall } from '../../common/chat.t
 import { chatTurnWorkflowId } from '../../common/chat-turn.ts';
 import { messageSearchConfig } from '../../db/entities/chat-message.entity.ts';
 import { run, type Pool } from '../../db/pool.ts';
+import { storableJson, storableText } from '../../common/text.ts';
 import type { MessengerPlatform, MessengerTarget } from '../messengers/messenger.ts';
 
 export interface SessionRef {
@@ -315,10 +316,12 @@ export class ConversationStore {
       firstSeq,
       target.channel,
       messages.map((message) => message.role),
-      messages.map((message) => message.content),
-      messages.map((message) => (message.toolCalls?.length ? JSON.stringify(message.toolCalls) : null)),
+      // A user's text was checked at the edge (common/text.ts); a model's answer, a tool's result and the arguments
+      // a model wrote were not, and a NUL in them must not fail the write (the turn would retry it for ever).
+      messages.map((message) => (message.content === null ? null : storableText(message.content))),
+      messages.map((message) => (message.toolCalls?.length ? storableJson(message.toolCalls) : null)),
       messages.map((message) => message.toolCallId ?? null),
-      messages.map((message) => message.toolName ?? null),
+      messages.map((message) => (message.toolName ? storableText(message.toolName) : null)),
       messages.map((message) => message.agentId ?? null),
     ]);
   }

@@ -1,8 +1,9 @@
 /**
  * createAgentApp(deps): the agent service's Koa app (spec agent-service-interface.md), without listening. It runs on
  * the gateway's core: the same users, keys and credits, the same conversation store, the completions router for
- * every model call, the chat-turn workflow and tool runtime. Middleware order: request log, errors, the per-IP limit
- * (spec 8), webhooks that sign their raw body, body parser, caller authentication, then each area's routes. Requests
+ * every model call, the chat-turn workflow and tool runtime. Middleware order: request log, errors, the text check of
+ * path and query (api/text-policy.ts), the per-IP limit (spec 8), webhooks that sign their raw body, body parser,
+ * the text check of the body, caller authentication, then each area's routes. Requests
  * for a published site's host (`<label>.<SITE_DOMAIN>`) are answered right after the request log, before all of it
  * (routes/sites/site-host.ts).
  *
@@ -25,6 +26,7 @@ import { loadAgents } from '../../config/load-agents.ts';
 import type { Settings } from '../../config/settings.ts';
 import { authenticateCaller, serviceOrigin, type CallerState } from '../auth.ts';
 import { errorRenderer } from '../errors.ts';
+import { bodyText, urlText } from '../text-policy.ts';
 import type { AppDependencies } from '../gateway/app.ts';
 import { Admission } from '../gateway/admission.ts';
 import { CompletionService } from '../gateway/routes/completions/service.ts';
@@ -101,6 +103,7 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
   // Published sites on `<label>.<SITE_DOMAIN>`: answered before anything of the app runs (site-host.ts).
   app.use(siteHost(dependencies.sites, dependencies.sites.urls));
   app.use(errorRenderer(logger));
+  app.use(urlText());
   if (dependencies.rateLimits && settings.AGENT_IP_LIMIT_PER_MINUTE > 0) {
     app.use(limitPerIp(dependencies.rateLimits, settings.AGENT_IP_LIMIT_PER_MINUTE));
   }
@@ -126,6 +129,7 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
   app.use(webhook.routes()).use(webhook.allowedMethods({ throw: true }));
 
   app.use(bodyParser({ enableTypes: ['json'], jsonLimit: '12mb', encoding: 'utf-8' }));
+  app.use(bodyText());
   const keys = new ApiKeyService({
     orm: dependencies.orm,
     pool: dependencies.pool,

@@ -1,6 +1,7 @@
 /**
- * createApp(deps): the gateway's Koa app, without listening. Middleware order: errors, the Stripe webhook (it needs
- * the raw body), body, routes.
+ * createApp(deps): the gateway's Koa app, without listening. Middleware order: request log, errors, the text check of
+ * path and query (api/text-policy.ts), the webhooks (they need the raw body), body parser, the text check of the body,
+ * routes.
  */
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
@@ -13,6 +14,7 @@ import type { WorkerDependencies } from '../../worker/create-worker.ts';
 import { Admission } from './admission.ts';
 import { optionalKey, requireKey, type AuthState } from '../auth.ts';
 import { errorRenderer } from '../errors.ts';
+import { bodyText, urlText } from '../text-policy.ts';
 import type { Logger } from '../../process/logger.ts';
 import { Metrics, requestObserver } from '../observability.ts';
 import type { PrincipalCache } from '../principal-cache.ts';
@@ -89,6 +91,7 @@ export function createApp(dependencies: AppDependencies): Koa {
   const metrics = dependencies.metrics ?? new Metrics();
   app.use(requestObserver(logger, metrics));
   app.use(errorRenderer(logger));
+  app.use(urlText());
   const billing = new BillingService({
     orm: dependencies.orm,
     plans: dependencies.plans,
@@ -133,6 +136,7 @@ export function createApp(dependencies: AppDependencies): Koa {
   ];
   for (const webhook of webhooks) app.use(webhook.routes()).use(webhook.allowedMethods({ throw: true }));
   app.use(bodyParser({ enableTypes: ['json'], jsonLimit: '8mb', encoding: 'utf-8' }));
+  app.use(bodyText());
 
   const metricsRouter = new Router().get('/metrics', async (context) => {
     context.type = metrics.registry.contentType;

@@ -21,6 +21,7 @@ import type { MediaFiles } from '../../../../activities/media/files.ts';
 import { sniffImage } from '../../../../activities/media/local/media-input.ts';
 import { FetchGuardError, guardedFetch, ResponseTooLargeError } from '../../../../activities/net/url-guard.ts';
 import { ApiError } from '../../../errors.ts';
+import { refuseUnacceptableText } from '../../../text-policy.ts';
 
 export const maxImageBase64Bytes = 5 * 1024 * 1024;
 export const maxImageUrlBytes = 20 * 1024 * 1024;
@@ -117,6 +118,8 @@ export async function storeAudioUpload(
     throw refuse('audio', 'Send multipart/form-data with the audio file in the part named audio');
   }
   const { audio, fields } = await readMultipart(request);
+  // Multipart fields bypass the JSON body check (api/text-policy.ts): the same rule, before anything is stored.
+  refuseUnacceptableText(fields);
   if (!audio) throw refuse('audio', 'The audio file (part audio) is required');
   const sniffed = await fileTypeFromBuffer(audio);
   const contentType = sniffed ? audioTypes[sniffed.mime] : undefined;

@@ -27,6 +27,7 @@ import type { RateLimits } from '../../../rate-limit.ts';
 import type { ApiKeyService } from '../../../services/apikeys/service.ts';
 import { parseLinkCommand, type Linking } from '../../../services/chat/linking.ts';
 import type { ChatService, Chatter } from '../../../services/chat/service.ts';
+import { textProblem } from '../../../../common/text.ts';
 
 /** A message as the platforms' webhooks hand it on. */
 export interface InboundMessage {
@@ -130,6 +131,9 @@ export class MessengerInbox {
     if (text.length > maxMessageChars) {
       return { ...target, reply: `That message is too long: ${maxMessageChars} characters at most.` };
     }
+    // The edge's text rule (common/text.ts), answered in the chat: the platform's delivery itself was fine.
+    const problem = textProblem(text);
+    if (problem) return { ...target, reply: `I cannot read that message: it ${problem}.` };
     const command = parseLinkCommand(text, true);
     if (command) return { ...target, reply: await linking.run(owned, command) };
     if (/^\/start(@\w+)?$/.test(text)) return this.prepare({ ...message, greeting: true }, eventId);
