@@ -10,6 +10,7 @@ export const User = defineEntity({
   tableName: 'users',
   properties: {
     id: p.string().primary(),
+    /** Normalised (common/email.ts): unique per address, whatever capitals it was typed with. */
     email: p.string().nullable().unique(),
     plan: p.string().default('free'),
     creditsBalance: p.integer().default(0),
@@ -22,6 +23,12 @@ export const User = defineEntity({
     stripeSubscriptionId: p.string().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
   },
+  // One account per address: the address is stored in its normalised form (common/email.ts), and this check makes
+  // the database refuse any other, so the unique index on `email` is a unique index on the normalised address.
+  // Storing the normalised value (rather than a unique index on lower(email) over addresses kept as typed) keeps
+  // every lookup a plain equality, here and in the tables that hold an address (team invitations, login tokens,
+  // OAuth identities), and a path that forgot to normalise fails loudly instead of making a second account.
+  checks: [{ name: 'users_email_normalised', expression: 'email = lower(btrim(email))' }],
   // Each API replica caches who a key belongs to (api/principal-cache.ts) and forgets it on this notification.
   triggers: principalTriggers('users', 'id', ['plan', 'custom_limits']),
 });

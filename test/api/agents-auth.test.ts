@@ -501,3 +501,50 @@ describe('mailer', () => {
     ]);
   });
 });
+
+describe('one account per address', () => {
+  it('logs a magic link and a team invitation into the account the operator made, whatever the capitals', async () => {
+    const local = `alice-${randomBytes(4).toString('hex')}`;
+    const address = `${local}@example.com`;
+    // The operator makes the account with capitals in the address (gateway, master key).
+    const created = await platform.createKey(`A${local.slice(1)}@Example.com`, 'pro');
+
+    // The person logs in on the agent service with the address as they type it: the same account, plan and all.
+    const { token } = await magicLink(address);
+    const verified = await verify(token);
+    expect(verified.status).toBe(200);
+    expect(((await verified.json()) as Json).user).toEqual({ id: created.user_id, email: address, plan: 'pro' });
+
+    // A team invitation to yet another spelling joins that account too.
+    const owner = await platform.createKey(newEmail(), 'pro');
+    const json = { accept: 'application/json' };
+    const team = await platform.agents('/teams', {
+      method: 'POST',
+      key: owner.key,
+      headers: json,
+      body: JSON.stringify({ name: 'Case study' }),
+    });
+    expect(team.status).toBe(201);
+    const teamId = ((await team.json()) as Json).id as string;
+    const invited = await platform.agents(`/teams/${teamId}/invite`, {
+      method: 'POST',
+      key: owner.key,
+      headers: json,
+      body: JSON.stringify({ email: `${local.toUpperCase()}@example.com` }),
+    });
+    expect(invited.status).toBe(201);
+    const mail = await smtp.nextMail(address);
+    const invitation = /\/teams\/invitations\/accept\?token=([A-Za-z0-9_-]+)/.exec(mail.text)![1]!;
+    const accepted = await platform.agents(`/teams/invitations/accept?token=${invitation}`, { headers: json });
+    expect(accepted.status).toBe(200);
+    expect(((await accepted.json()) as Json).user).toEqual({ id: created.user_id, email: address });
+    const members = await platform.agents(`/teams/${teamId}`, { key: owner.key, headers: json });
+    expect(((await members.json()) as Json).members).toEqual([
+      expect.objectContaining({ user_id: owner.user_id, role: 'owner' }),
+      expect.objectContaining({ user_id: created.user_id, email: address, role: 'member' }),
+    ]);
+
+    const accounts = await database.query('select id from users where lower(email) = $1', [address]);
+    expect(accounts.rows).toEqual([{ id: created.user_id }]);
+  });
+});

@@ -4,7 +4,9 @@
  * its account's plan or limits change, so a revoked key fails on its next use on every replica.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { normalizeEmail } from '../../../common/email.ts';
 import type { PlanName } from '../../../common/plans.ts';
 import type { AccountPlans } from '../../../activities/credits/accounts.ts';
 import { ApiKey, User } from '../../../db/entities/index.ts';
@@ -143,27 +145,38 @@ export class ApiKeyService {
   }
 
   /**
-   * Finds the user by e-mail or creates one (a new user without e-mail gets a fresh id). A new account
-   * starts its first plan cycle at once, with that plan's monthly credits.
+   * Finds the user by e-mail or creates one (a new user without e-mail gets a fresh id). The address is normalised
+   * first (common/email.ts), so every spelling of one address is one account. A new account starts its first plan
+   * cycle at once, with that plan's monthly credits.
    */
   async ensureUser(options: { userId?: string; email?: string; plan?: PlanName }) {
     const em = this.orm.em.fork();
+    const email = options.email === undefined ? undefined : normalizeEmail(options.email);
     if (options.userId) {
       const user = await em.findOne(User, { id: options.userId });
       if (user) return user;
     }
-    if (options.email) {
-      const user = await em.findOne(User, { email: options.email });
+    if (email) {
+      const user = await em.findOne(User, { email });
       if (user) return user;
     }
     const plan = options.plan ?? 'free';
     const user = em.create(User, {
       id: options.userId ?? newId('user'),
-      email: options.email ?? null,
+      email: email ?? null,
       plan,
       createdAt: new Date(),
     });
-    await em.flush();
+    try {
+      await em.flush();
+    } catch (error) {
+      // Another request made the account for this address since the read (a first login racing the operator's
+      // key): the unique address keeps it one account, and that one is the caller's.
+      if (!email || !(error instanceof UniqueConstraintViolationException)) throw error;
+      const existing = await this.orm.em.fork().findOne(User, { email });
+      if (!existing) throw error;
+      return existing;
+    }
     await this.accounts.startCycle(user.id, plan, user.createdAt, 'account created');
     return user;
   }

@@ -20,10 +20,10 @@
  */
 import { createHash } from 'node:crypto';
 import * as oidc from 'openid-client';
+import { normalizeEmail } from '../../../common/email.ts';
 import type { Pool } from '../../../db/pool.ts';
 import { ApiError } from '../../errors.ts';
 import { newId, type ApiKeyService } from '../apikeys/service.ts';
-import { normalizeEmail } from './magic-links.ts';
 import type { TokenCipher } from './token-cipher.ts';
 
 /** The Google Workspace scopes the workspace tools need (`GET /auth/google/status` reports the missing ones). */

@@ -10,10 +10,11 @@
  *   is only created when the link is used). Mail-bombing is bounded per address (`magicLinkLimits`, a 429 past it;
  *   the limit is counted for any address, so it reveals nothing either).
  * - The mail is sent with idempotency key `magic-link:<token hash>` (activities/mail/mailer.ts).
- * - Addresses are compared lower-cased and trimmed.
+ * - Addresses are compared lower-cased and trimmed (common/email.ts), as everywhere an account is found by address.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Mailer } from '../../../activities/mail/mailer.ts';
+import { normalizeEmail } from '../../../common/email.ts';
 import type { Pool } from '../../../db/pool.ts';
 import type { Subject } from '../../rate-limit.ts';
 
@@ -22,8 +23,6 @@ export const magicLinkLifetimeMs = 15 * 60_000;
 export const magicLinkLimits = { per_hour: 5, per_day: 20 };
 
 const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
-
-export const normalizeEmail = (email: string) => email.trim().toLowerCase();
 
 /** The rate-limit subject of login mails to one address. */
 export function magicLinkSubject(email: string): Subject {

@@ -17,6 +17,7 @@ import { WorkflowIdConflictPolicy } from '@temporalio/common';
 import { createHash, randomBytes } from 'node:crypto';
 import type { Mailer } from '../../../activities/mail/mailer.ts';
 import type { ChannelDelivery, DeliveryStatus } from '../../../activities/teams/team-broadcasts.ts';
+import { normalizeEmail } from '../../../common/email.ts';
 import { kindKey, userKey } from '../../../common/search-attributes.ts';
 import type { Pool } from '../../../db/pool.ts';
 import {
@@ -26,7 +27,6 @@ import {
   type teamBroadcast,
 } from '../../../workflows/team-broadcast.workflow.ts';
 import { ApiError } from '../../errors.ts';
-import { normalizeEmail } from '../logins/magic-links.ts';
 
 export type TeamRole = 'owner' | 'member';
 
@@ -174,8 +174,9 @@ export class TeamService {
   ): Promise<{ id: string; email: string; role: TeamRole; expires_at: string }> {
     const { pool, mailer, productName } = this.dependencies;
     const email = normalizeEmail(invitee.email);
+    // Stored addresses are normalised (common/email.ts): a plain comparison, on the users' unique index.
     const member = await pool.query(
-      `select 1 from team_members m join users u on u.id = m.user_id where m.team_id = $1 and lower(u.email) = $2`,
+      `select 1 from team_members m join users u on u.id = m.user_id where m.team_id = $1 and u.email = $2`,
       [inviter.teamId, email],
     );
     if (member.rowCount) throw new ApiError('conflict', `${email} is a member of this team already`);

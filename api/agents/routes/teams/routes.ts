@@ -21,13 +21,13 @@
  */
 import Router from '@koa/router';
 import type { Context } from 'koa';
+import { normalizeEmail } from '../../../../common/email.ts';
 import type { Settings } from '../../../../config/settings.ts';
 import type { Pool } from '../../../../db/pool.ts';
 import { requireCaller, type CallerState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
 import type { RateLimits } from '../../../rate-limit.ts';
 import type { ApiKeyService, Principal } from '../../../services/apikeys/service.ts';
-import { normalizeEmail } from '../../../services/logins/magic-links.ts';
 import { secureCookies, setSessionCookie, type WebSessions } from '../../../services/logins/web-sessions.ts';
 import type { TeamRole, TeamService } from '../../../services/teams/service.ts';
 import { linkBase } from '../auth/routes.ts';
