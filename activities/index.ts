@@ -4,7 +4,8 @@ import { createCompletionActivities } from './completion-activities.ts';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { AccountPlans } from './credits/accounts.ts';
 import type { CreditLedger } from './credits/credit-ledger.ts';
-import { releaseStaleHolds, renewDueCycles } from './credits/renewals.ts';
+import { renewDueCycles } from './credits/renewals.ts';
+import { createAbandonedHoldActivities, type AbandonedHoldDependencies } from './credits/abandoned-holds.ts';
 import { createMediaActivities, type MediaServices } from './media/media-activities.ts';
 import { createAsyncJobActivities } from './media/async-job-activities.ts';
 import { createMediaSweepActivities } from './media/sweep.ts';
@@ -15,7 +16,7 @@ import type { ProviderCalls } from './provider-calls.ts';
 import { createTeamActivities } from './teams/team-broadcasts.ts';
 import type { Pool } from '../db/pool.ts';
 
-export interface ActivityDependencies extends ChatActivityDependencies {
+export interface ActivityDependencies extends ChatActivityDependencies, AbandonedHoldDependencies {
   orm: MikroORM;
   calls: ProviderCalls;
   ledger: CreditLedger;
@@ -35,10 +36,9 @@ export function createActivities(dependencies: ActivityDependencies) {
     ...createAsyncJobActivities(dependencies),
     ...createMediaSweepActivities(dependencies),
     ...createCallbackActivities(dependencies),
+    ...createAbandonedHoldActivities(dependencies),
     /** Grants the monthly credits of every account whose cycle ended (see credits/renewals.ts). */
     renewDueCycles: () => renewDueCycles(dependencies.orm, dependencies.accounts),
-    /** Releases reservations that will never be settled (see credits/renewals.ts). */
-    releaseStaleHolds: () => releaseStaleHolds(dependencies.orm, dependencies.ledger),
   };
 }
 

@@ -93,8 +93,8 @@ export function authenticateCaller(
 }
 
 /**
- * This service's origin as the request reached it (`protocol://host`, behind a proxy from X-Forwarded-Proto/Host
- * since the apps set `proxy`). Not Koa's `ctx.origin`: in Koa 3 that is the request's Origin header.
+ * This service's origin as the request reached it (`protocol://host`; behind a trusted proxy, from its
+ * X-Forwarded-Proto/Host: api/forwarding.ts). Not Koa's `ctx.origin`: in Koa 3 that is the request's Origin header.
  */
 export function serviceOrigin(context: { protocol: string; host: string }): string {
   return `${context.protocol}://${context.host}`;

@@ -23,7 +23,11 @@ import { createApp } from './gateway/app.ts';
 import { createLogger } from '../process/logger.ts';
 import { stopOnSignals } from '../process/signals.ts';
 import { version } from '../process/version.ts';
-import { ensureCreditRenewalSchedule, ensureMediaSweepSchedule } from '../worker/schedules.ts';
+import {
+  ensureCreditRenewalSchedule,
+  ensureMediaSweepSchedule,
+  startCreditHoldSweepSchedule,
+} from '../worker/schedules.ts';
 import { Metrics } from './observability.ts';
 import { PrincipalCache } from './principal-cache.ts';
 import { RateLimits } from './rate-limit.ts';
@@ -32,12 +36,12 @@ import { OpenStreams } from './gateway/routes/completions/routes.ts';
 export interface RunningService {
   url: string;
   port: number;
+  /** The Koa app it serves (its routes: api/route-table.ts). */
+  app: Koa;
 }
 
 export interface RunningGateway extends RunningService {
   /** The agent service, when this process serves it. */
-  /** The Koa app it serves (its routes: api/route-table.ts). */
-  app: Koa;
   agents?: RunningService;
   /** Drains and stops everything this process started. */
   close(): Promise<void>;
@@ -67,6 +71,7 @@ export async function startGateway(
   const workerRun = worker.run();
   await ensureCreditRenewalSchedule(client, settings.TEMPORAL_TASK_QUEUE, settings.CREDIT_RENEWAL_INTERVAL);
   await ensureMediaSweepSchedule(client, settings.TEMPORAL_TASK_QUEUE, settings.MEDIA_SWEEP_INTERVAL);
+  await startCreditHoldSweepSchedule(client, settings.TEMPORAL_TASK_QUEUE, settings.CREDIT_HOLD_SWEEP_INTERVAL);
   const openStreams = new OpenStreams();
   const rateLimits = new RateLimits(dependencies.pool, dependencies.plans, { logger });
   const principals = new PrincipalCache(settings.DATABASE_URL, logger);
@@ -84,6 +89,7 @@ export async function startGateway(
     rateLimits,
     principals,
     billing: settings,
+    trustedProxies: settings.TRUSTED_PROXIES,
     chat: { defaultModel: settings.CHAT_DEFAULT_MODEL, maxToolRounds: settings.CHAT_MAX_TOOL_ROUNDS },
   };
   const servers: Server[] = [];

@@ -6,10 +6,27 @@ import { z } from 'zod';
 import { completionsTaskQueue } from '../common/completion.ts';
 import type { MessengerSettings } from '../activities/messengers/messenger.ts';
 import type { ToolSettings } from '../activities/tools/tool.ts';
+import { parseTrustedProxies } from './trusted-proxies.ts';
 
 /** An optional variable where an empty value (`STRIPE_SECRET_KEY=` in a copied .env) means unset. */
 const optionalText = <T extends z.ZodType>(schema: T) =>
   z.preprocess((value) => (value === '' ? undefined : value), schema.optional());
+
+/** A Temporal duration ('15 minutes', '90s', '1 minute'), read as milliseconds; at least 1 ms. */
+const durationMilliseconds = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((value, context) => {
+      try {
+        const parsed = msToNumber(value as Duration);
+        if (parsed > 0) return parsed;
+      } catch {
+        // reported below
+      }
+      context.addIssue({ code: 'custom', message: 'must be a duration such as "15 minutes" or "90s"' });
+      return z.NEVER;
+    });
 
 /** A Replicate model: `owner/name`, optionally pinned to a version. */
 const replicateModel = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+(?::[0-9a-f]{64})?$/;
@@ -17,6 +34,24 @@ const replicateModel = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+(?::[0-9a-f]{64})?$/;
 const settingsSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().default('0.0.0.0'),
+  /**
+   * The reverse proxies whose X-Forwarded-For/-Proto/-Host are believed (api/forwarding.ts): addresses, CIDR ranges,
+   * `loopback`/`linklocal`/`uniquelocal`, comma-separated; or a number of hops. Empty: nobody's (the default).
+   */
+  TRUSTED_PROXIES: z
+    .string()
+    .default('')
+    .transform((value, context) => {
+      try {
+        return parseTrustedProxies(value);
+      } catch (error) {
+        context.addIssue({
+          code: 'custom',
+          message: `must list addresses or CIDR ranges (or loopback, linklocal, uniquelocal), or be a number of hops: ${(error as Error).message}`,
+        });
+        return z.NEVER;
+      }
+    }),
   /** The agent service's port (README, "Agent service"). */
   AGENT_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
   /** Which HTTP services this API process serves: `gateway`, `agents`, or both (comma-separated). */
@@ -47,6 +82,13 @@ const settingsSchema = z.object({
   PROVIDER_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
   /** How often the credit renewal schedule runs (a Temporal duration string). */
   CREDIT_RENEWAL_INTERVAL: z.string().default('1 hour'),
+  /** How often the sweep of abandoned credit holds runs (activities/credits/abandoned-holds.ts; a Temporal duration). */
+  CREDIT_HOLD_SWEEP_INTERVAL: z.string().default('1 minute'),
+  /**
+   * How old a hold must be before that sweep asks Temporal about its workflow (read as milliseconds): longer than
+   * an API process takes from holding credits to starting the workflow that settles them.
+   */
+  CREDIT_HOLD_GRACE: durationMilliseconds('1 minute'),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().positive().default(30_000),
   /** Record workflow stack traces for the Web UI's stack-trace query (costs CPU per completion; worker/create-worker.ts). */
   TEMPORAL_WORKFLOW_STACK_TRACES: z
@@ -170,19 +212,7 @@ const settingsSchema = z.object({
   /** Agent loops: iterations at most, and how long an approval request waits before it is rejected. */
   AGENT_LOOP_MAX_ITERATIONS: z.coerce.number().int().min(1).max(200).default(20),
   /** A Temporal duration ('15 minutes', '90s'); read as milliseconds. */
-  AGENT_APPROVAL_TIMEOUT: z
-    .string()
-    .default('15 minutes')
-    .transform((value, context) => {
-      try {
-        const parsed = msToNumber(value as Duration);
-        if (parsed > 0) return parsed;
-      } catch {
-        // reported below
-      }
-      context.addIssue({ code: 'custom', message: 'must be a duration such as "15 minutes" or "90s"' });
-      return z.NEVER;
-    }),
+  AGENT_APPROVAL_TIMEOUT: durationMilliseconds('15 minutes'),
   /** A loop continues as new after this many iterations, so its workflow history stays small. */
   AGENT_LOOP_ITERATIONS_PER_RUN: z.coerce.number().int().min(1).max(100).default(10),
   /** Memories loaded into an agent's context per message at most. */

@@ -127,6 +127,8 @@ export interface WorkerDependencies {
   toolServices: ToolServices;
   /** Media engines (hosted ones with keys, then local ones), result files and the engines' breaker. */
   media: MediaServices;
+  /** How old a credit hold must be before the sweep of abandoned holds asks about its workflow (CREDIT_HOLD_GRACE). */
+  creditHoldGraceMs: number;
 }
 
 export function createWorkerDependencies(
@@ -188,6 +190,7 @@ export function createWorkerDependencies(
   };
   return {
     media,
+    creditHoldGraceMs: settings.CREDIT_HOLD_GRACE,
     memories,
     sites,
     toolServices: { memories, sites, ...(mail ? { mail } : {}) },

@@ -1,6 +1,7 @@
 /** Every workflow the worker registers. */
 export { chatCompletion, completionWorkflow, traceQuery } from './completion.workflow.ts';
 export { creditRenewalsWorkflow } from './credit-renewals.workflow.ts';
+export { creditHoldsSweep } from './credit-holds-sweep.workflow.ts';
 export { chatTurn } from './chat-turn.workflow.ts';
 export { messengerMessage } from './messenger-message.workflow.ts';
 export { a2aTask } from './a2a-task.workflow.ts';

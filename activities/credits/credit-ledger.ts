@@ -5,6 +5,9 @@
  *
  * The completion saga: `reserve` the worst case before any upstream call (the only step that can refuse),
  * then `settle` the real usage at the serving model's rate, or `release` the hold when the attempt failed.
+ * A reservation also writes its open hold (`credit_holds`, same key), and the settle or release that lifts it
+ * deletes that row: the account's `credits_held` is the sum of its open holds, and the sweep of abandoned holds
+ * (abandoned-holds.ts) finds them by age without reading the ledger.
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { run, type Pool } from '../../db/pool.ts';
@@ -38,7 +41,7 @@ export type ReservationOutcome = { ok: true } | { ok: false; available: number }
  * API admits a completion's rate-limit windows and its first hold in one statement). Its parameters are
  * `$first`…`$first+5` in the order of `reservationValues`; `guard` is SQL that must hold for anything to change.
  * The account's conditional UPDATE is the check: concurrent reservations serialise on the row lock and never
- * overdraw, and the ledger row is inserted only from that update, so both happen or neither.
+ * overdraw, and the ledger row and the open hold are inserted only from that update, so all happen or none.
  */
 export function reservationCtes(first: number, guard = 'true'): string {
   const [user, amount, entryKey, workflow, attempt, model] = [0, 1, 2, 3, 4, 5].map((offset) => `$${first + offset}`);
@@ -53,6 +56,9 @@ export function reservationCtes(first: number, guard = 'true'): string {
       select ${entryKey}::text, id, 'reserve', ${amount}::int, ${workflow}::text, ${attempt}::int, ${model}::text, false, now()
       from account
       returning id
+    ), hold as (
+      insert into credit_holds (key, user_id, workflow_id, attempt, amount, created_at)
+      select ${entryKey}::text, id, ${workflow}::text, ${attempt}::int, ${amount}::int, now() from account
     )`;
 }
 
@@ -90,34 +96,57 @@ const reserveStatement = {
   text: `with ${reservationCtes(1)} select ${reservationOutcomeColumns(1)}`,
 };
 
+/**
+ * Charges the usage once (the settle row's key) and lifts the open hold, if any: one released already (by the
+ * attempt's own saga or the sweep of abandoned holds) is charged without a hold to lift. Deleting the hold row is the
+ * lift: of a settle and a release racing for one attempt, the second waits on the row and finds it gone.
+ */
 const settleStatement = {
   name: 'ledger-settle',
-  text: `with held as (
-      select coalesce((select amount from credit_ledger where key = $1::text
-        and not exists (select 1 from credit_ledger where key = $2::text)), 0) as amount
-    ), entry as (
+  text: `with entry as (
       insert into credit_ledger (key, user_id, kind, amount, workflow_id, attempt, model, prompt_tokens,
                                  completion_tokens, estimated, created_at)
-      values ($3::text, $4::text, 'settle', $5::int, $6::text, $7::int, $8::text, $9::int, $10::int, $11::boolean, now())
+      values ($2::text, $3::text, 'settle', $4::int, $5::text, $6::int, $7::text, $8::int, $9::int, $10::boolean, now())
       on conflict (key) do nothing returning id
+    ), held as (
+      delete from credit_holds where key = $1::text and exists (select 1 from entry) returning amount
     )
-    update users set credits_balance = credits_balance - $5::int, credits_held = credits_held - (select amount from held)
-    where id = $4::text and exists (select 1 from entry)`,
+    update users set credits_balance = credits_balance - $4::int,
+                     credits_held = credits_held - coalesce((select amount from held), 0)
+    where id = $3::text and exists (select 1 from entry)`,
 };
 
+/** Lifts the open hold and records the release, once; nothing when the attempt was settled or released already. */
 const releaseStatement = {
   name: 'ledger-release',
   text: `with held as (
-      select amount from credit_ledger where key = $1::text
-        and not exists (select 1 from credit_ledger where key in ($2::text, $3::text))
+      delete from credit_holds where key = $1::text returning amount
     ), entry as (
       insert into credit_ledger (key, user_id, kind, amount, workflow_id, attempt, estimated, created_at)
-      select $3::text, $4::text, 'release', amount, $5::text, $6::int, false, now() from held
-      on conflict (key) do nothing returning amount
+      select $2::text, $3::text, 'release', amount, $4::text, $5::int, false, now() from held
+      on conflict (key) do nothing
     )
-    update users set credits_held = credits_held - (select amount from entry)
-    where id = $4::text and exists (select 1 from entry)`,
+    update users set credits_held = credits_held - (select amount from held)
+    where id = $3::text and exists (select 1 from held)
+    returning id`,
 };
+
+/**
+ * Open holds older than `$1` milliseconds, a page of `$2` in key order after the key `$3` ending the previous page
+ * (the table holds only open holds, so either index it has answers this cheaply; none aged: nothing read).
+ */
+const agedHoldsStatement = {
+  name: 'ledger-aged-holds',
+  text: `select key, user_id, workflow_id, attempt from credit_holds
+    where created_at < now() - make_interval(secs => $1::double precision / 1000) and key > $3::text
+    order by key
+    limit $2::int`,
+};
+
+/** An open hold as `agedHolds` reads it; its `key` places it in the order of the pages. */
+export interface OpenHold extends AttemptKey {
+  key: string;
+}
 
 export class CreditLedger {
   private readonly orm: MikroORM;
@@ -168,7 +197,6 @@ export class CreditLedger {
   ): Promise<void> {
     await run(this.hotPath, settleStatement, [
       attemptKey(key, 'reserve'),
-      attemptKey(key, 'release'),
       attemptKey(key, 'settle'),
       key.userId,
       key.amount,
@@ -181,16 +209,31 @@ export class CreditLedger {
     ]);
   }
 
-  /** Lifts the hold of an attempt that served nothing, once (one statement). */
-  async release(key: AttemptKey): Promise<void> {
-    await run(this.hotPath, releaseStatement, [
+  /** Lifts the hold of an attempt that served nothing, once (one statement); true when this call lifted it. */
+  async release(key: AttemptKey): Promise<boolean> {
+    const lifted = await run(this.hotPath, releaseStatement, [
       attemptKey(key, 'reserve'),
-      attemptKey(key, 'settle'),
       attemptKey(key, 'release'),
       key.userId,
       key.workflowId,
       key.attempt,
     ]);
+    return lifted.length > 0;
+  }
+
+  /** A page of the open holds older than `ageMs`, continuing after `afterKey` (the previous page's last key). */
+  async agedHolds(ageMs: number, limit: number, afterKey = ''): Promise<OpenHold[]> {
+    const rows = await run<{ key: string; user_id: string; workflow_id: string; attempt: number }>(
+      this.hotPath,
+      agedHoldsStatement,
+      [ageMs, limit, afterKey],
+    );
+    return rows.map((row) => ({
+      key: row.key,
+      userId: row.user_id,
+      workflowId: row.workflow_id,
+      attempt: row.attempt,
+    }));
   }
 
   /** Adds credits (monthly grant, purchase, operator adjustment) once per key. */

@@ -1,11 +1,11 @@
 /**
  * createAgentApp(deps): the agent service's Koa app (spec agent-service-interface.md), without listening. It runs on
  * the gateway's core: the same users, keys and credits, the same conversation store, the completions router for
- * every model call, the chat-turn workflow and tool runtime. Middleware order: request log, errors, the text check of
- * path and query (api/text-policy.ts), the per-IP limit (spec 8), webhooks that sign their raw body, body parser,
- * the text check of the body, caller authentication, then each area's routes. Requests
- * for a published site's host (`<label>.<SITE_DOMAIN>`) are answered right after the request log, before all of it
- * (routes/sites/site-host.ts).
+ * every model call, the chat-turn workflow and tool runtime. Middleware order: forwarded headers from trusted
+ * proxies (api/forwarding.ts), request log, errors, the text check of path and query (api/text-policy.ts), the per-IP
+ * limit (spec 8), webhooks that sign their raw body, body parser, the text check of the body, caller authentication,
+ * then each area's routes. Requests for a published site's host (`<label>.<SITE_DOMAIN>`) are answered right after the
+ * request log, before all of it (routes/sites/site-host.ts).
  *
  * Areas (one folder each under api/agents/routes/): auth (logins, linking, keys), agents (catalogue and custom
  * agents), chat (routed streaming chat, agent loops, approvals), history (sessions, search, usage), suggest
@@ -26,6 +26,7 @@ import { loadAgents } from '../../config/load-agents.ts';
 import type { Settings } from '../../config/settings.ts';
 import { authenticateCaller, serviceOrigin, type CallerState } from '../auth.ts';
 import { errorRenderer } from '../errors.ts';
+import { forwardedFromTrustedProxies } from '../forwarding.ts';
 import { bodyText, urlText } from '../text-policy.ts';
 import type { AppDependencies } from '../gateway/app.ts';
 import { Admission } from '../gateway/admission.ts';
@@ -93,7 +94,8 @@ export interface AgentService {
 export function createAgentService(dependencies: AgentAppDependencies): AgentService {
   const { logger, settings } = dependencies;
   const app = new Koa();
-  app.proxy = true;
+  // Forwarded headers are believed from the operator's proxies only (api/forwarding.ts), never through app.proxy.
+  app.use(forwardedFromTrustedProxies(settings.TRUSTED_PROXIES));
   app.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code === 'ERR_STREAM_PREMATURE_CLOSE' || error.code === 'ECONNRESET') return;
     logger.error({ err: error }, 'response error');

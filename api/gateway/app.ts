@@ -1,7 +1,7 @@
 /**
- * createApp(deps): the gateway's Koa app, without listening. Middleware order: request log, errors, the text check of
- * path and query (api/text-policy.ts), the webhooks (they need the raw body), body parser, the text check of the body,
- * routes.
+ * createApp(deps): the gateway's Koa app, without listening. Middleware order: forwarded headers from trusted proxies
+ * (api/forwarding.ts), request log, errors, the text check of path and query (api/text-policy.ts), the webhooks (they
+ * need the raw body), body parser, the text check of the body, routes.
  */
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
@@ -14,6 +14,8 @@ import type { WorkerDependencies } from '../../worker/create-worker.ts';
 import { Admission } from './admission.ts';
 import { optionalKey, requireKey, type AuthState } from '../auth.ts';
 import { errorRenderer } from '../errors.ts';
+import { forwardedFromTrustedProxies } from '../forwarding.ts';
+import type { TrustedProxies } from '../../config/trusted-proxies.ts';
 import { bodyText, urlText } from '../text-policy.ts';
 import type { Logger } from '../../process/logger.ts';
 import { Metrics, requestObserver } from '../observability.ts';
@@ -57,6 +59,8 @@ export interface AppDependencies extends WorkerDependencies {
   principals?: PrincipalCache;
   /** Stripe settings; absent or without keys, the billing endpoints answer 503. */
   billing?: BillingSettings;
+  /** The reverse proxies whose X-Forwarded-* headers are believed (TRUSTED_PROXIES); absent: none. */
+  trustedProxies?: TrustedProxies;
   /** Session chat: the model a message without one goes to, and the bound on tool rounds per turn. */
   chat: { defaultModel: string; maxToolRounds: number };
 }
@@ -64,7 +68,8 @@ export interface AppDependencies extends WorkerDependencies {
 export function createApp(dependencies: AppDependencies): Koa {
   const { catalogue, breaker, logger } = dependencies;
   const app = new Koa();
-  app.proxy = true;
+  // Forwarded headers are believed from the operator's proxies only (api/forwarding.ts), never through app.proxy.
+  app.use(forwardedFromTrustedProxies(dependencies.trustedProxies ?? { addresses: [] }));
   app.on('error', (error: NodeJS.ErrnoException) => {
     // A client that hangs up mid-stream is routine, not an error worth a stack trace.
     if (error.code === 'ERR_STREAM_PREMATURE_CLOSE' || error.code === 'ECONNRESET') return;

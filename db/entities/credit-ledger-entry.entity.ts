@@ -10,7 +10,7 @@ import { User } from './user.entity.ts';
  * - grant, purchase, adjust: balance += amount
  * - reserve: held += amount (the worst case of an attempt, before any upstream call)
  * - settle: balance -= amount; held -= the attempt's reservation
- * - release: held -= amount (an attempt that failed, or a reservation that expired)
+ * - release: held -= amount (an attempt that failed, or a hold whose workflow does not run)
  */
 export const CreditLedgerEntry = defineEntity({
   name: 'CreditLedgerEntry',

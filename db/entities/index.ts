@@ -5,6 +5,7 @@ import { ChatMessage } from './chat-message.entity.ts';
 import { ChatSession } from './chat-session.entity.ts';
 import { ChatTurn } from './chat-turn.entity.ts';
 import { AgentModelChoice, CustomAgent } from './custom-agent.entity.ts';
+import { CreditHold } from './credit-hold.entity.ts';
 import { CreditLedgerEntry } from './credit-ledger-entry.entity.ts';
 import { Memory } from './memory.entity.ts';
 import { LoginToken } from './login-token.entity.ts';
@@ -31,6 +32,7 @@ export {
   ChatMessage,
   ChatSession,
   ChatTurn,
+  CreditHold,
   CreditLedgerEntry,
   CustomAgent,
   Memory,
@@ -62,6 +64,7 @@ export const entities = [
   ProviderBreaker,
   StreamChunk,
   CreditLedgerEntry,
+  CreditHold,
   StripeEvent,
   RateLimitBucket,
   ChatConversation,

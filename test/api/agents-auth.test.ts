@@ -10,7 +10,7 @@ import pg from 'pg';
 import { ConversationStore } from '../../activities/conversations/conversation-store.ts';
 import { createMailer } from '../../activities/mail/mailer.ts';
 import type { RunningStripeMock } from '../../scripts/lib/stripe-mock.ts';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { startReplica, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
 import {
   checkoutCompleted,
@@ -326,6 +326,72 @@ describe('who may call', () => {
       body: '{}',
     });
     expect(keyed.status).toBe(201);
+  });
+});
+
+describe('forwarded headers', () => {
+  const forwardedTo = (host: string) => ({ 'x-forwarded-proto': 'https', 'x-forwarded-host': host });
+
+  it('decide nothing when the sender is not a trusted proxy: origin, cookie Secure and links stay the socket’s', async () => {
+    const user = await login();
+    // A forged form on evil.example that claims, by forwarded headers, to be this service.
+    const forged = await fetch(`${platform.agentsUrl}/api/keys`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        cookie: user.cookie,
+        origin: 'https://evil.example',
+        ...forwardedTo('evil.example'),
+      },
+      body: JSON.stringify({ name: 'forged' }),
+    });
+    expect(forged.status).toBe(403);
+    // The login link is built on the host the request really reached, not on the one the headers name.
+    const email = newEmail();
+    const registered = await platform.agents('/auth/register', {
+      method: 'POST',
+      headers: forwardedTo('evil.example'),
+      body: JSON.stringify({ email }),
+    });
+    expect(registered.status).toBe(200);
+    const mail = await smtp.nextMail(email);
+    expect(mail.text).not.toContain('evil.example');
+    const token = /\/auth\/verify\?token=([A-Za-z0-9_-]+)/.exec(mail.text)![1]!;
+    // The cookie of a login reached over plain http on loopback is not Secure, whatever the headers claim.
+    const verified = await platform.agents(`/auth/verify?token=${token}`, {
+      headers: { accept: 'application/json', ...forwardedTo('app.example.com') },
+    });
+    expect(verified.status).toBe(200);
+    const cookie = verified.headers.getSetCookie().find((value) => value.startsWith('tessera_session='))!;
+    expect(cookie).not.toMatch(/;\s*Secure/i);
+  });
+
+  it('are believed from a proxy in TRUSTED_PROXIES', async () => {
+    const replica = await startReplica(platform, { TRUSTED_PROXIES: 'loopback' });
+    try {
+      const base = replica.agents!.url;
+      const { token } = await magicLink(newEmail());
+      const verified = await fetch(`${base}/auth/verify?token=${token}`, {
+        headers: { accept: 'application/json', ...forwardedTo('app.example.com') },
+      });
+      expect(verified.status).toBe(200);
+      const setCookie = verified.headers.getSetCookie().find((value) => value.startsWith('tessera_session='))!;
+      expect(setCookie).toMatch(/;\s*Secure/i);
+      // Behind the proxy the service is https://app.example.com: a write from that origin is its own.
+      const own = await fetch(`${base}/api/keys`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          cookie: setCookie.split(';')[0]!,
+          origin: 'https://app.example.com',
+          ...forwardedTo('app.example.com'),
+        },
+        body: JSON.stringify({ name: 'behind a proxy' }),
+      });
+      expect(own.status).toBe(201);
+    } finally {
+      await replica.close();
+    }
   });
 });
 

@@ -1,9 +1,10 @@
 /**
  * The agent service's per-IP limit (spec 8): requests to paths starting /chat, /api or /a2a are counted per client
- * IP (AGENT_IP_LIMIT_PER_MINUTE, here 5 per 60 s); past it, 429 with Retry-After. Other paths are not counted.
+ * IP (AGENT_IP_LIMIT_PER_MINUTE, here 5 per 60 s); past it, 429 with Retry-After. Other paths are not counted. The
+ * client's IP is the socket's, or, behind a proxy listed in TRUSTED_PROXIES, the one it forwards (api/forwarding.ts).
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { startReplica, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 let platform: TestPlatform;
 
@@ -40,8 +41,33 @@ it('limits /chat, /api and /a2a per IP with 429 and Retry-After, and leaves othe
     expect(body.error.type).toBe('rate_limit_exceeded');
     expect(body.error.retry_after).toBe(retryAfter);
   }
+  // A made-up X-Forwarded-For is not a new client: nobody listed the caller as a proxy (TRUSTED_PROXIES is empty).
+  for (const forwarded of ['203.0.113.7', '198.51.100.1, 203.0.113.7']) {
+    const response = await platform.agents('/api/keys', { key, headers: { 'x-forwarded-for': forwarded } });
+    expect({ forwarded, status: response.status }).toEqual({ forwarded, status: 429 });
+  }
   // Still open elsewhere.
   expect((await platform.agents('/auth/me', { key })).status).toBe(200);
   expect((await platform.agents('/link/code', { key })).status).toBe(200);
   expect((await platform.agents('/health')).status).toBe(200);
+});
+
+it('counts the client a trusted proxy forwards for, and only as far as trusted proxies vouch for the chain', async () => {
+  // Another API process on the same database, behind a proxy on loopback (the test itself) that it trusts.
+  const replica = await startReplica(platform, { TRUSTED_PROXIES: 'loopback', AGENT_IP_LIMIT_PER_MINUTE: '5' });
+  try {
+    const { key } = await platform.createKey();
+    const send = (forwarded: string) =>
+      fetch(`${replica.agents!.url}/api/keys`, {
+        headers: { authorization: `Bearer ${key}`, 'x-forwarded-for': forwarded },
+      }).then((response) => response.status);
+    for (let i = 0; i < 5; i++) expect(await send('203.0.113.50')).toBe(200);
+    expect(await send('203.0.113.50')).toBe(429);
+    // What the client wrote before the address the proxy saw is not believed: the proxy vouches for one hop.
+    expect(await send('198.51.100.1, 203.0.113.50')).toBe(429);
+    // Another client behind the same proxy has its own allowance.
+    expect(await send('203.0.113.51')).toBe(200);
+  } finally {
+    await replica.close();
+  }
 });

@@ -264,3 +264,19 @@ describe('a NUL never stalls a conversation', () => {
     expect(next.status).toBe(200);
   });
 });
+
+describe('forged forwarded headers', () => {
+  it('do not reset the gateway’s per-IP guest limit (nobody is a trusted proxy by default)', async () => {
+    const guest = (forwarded?: string) =>
+      platform.fetch('/api/v1/chat', {
+        method: 'POST',
+        headers: forwarded ? { 'x-forwarded-for': forwarded } : {},
+        // `/link` is answered without a model, and counts like any guest message.
+        body: JSON.stringify({ message: '/link', session_id: `web:${randomUUID()}` }),
+      });
+    // The guest row: 30 messages an hour per IP (config/plans.yaml).
+    for (let i = 0; i < 30; i++) expect((await guest()).status).toBe(200);
+    expect((await guest()).status).toBe(429);
+    expect((await guest('203.0.113.9')).status).toBe(429);
+  });
+});

@@ -62,6 +62,9 @@ export function siteHost(sites: SiteStore, urls: SiteUrls): Middleware {
 function siteLabelOf(context: Context, urls: SiteUrls): string | null {
   const direct = urls.siteLabel(context.get('host'));
   if (direct !== null) return direct;
+  // Read whether or not the sender is a trusted proxy (api/forwarding.ts): naming a site host only ever narrows what
+  // the request reaches (a published page or a 404), so believing it grants nothing, while ignoring it would open
+  // the app on a site's origin behind a proxy the operator did not list.
   const forwarded = context.get('x-forwarded-host').split(',')[0]!.trim();
   return forwarded ? urls.siteLabel(forwarded) : null;
 }
