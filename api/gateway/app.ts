@@ -190,7 +190,13 @@ export function createApp(dependencies: AppDependencies): Koa {
   if (dependencies.rateLimits) keyed.use(limitKeyed(dependencies.rateLimits));
   keyed.use(requestRoutes(completions, dependencies.openStreams).routes());
   keyed.use(apiKeyRoutes(keys).routes());
-  const accounts = new AccountService(dependencies.orm, dependencies.ledger, dependencies.plans, catalogue.catalogue);
+  const accounts = new AccountService(
+    dependencies.orm,
+    dependencies.ledger,
+    dependencies.plans,
+    catalogue.catalogue,
+    dependencies.conversations,
+  );
   keyed.use(accountRoutes(accounts, dependencies.accounts, dependencies.principals).routes());
   keyed.use(billingRoutes(billing).routes());
   const mediaDependencies = {

@@ -480,6 +480,37 @@ describe('linking messaging apps', () => {
   });
 });
 
+describe('account channels', () => {
+  it('reports the channels really linked: web after a login, then LINE and Telegram, and api with a key', async () => {
+    const user = await login();
+    const store = new ConversationStore(database);
+    // A key to read the gateway's account endpoint with (made on the web, as a person would).
+    const created = await platform.agents('/api/keys', {
+      method: 'POST',
+      cookie: user.cookie,
+      body: JSON.stringify({ name: 'channels' }),
+    });
+    expect(created.status).toBe(201);
+    const { key } = (await created.json()) as { key: string };
+    const channels = async () =>
+      ((await (await platform.fetch(`/api/v1/account/${user.userId}`, { key })).json()) as Json).channels;
+    expect(await channels()).toEqual(['api', 'web']);
+    for (const platformName of ['line', 'telegram'] as const) {
+      const chat = `${platformName}:${randomBytes(4).toString('hex')}`;
+      const session = await store.openSession(chat, chat, platformName);
+      const { code } = await store.createLinkCode(session.sessionId);
+      const linked = await platform.agents('/link/verify', {
+        method: 'POST',
+        cookie: user.cookie,
+        body: JSON.stringify({ code }),
+      });
+      expect(linked.status).toBe(200);
+    }
+    expect(await channels()).toEqual(['api', 'web', 'line', 'telegram']);
+    expect((await me({ cookie: user.cookie })).linked_apps).toEqual(['line', 'telegram']);
+  });
+});
+
 describe('billing', () => {
   it('lists plans publicly', async () => {
     const response = await platform.agents('/billing/plans');

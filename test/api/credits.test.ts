@@ -213,6 +213,7 @@ describe('accounts and usage', () => {
     const account = (await (
       await platform.fetch(`/api/v1/account/${owner.user_id}`, { key: owner.key })
     ).json()) as Record<string, unknown>;
+    // Reached through the API only so far: it has a key and no web login or linked chat.
     expect(account).toMatchObject({ user_id: owner.user_id, plan: 'starter', channels: ['api'] });
     expect(account.allowed_models).toEqual(
       expect.arrayContaining(['gpt-4o', 'claude-sonnet-4-6', 'gpt-4o-mini', 'gemini-2.5-flash']),

@@ -6,6 +6,8 @@ import type { CreditLedger } from '../../../activities/credits/credit-ledger.ts'
 import type { AccountPlans } from '../../../activities/credits/accounts.ts';
 import { ApiError } from '../../errors.ts';
 import type { CustomLimits } from '../apikeys/service.ts';
+import { messengerChannels, type ConversationStore } from '../../../activities/conversations/conversation-store.ts';
+import type { MessengerPlatform } from '../../../activities/messengers/messenger.ts';
 
 interface AccountRow {
   id: string;
@@ -20,12 +22,20 @@ export class AccountService {
   private readonly ledger: CreditLedger;
   private readonly plans: PlansFile;
   private readonly catalogue: Catalogue;
+  private readonly conversations: ConversationStore;
 
-  constructor(orm: MikroORM, ledger: CreditLedger, plans: PlansFile, catalogue: Catalogue) {
+  constructor(
+    orm: MikroORM,
+    ledger: CreditLedger,
+    plans: PlansFile,
+    catalogue: Catalogue,
+    conversations: ConversationStore,
+  ) {
     this.orm = orm;
     this.ledger = ledger;
     this.plans = plans;
     this.catalogue = catalogue;
+    this.conversations = conversations;
   }
 
   /** The first account shape: credits, channels and the models the plan allows. */
@@ -45,10 +55,36 @@ export class AccountService {
       credits_remaining: balance.available,
       credits_used: balance.used,
       credits_held: balance.held,
-      // Channel linking (web and messaging apps) arrives with the session chat; API keys are the one channel now.
-      channels: ['api'],
+      channels: await this.channels(row.id),
       allowed_models: allowed,
     };
+  }
+
+  /**
+   * The channels the account is reached through (spec: Account `channels`, the linked channels): `api` while it has a
+   * live key or an API session, `web` once it logged in on the web or chatted there, and each messaging app with a
+   * chat linked to one of its conversations (the agent service's `/auth/me` reports the same chats as `linked_apps`).
+   */
+  private async channels(userId: string): Promise<string[]> {
+    const owner = `user:${userId}`;
+    const [[row], linked] = await Promise.all([
+      this.orm.em.fork().execute<Array<{ api: boolean; web: boolean }>>(
+        `select exists (select 1 from api_keys where user_id = ? and revoked_at is null)
+                  or exists (select 1 from chat_sessions s join chat_conversations c on c.id = s.conversation_id
+                             where c.owner = ? and s.channel = 'api') as api,
+                exists (select 1 from web_sessions where user_id = ?)
+                  or exists (select 1 from chat_sessions s join chat_conversations c on c.id = s.conversation_id
+                             where c.owner = ? and s.channel = 'web') as web`,
+        [userId, owner, userId, owner],
+      ),
+      this.conversations.linkedChats(owner),
+    ]);
+    const platforms = new Set(linked.map((chat) => chat.platform));
+    return [
+      ...(row?.api ? ['api'] : []),
+      ...(row?.web ? ['web'] : []),
+      ...messengerChannels.filter((platform) => platforms.has(platform as MessengerPlatform)),
+    ];
   }
 
   /** The second account shape (`/auth/me`). */
