@@ -1,6 +1,8 @@
 /**
- * Bearer-key authentication: puts the principal on `ctx.state.principal` or answers 401. `optionalKey` lets a
- * request without any key through as a guest (`principal` unset); a key that is sent must be valid.
+ * Bearer-key authentication. The gateway checks a key wherever one is sent (`identifyKey`, before any route: a sent
+ * credential must be valid on every path, `/health` and `/v1/models` included, or it is a 401) and puts its
+ * principal on `ctx.state.principal`; routes that need a caller add `requireKey`, and the session chat takes a
+ * request without any key as a guest.
  */
 import type { Middleware } from 'koa';
 import { ApiError } from './errors.ts';
@@ -13,26 +15,29 @@ export interface AuthState {
   timing?: ServerTiming;
 }
 
-export function requireKey(keys: ApiKeyService): Middleware<AuthState> {
-  return authenticate(keys, false);
-}
-
-/** As `requireKey`, but a request that sends no key at all goes on as a guest. */
-export function optionalKey(keys: ApiKeyService): Middleware<Partial<AuthState>> {
-  return authenticate(keys, true) as Middleware<Partial<AuthState>>;
-}
-
-function authenticate(keys: ApiKeyService, guestsAllowed: boolean): Middleware<AuthState> {
+/** On every request: a key that is sent must be valid (401 otherwise); its principal goes on the state. */
+export function identifyKey(keys: ApiKeyService): Middleware<Partial<AuthState>> {
   return async (context, next) => {
     const header = context.get('authorization');
-    if (!header && guestsAllowed) return next();
-    const match = /^Bearer\s+(\S+)$/i.exec(header);
-    if (!match) throw new ApiError('authentication_error', 'Missing API key: send Authorization: Bearer <API_KEY>');
-    context.state.timing?.mark('receive');
-    const principal = await keys.authenticate(match[1]!);
-    if (!principal) throw new ApiError('authentication_error', 'Invalid or revoked API key');
-    context.state.timing?.mark('auth');
-    context.state.principal = principal;
+    if (header) {
+      const match = /^Bearer\s+(\S+)$/i.exec(header);
+      if (!match) throw new ApiError('authentication_error', 'Send Authorization: Bearer <API_KEY>');
+      context.state.timing?.mark('receive');
+      const principal = await keys.authenticate(match[1]!);
+      if (!principal) throw new ApiError('authentication_error', 'Invalid or revoked API key');
+      context.state.timing?.mark('auth');
+      context.state.principal = principal;
+    }
+    await next();
+  };
+}
+
+/** A route that needs a caller: 401 when the request sent no key (a sent one was checked by `identifyKey`). */
+export function requireKey(): Middleware<AuthState> {
+  return async (context, next) => {
+    if (!context.state.principal) {
+      throw new ApiError('authentication_error', 'Missing API key: send Authorization: Bearer <API_KEY>');
+    }
     await next();
   };
 }

@@ -110,16 +110,6 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
     app.use(limitPerIp(dependencies.rateLimits, settings.AGENT_IP_LIMIT_PER_MINUTE));
   }
 
-  const open = new Router();
-  open.get('/health', (context) => {
-    context.body = { status: 'ok', service: 'agents', version: dependencies.version };
-  });
-  open.get('/metrics', async (context) => {
-    context.type = metrics.registry.contentType;
-    context.body = await metrics.registry.metrics();
-  });
-  app.use(open.routes()).use(open.allowedMethods({ throw: true }));
-
   const billing = new BillingService({
     orm: dependencies.orm,
     plans: dependencies.plans,
@@ -149,6 +139,17 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
       return origin !== '' && isAllowed(origin, serviceOrigin(context));
     }) as Koa.Middleware,
   );
+  // Public on purpose (probes, Prometheus; no user data), but after the credential check like every path: a sent
+  // key or cookie must be valid even here (README, "Who may call").
+  const open = new Router();
+  open.get('/health', (context) => {
+    context.body = { status: 'ok', service: 'agents', version: dependencies.version };
+  });
+  open.get('/metrics', async (context) => {
+    context.type = metrics.registry.contentType;
+    context.body = await metrics.registry.metrics();
+  });
+  app.use(open.routes()).use(open.allowedMethods({ throw: true }));
   const mailer = createMailer({
     pool: dependencies.pool,
     smtpUrl: settings.SMTP_URL,

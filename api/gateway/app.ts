@@ -12,7 +12,7 @@ import { Router as CompletionRouter } from '../../activities/routing/router.ts';
 import type { LoadedCatalogue } from '../../config/load-catalogue.ts';
 import type { WorkerDependencies } from '../../worker/create-worker.ts';
 import { Admission } from './admission.ts';
-import { optionalKey, requireKey, type AuthState } from '../auth.ts';
+import { identifyKey, requireKey, type AuthState } from '../auth.ts';
 import { errorRenderer } from '../errors.ts';
 import { forwardedFromTrustedProxies } from '../forwarding.ts';
 import type { TrustedProxies } from '../../config/trusted-proxies.ts';
@@ -142,6 +142,8 @@ export function createApp(dependencies: AppDependencies): Koa {
   for (const webhook of webhooks) app.use(webhook.routes()).use(webhook.allowedMethods({ throw: true }));
   app.use(bodyParser({ enableTypes: ['json'], jsonLimit: '8mb', encoding: 'utf-8' }));
   app.use(bodyText());
+  // A key that is sent is checked here, before any route, so an invalid one is a 401 on every path (api/auth.ts).
+  app.use(identifyKey(keys));
 
   const metricsRouter = new Router().get('/metrics', async (context) => {
     context.type = metrics.registry.contentType;
@@ -167,13 +169,12 @@ export function createApp(dependencies: AppDependencies): Koa {
     ledger: dependencies.ledger,
   });
   const admitted = new Router<AuthState>();
-  admitted.use(requireKey(keys));
+  admitted.use(requireKey());
   admitted.use(completionRoutes(completions, admission, dependencies.openStreams, metrics).routes());
   app.use(admitted.routes()).use(admitted.allowedMethods({ throw: true }));
 
   // Session chat: a key's user, or a guest without any key (api/gateway/routes/chat/routes.ts); limited per caller there.
   const chatRouter = new Router<Partial<AuthState>>();
-  chatRouter.use(optionalKey(keys));
   chatRouter.use(
     chatRoutes({
       chat,
@@ -186,7 +187,7 @@ export function createApp(dependencies: AppDependencies): Koa {
   app.use(chatRouter.routes()).use(chatRouter.allowedMethods({ throw: true }));
 
   const keyed = new Router<AuthState>();
-  keyed.use(requireKey(keys));
+  keyed.use(requireKey());
   if (dependencies.rateLimits) keyed.use(limitKeyed(dependencies.rateLimits));
   keyed.use(requestRoutes(completions, dependencies.openStreams).routes());
   keyed.use(apiKeyRoutes(keys).routes());

@@ -290,6 +290,24 @@ describe('who may call', () => {
     expect((await platform.agents('/auth/me', { key: 'te_wrong' })).status).toBe(401);
   });
 
+  it('refuses an invalid or revoked key on every path, the public ones of both services included', async () => {
+    const { key, id } = await platform.createKey(newEmail(), 'free');
+    const revoked = await platform.fetch(`/api/v1/apikeys/${id}`, { method: 'DELETE', key });
+    expect(revoked.status).toBe(200);
+    for (const bad of ['te_wrong', key]) {
+      for (const path of ['/health', '/metrics', '/billing/plans', '/.well-known/agent-card.json']) {
+        expect({ path, status: (await platform.agents(path, { key: bad })).status }).toEqual({ path, status: 401 });
+      }
+      for (const path of ['/health', '/metrics', '/v1/models', '/api/v1/plans', '/api/v1/integrations']) {
+        expect({ path, status: (await platform.fetch(path, { key: bad })).status }).toEqual({ path, status: 401 });
+      }
+    }
+    // Without a credential they stay open.
+    expect((await platform.agents('/health')).status).toBe(200);
+    expect((await platform.fetch('/health')).status).toBe(200);
+    expect((await platform.fetch('/v1/models')).status).toBe(200);
+  });
+
   it('refuses cookie-authenticated writes from another origin (CSRF), and accepts its own', async () => {
     const user = await login();
     const post = (headers: Record<string, string>, cookie = true) =>

@@ -31,8 +31,15 @@ afterAll(async () => {
 });
 
 describe('models', () => {
-  it('lists the 12 catalogue models without a key', async () => {
-    const page = await new OpenAI({ apiKey: 'none', baseURL: `${platform.gateway.url}/v1` }).models.list();
+  it('lists the 12 catalogue models without a key, and refuses a wrong one', async () => {
+    // A key that is sent must be valid, here too: a client's "test connection" (a models list) tells a wrong key.
+    const wrong = await new OpenAI({ apiKey: 'none', baseURL: `${platform.gateway.url}/v1` }).models
+      .list()
+      .catch((error: unknown) => error);
+    expect((wrong as InstanceType<typeof OpenAI.APIError>).status).toBe(401);
+    const page = (await (await fetch(`${platform.gateway.url}/v1/models`)).json()) as {
+      data: Array<{ id: string; object: string; created: number; owned_by: string }>;
+    };
     expect(page.data).toHaveLength(12);
     expect(page.data.map((model) => model.id)).toEqual(
       expect.arrayContaining(['claude-opus-4-5', 'gpt-4o', 'qwen3-coder-plus']),
