@@ -47,7 +47,6 @@ const patch = (id: string, body: Json, as = key) =>
   platform.agents(`/schedule/tasks/${id}`, { method: 'PATCH', key: as, body: JSON.stringify(body) });
 const listed = async (id: string, as = key): Promise<Json | undefined> =>
   (await json(await platform.agents('/schedule/tasks', { key: as }))).tasks.find((task: Json) => task.id === id);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function answers(taskId: string, as = key): Promise<Json[]> {
   const response = await platform.agents(`/history/${encodeURIComponent(`schedule:${taskId}`)}`, { key: as });
@@ -92,9 +91,23 @@ describe('a scheduled task', () => {
     const paused = await json(await patch(task.id, { enabled: false }));
     expect(paused).toMatchObject({ enabled: false, next_runs: [] });
     expect((await temporal.schedule.getHandle(task.schedule_id).describe()).state.paused).toBe(true);
-    await sleep(3_000);
+    // A run that fired just before the pause may still be going: the count is taken once every run the schedule
+    // started has ended (Temporal's own record of its actions).
+    const handle = temporal.schedule.getHandle(task.schedule_id);
+    const taken = await waitFor('every run started before the pause to end', async () => {
+      const { info } = await handle.describe();
+      for (const action of info.recentActions) {
+        const { workflowId, firstExecutionRunId } = action.action.workflow;
+        const run = temporal.workflow.getHandle(workflowId, firstExecutionRunId);
+        if ((await run.describe()).status.name === 'RUNNING') return false;
+      }
+      return info.numActionsTaken;
+    });
     const before = (await answers(task.id)).length;
-    await sleep(5_000);
+    // Then three of the cron's fire times pass (every 2 s) with no action taken and no answer added.
+    const pausedUntil = Date.now() + Date.parse(task.next_runs[2]) - Date.parse(task.next_runs[0]) + 1_000;
+    await waitFor('three fire times while paused', async () => Date.now() > pausedUntil);
+    expect((await handle.describe()).info.numActionsTaken).toBe(taken);
     expect((await answers(task.id)).length).toBe(before);
 
     // Resumed, with another message: runs again.

@@ -90,6 +90,8 @@ export interface TaskInput {
 /** Month and weekday names, the only letters a cron may hold here. */
 const namesPattern = /\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|sun|mon|tue|wed|thu|fri|sat)\b/gi;
 /** Next fire times shown per task. */
+/** Schedules made at once while reconciling (each a create call to Temporal). */
+const reconcileBatch = 8;
 const shownRuns = 3;
 /** Fire times compared for the minimum interval. */
 const checkedRuns = 6;
@@ -251,26 +253,32 @@ export class ScheduleService {
    */
   async reconcile(): Promise<{ deleted: string[]; created: string[] }> {
     const { client, pool, taskQueue } = this.dependencies;
-    const found = new Set<string>();
-    const deleted: string[] = [];
     const { rows } = await pool.query<TaskRow>('select * from schedule_tasks');
+    // Every task's schedule, made where it is missing. Asked of each task by a create (ScheduleAlreadyRunning when
+    // it exists), not read off the schedule list: the list is eventually consistent, and a schedule deleted a moment
+    // ago may still be listed, which left its task without one.
+    const created: string[] = [];
+    for (let start = 0; start < rows.length; start += reconcileBatch) {
+      const batch = rows.slice(start, start + reconcileBatch);
+      const made = await Promise.all(batch.map((row) => this.createSchedule(row)));
+      batch.forEach((row, index) => made[index] && created.push(row.id));
+    }
+    // This deployment's schedules whose task is gone. A task's row is written before its schedule and deleted after
+    // it, so a listed schedule whose row is missing when read again now, after the list, is an orphan (one created
+    // since the first read has its row by now).
     const ids = new Set(rows.map((row) => row.id));
+    const unknown: string[] = [];
     for await (const summary of client.schedule.list()) {
       if (!summary.scheduleId.startsWith(schedulePrefix) || summary.memo?.taskQueue !== taskQueue) continue;
       const taskId = summary.scheduleId.slice(schedulePrefix.length);
-      if (ids.has(taskId)) {
-        found.add(taskId);
-        continue;
-      }
-      await this.deleteSchedule(taskId);
-      deleted.push(taskId);
+      if (!ids.has(taskId)) unknown.push(taskId);
     }
-    const created: string[] = [];
-    for (const row of rows) {
-      if (found.has(row.id)) continue;
-      // The list is eventually consistent: a schedule it missed answers ScheduleAlreadyRunning, which is fine.
-      if (await this.createSchedule(row)) created.push(row.id);
-    }
+    const { rows: still } = unknown.length
+      ? await pool.query<{ id: string }>('select id from schedule_tasks where id = any($1::text[])', [unknown])
+      : { rows: [] };
+    const kept = new Set(still.map((row) => row.id));
+    const deleted = unknown.filter((taskId) => !kept.has(taskId));
+    for (const taskId of deleted) await this.deleteSchedule(taskId);
     if (deleted.length || created.length) {
       this.dependencies.log?.({ deleted, created }, 'scheduled tasks reconciled with their Temporal schedules');
     }
