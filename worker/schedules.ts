@@ -64,3 +64,10 @@ export async function ensureMediaSweepSchedule(client: Client, taskQueue: string
 }
 
 export const mediaSweepScheduleId = (taskQueue: string) => `tessera-media-sweep-${taskQueue}`;
+
+/** The schedules a deployment on `taskQueue` keeps (what a test platform removes when it closes). */
+export const platformScheduleIds = (taskQueue: string) => [
+  `tessera-credit-renewals-${taskQueue}`,
+  `tessera-credit-holds-sweep-${taskQueue}`,
+  mediaSweepScheduleId(taskQueue),
+];

@@ -4,6 +4,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import OpenAI from 'openai';
+import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
+import { platformScheduleIds } from '../../worker/schedules.ts';
 import { startGateway, type RunningGateway } from '../../api/server.ts';
 import { simulatorControl, startSimulator } from '../../simulator/server.ts';
 import { cloneTestDatabase } from './databases.ts';
@@ -98,6 +100,7 @@ export async function startTestPlatform(
       await gateway.close();
       await simulator.close();
       await database.drop();
+      await removeSchedules(environment);
     },
   };
 }
@@ -113,4 +116,25 @@ export function startReplica(platform: TestPlatform, overrides: Record<string, s
     TEMPORAL_TASK_QUEUE: `${platform.environment.TEMPORAL_TASK_QUEUE}-replica`,
     ...overrides,
   });
+}
+
+/**
+ * Deletes the platform's own Temporal schedules: the run's dev server outlives every test file, and a schedule whose
+ * task queue no worker serves any more would start a workflow nobody runs, every minute, for the rest of the run.
+ */
+async function removeSchedules(environment: Record<string, string | undefined>): Promise<void> {
+  const connection = await Connection.connect({ address: environment.TEMPORAL_ADDRESS! });
+  try {
+    const client = new Client({ connection });
+    for (const scheduleId of platformScheduleIds(environment.TEMPORAL_TASK_QUEUE!)) {
+      await client.schedule
+        .getHandle(scheduleId)
+        .delete()
+        .catch((error: unknown) => {
+          if (!(error instanceof ScheduleNotFoundError)) throw error;
+        });
+    }
+  } finally {
+    await connection.close();
+  }
 }
