@@ -38,6 +38,8 @@ import type { MediaServices } from '../activities/media/media-activities.ts';
 import { createHostedMediaEngines } from '../activities/media/providers/index.ts';
 import { createMediaEngines } from '../activities/media/local/index.ts';
 import { createMediaFiles } from '../activities/media/storage.ts';
+import { warmToolEngines } from '../activities/tools/index.ts';
+import { createLogger } from '../process/logger.ts';
 
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 let bundle: Promise<WorkflowBundleWithSourceMap> | null = null;
@@ -217,6 +219,11 @@ export async function createWorker(options: {
   dependencies: WorkerDependencies;
 }): Promise<Worker> {
   const { settings } = options;
+  // Tools run as local activities in the process that runs the turn: their engines start with its worker.
+  const logger = createLogger('worker');
+  warmToolEngines(options.dependencies.toolSettings, (tool, error) =>
+    logger.warn({ tool, err: error }, 'a tool engine did not start ahead of calls'),
+  );
   const temporal = new Client({ connection: options.connection, namespace: settings.TEMPORAL_NAMESPACE });
   SandboxedWorker.stackTraces = settings.TEMPORAL_WORKFLOW_STACK_TRACES;
   return SandboxedWorker.create({

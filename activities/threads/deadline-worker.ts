@@ -6,14 +6,16 @@
  *
  * Both ends of the protocol are here. The thread's script loads what it needs, then calls `serveCalls(answer)`: that
  * posts `{ready: true}` and answers each `{id, request}` with `{id, response}`, or `{id, error}` when `answer` threw
- * (the thread lives on). `DeadlineWorker` on the caller's side starts the thread on first use and waits for `ready`
- * (under a startup deadline of its own) before a call's deadline starts, so a cold start on a busy machine is not
- * counted against the work. Every failure is a `WorkerCallError` whose `kind` says what happened.
+ * (the thread lives on). `DeadlineWorker` on the caller's side starts the thread on first use, or ahead of calls
+ * with `warm()` (then a thread ended by a deadline or a crash is replaced at once, so the next call finds one ready),
+ * and waits for `ready` (under a startup deadline of its own) before a call's deadline starts: a slow start on a busy
+ * machine is waited for, never counted against the work. Every failure is a `WorkerCallError` whose `kind` says
+ * what happened.
  *
  * Each thread's listeners act only while it is the current one: a replaced thread's late error (its out-of-memory
  * error arriving after the deadline had already replaced it) or late deadline must not reset its successor.
  */
-import { parentPort, Worker, type ResourceLimits, type Transferable } from 'node:worker_threads';
+import { parentPort, Worker, workerData, type ResourceLimits, type Transferable } from 'node:worker_threads';
 
 /** `threw`: the work itself threw; `deadline`: the call ran too long; `stopped`: the thread did not start, crashed,
  * exited or was closed; `cancelled`: the caller's signal aborted. */
@@ -37,6 +39,8 @@ export function serveCalls<Request, Response>(
 ): void {
   const port = parentPort;
   if (!port) throw new Error('serveCalls runs in a worker thread');
+  const { startupDelayMs } = (workerData ?? {}) as { startupDelayMs?: number };
+  if (startupDelayMs) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, startupDelayMs);
   const post = (message: FromThread<Response>, transferList: Transferable[] = []) =>
     port.postMessage(message, transferList);
   port.on('message', ({ id, request }: { id: number; request: Request }) => {
@@ -60,6 +64,8 @@ export interface DeadlineWorkerOptions {
    * posted at once (then a runaway fails the calls queued behind it in the thread, and their deadlines include it).
    */
   oneAtATime?: boolean;
+  /** Test seam: the thread sleeps this long before `ready`, a start-up as slow as on a very busy machine. */
+  startupDelayMs?: number;
   /** The failures' messages, in the caller's words. `outOfMemory` replaces the heap limit's error, when given. */
   messages: { deadline: string; notStarted: string; stopped: string; outOfMemory?: string };
 }
@@ -82,6 +88,10 @@ export class DeadlineWorker<Request, Response> {
   /** Resolves true once the current thread is ready (false if it is reset first). */
   private ready: Promise<boolean> = Promise.resolve(false);
   private settleReady: (ready: boolean) => void = () => undefined;
+  /** The current thread has said `ready`. */
+  private isReady = false;
+  /** Set by `warm()`: a thread is kept started, not only on demand. */
+  private keepWarm = false;
   private nextId = 1;
   private readonly pending = new Map<number, Pending<Response>>();
   private queue: Promise<unknown> = Promise.resolve();
@@ -98,8 +108,20 @@ export class DeadlineWorker<Request, Response> {
     return run;
   }
 
-  /** Ends the thread (tests, shutdown); its calls fail with `reason`, and the next call starts a new thread. */
+  /**
+   * Starts the thread now, and from now on a new one as soon as a thread that had started is ended (a deadline, a
+   * crash), so calls find one ready. Resolves true once the thread is ready (false if it did not start). A thread
+   * that fails to start is not restarted in a loop: the next call tries again.
+   */
+  warm(): Promise<boolean> {
+    this.keepWarm = true;
+    this.ensureWorker();
+    return this.ready;
+  }
+
+  /** Ends the thread (tests, shutdown) and the warm start; its calls fail with `reason`, the next call starts one. */
   close(reason: string): void {
+    this.keepWarm = false;
     this.reset(reason);
   }
 
@@ -138,10 +160,11 @@ export class DeadlineWorker<Request, Response> {
 
   private ensureWorker(): Worker {
     if (this.worker) return this.worker;
-    const { script, resourceLimits, startupDeadlineMs, messages } = this.options;
-    const worker = new Worker(script, { resourceLimits });
+    const { script, resourceLimits, startupDeadlineMs, startupDelayMs, messages } = this.options;
+    const worker = new Worker(script, { resourceLimits, workerData: { startupDelayMs } });
     worker.unref();
     this.ready = new Promise<boolean>((resolve) => (this.settleReady = resolve));
+    this.isReady = false;
     // Each listener acts only while its thread is the current one (see the file's comment).
     const current = () => this.worker === worker;
     const startup = setTimeout(() => {
@@ -151,7 +174,9 @@ export class DeadlineWorker<Request, Response> {
     worker.on('message', (message: FromThread<Response>) => {
       if ('ready' in message) {
         clearTimeout(startup);
-        if (current()) this.settleReady(true);
+        if (!current()) return;
+        this.isReady = true;
+        this.settleReady(true);
         return;
       }
       const pending = this.pending.get(message.id);
@@ -175,7 +200,9 @@ export class DeadlineWorker<Request, Response> {
 
   private reset(reason: string, kind: WorkerCallKind = 'stopped'): void {
     const worker = this.worker;
+    const replace = this.keepWarm && this.isReady;
     this.worker = null;
+    this.isReady = false;
     this.settleReady(false);
     void worker?.terminate();
     for (const pending of this.pending.values()) {
@@ -183,5 +210,6 @@ export class DeadlineWorker<Request, Response> {
       pending.reject(new WorkerCallError(kind, reason));
     }
     this.pending.clear();
+    if (replace) this.ensureWorker();
   }
 }

@@ -1,45 +1,44 @@
 /**
  * `code_execute`: runs Python (Pyodide) or JavaScript (QuickJS) in a sandbox and returns `{stdout, stderr, result,
- * files_written}`. Each call is a fresh child process (code-runner.ts) that exits after the one piece of code, so a
- * runaway cannot block or crash the worker and nothing but the sandbox's files outlives a call. Layers, outside in:
+ * files_written}`. Each call is a fresh child process (code-runner.ts, started and watched by runner-pool.ts) that
+ * exits after the one piece of code, so a runaway cannot block or crash the worker and nothing but the sandbox's
+ * files outlives a call. Layers, outside in:
  *
  * - OS (`prlimit`, util-linux, when present): RLIMIT_CPU and RLIMIT_AS as backstops, RLIMIT_FSIZE (the quota), no
  *   core files, 256 open files. `unshare --net`
  *   (root, or a user namespace where the kernel allows one) gives the child a network namespace with no interfaces;
  *   where neither works (a default Docker seccomp profile) the child has the host's network, and the in-process
  *   blocks below are what stops it.
- * - Node's permission model: the child reads only the engine's package and the runner's own files, writes only the
- *   sandbox, and may not start processes, workers or addons. eval and `new Function` are disabled. The environment
- *   is empty.
+ * - Node's permission model: the child reads only the engine's package and the runner's own files, reads and
+ *   writes only its staging directory (where the calling conversation's sandbox, and nothing else, is hard-linked in
+ *   when the call comes: see runner-pool.ts), and may not start processes, workers or addons. eval and
+ *   `new Function` are disabled. The environment is empty.
  * - This process: the child's CPU time and resident memory are read from /proc every 100 ms and it is killed past
- *   `cpuMs` (counted once the engine is ready) or `memoryBytes` + 512 MiB (Linux; elsewhere the wall clock stands in
- *   for CPU time); a wall-clock limit for code that sleeps; the engine's start-up has its own deadline; the child's
- *   output is bounded; the turn's abort signal kills it.
+ *   `cpuMs` or `memoryBytes` + 512 MiB (Linux; elsewhere the wall clock stands in for CPU time); a wall-clock limit
+ *   for code that sleeps; the child's output is bounded; the turn's abort signal kills it.
  * - Inside (code-runner.ts): WebAssembly memory limit, network APIs removed, process APIs disabled, write quota.
  *
- * Start-up: a Python call takes about 2 s (Pyodide loading; 0.25 s of it is the cost of V8's explicit WebAssembly
- * bounds checks, which RLIMIT_AS needs), a JavaScript call about 0.2 s. There is no pool of pre-started runners: a
- * runner's file permission is fixed when it starts and must be the calling conversation's sandbox, and a fresh
- * process per call is what guarantees nothing leaks between calls. At most one runner per core runs at a time.
+ * The limits count from when the code is sent to a ready runner, never the engine's start-up: loading takes about
+ * 2 s of CPU for Pyodide (0.25 s of it the cost of V8's explicit WebAssembly bounds checks, which RLIMIT_AS needs)
+ * and 0.2 s for QuickJS on an idle core, several times that on a busy one. Runners are started ahead of calls
+ * (`warm`, at process start, for the languages in `warmAtStart`), so a call usually finds one ready; one that does
+ * not waits for its runner to start, up to `startupMs` (ENGINE_STARTUP_TIMEOUT_MS). At most one runner per core
+ * runs code at a time.
  */
-import { execFile, spawn } from 'node:child_process';
-import { constants, readFileSync } from 'node:fs';
-import { access, realpath, unlink } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { availableParallelism } from 'node:os';
+import { unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import type { RunnerMessage, RunnerRequest } from './code-runner.ts';
+import type { RunnerCall } from './code-runner.ts';
+import { RunnerPool, runnerSlot, type Execution, type Language, type Runner } from './runner-pool.ts';
 import { formatBytes, openSandbox, SANDBOX_MAX_ENTRIES, walkSandbox, type SandboxEntry } from './sandbox.ts';
-import { defineTool, ToolError, type ToolContext } from './tool.ts';
+import { defineTool, ENGINE_STARTUP_TIMEOUT_MS, ToolError, type ToolContext, type ToolSettings } from './tool.ts';
 
 export interface CodeLimits {
-  /** CPU time the code may use (the engine's start-up not counted). */
+  /** CPU time the code may use, from when it is sent to a ready runner (the engine's start-up not counted). */
   cpuMs: number;
-  /** Wall-clock time the code may run (it may sleep or wait). */
+  /** Wall-clock time the code may run (it may sleep or wait), from when it is sent. */
   wallMs: number;
-  /** Wall-clock time for the engine to start. */
+  /** Wall-clock time for the engine to start: a slow start-up is waited for, up to this. */
   startupMs: number;
   /** Bytes of WebAssembly memory: the Python or JavaScript heap. */
   memoryBytes: number;
@@ -52,30 +51,21 @@ export interface CodeLimits {
 export const DEFAULT_CODE_LIMITS: CodeLimits = {
   cpuMs: 10_000,
   wallMs: 15_000,
-  // Pyodide loads in about 2 s on an idle core, but several at once on a busy two-core machine took over 12 s.
-  startupMs: 20_000,
+  startupMs: ENGINE_STARTUP_TIMEOUT_MS,
   memoryBytes: 512 * 1024 * 1024,
   outputChars: 50_000,
   resultChars: 20_000,
 };
 
-/**
- * RLIMIT_AS over the memory limit: a backstop only. V8 sizes its reservations by RLIMIT_AS, and a tight one made it
- * fail to commit its young generation now and then (measured at 3 and 4 GiB); 8 GiB above the limit never did.
- */
-const addressSpaceOverheadBytes = 8 * 1024 * 1024 * 1024;
-/** Resident memory over the WebAssembly limit that the child may use (Node, V8's heap, the engine's code). */
-const residentOverheadBytes = 512 * 1024 * 1024;
-/** V8's own heap in the child; the code's data lives in WebAssembly memory, outside it. */
-const v8HeapMb = 256;
 const filesWrittenListed = 100;
-const pollMs = 100;
-/** The runner interrupts JavaScript at the CPU limit itself; this process kills a moment later. */
-const cpuGraceMs = 250;
 /** Characters of stdout and of stderr quoted in an error. */
 const quotedOutputChars = 10_000;
-/** Clock ticks per second of /proc/<pid>/stat (USER_HZ, 100 on every Linux architecture Node supports). */
-const clockTicksPerSecond = 100;
+/**
+ * The languages whose runner every process starts when it starts (measured on a busy two-core machine: a waiting
+ * QuickJS runner costs 0.3 s of CPU to start and 60 MiB; a Pyodide one 2.5 s and 180 MiB, for a language many
+ * deployments rarely run). Python's pool is kept warm from its first call on.
+ */
+const warmAtStart: Language[] = ['javascript'];
 
 const Input = z.object({
   language: z.enum(['python', 'javascript']).describe('python (3.14, standard library only) or javascript (ES2023)'),
@@ -85,10 +75,30 @@ const Input = z.object({
 export interface CodeExecuteOptions {
   /** Use a network namespace when the machine allows one (default true; tests turn it off to try the other layers). */
   networkNamespace?: boolean;
+  /** Test seam: every runner's start-up takes this much longer, as on a very busy machine. */
+  startupDelayMs?: number;
 }
 
 export function createCodeExecuteTool(overrides: Partial<CodeLimits> = {}, options: CodeExecuteOptions = {}) {
   const limits = { ...DEFAULT_CODE_LIMITS, ...overrides };
+  const pools = new Map<string, RunnerPool>();
+  /** The runners for a language and sandbox settings (what a runner is started with). */
+  const pool = (settings: ToolSettings, language: Language): RunnerPool => {
+    const key = JSON.stringify([language, settings.sandboxRoot, settings.sandboxQuotaBytes]);
+    let found = pools.get(key);
+    if (!found) {
+      found = new RunnerPool({
+        language,
+        limits,
+        sandboxRoot: settings.sandboxRoot,
+        quotaBytes: settings.sandboxQuotaBytes,
+        networkNamespace: options.networkNamespace !== false,
+        startupDelayMs: options.startupDelayMs,
+      });
+      pools.set(key, found);
+    }
+    return found;
+  };
   return defineTool({
     name: 'code_execute',
     description:
@@ -100,53 +110,40 @@ export function createCodeExecuteTool(overrides: Partial<CodeLimits> = {}, optio
       `persists between calls. Limits: ${limits.cpuMs / 1000} s of CPU, ${formatBytes(limits.memoryBytes)} of memory, ` +
       `${limits.outputChars} characters of output.`,
     input: Input,
-    timeoutMs: limits.startupMs + limits.wallMs + 5_000,
+    // A backstop: the start-up bound, the code's wall-clock limit, and room to carry its files into the sandbox.
+    timeoutMs: limits.startupMs + limits.wallMs + 10_000,
     retry: { maximumAttempts: 1, initialIntervalMs: 0 },
     maxOutputChars: limits.outputChars + limits.resultChars + 10_000,
     configured: () => true,
-    run: (input, context) => execute(input, context, limits, options),
+    warm: async (settings) => {
+      await Promise.all(warmAtStart.map((language) => pool(settings, language).warm()));
+    },
+    run: (input, context) => {
+      const runners = pool(context.settings, input.language);
+      if (input.language === 'python') void runners.warm().catch(() => undefined);
+      return execute(input, context, limits, runners);
+    },
   });
 }
 
 export const codeExecuteTool = createCodeExecuteTool();
 
-interface Execution {
-  stdout: string;
-  stderr: string;
-  done?: Extract<RunnerMessage, { type: 'done' }>;
-  /** Why this process killed the child, if it did. */
-  killed?: string;
-  exit: { code: number | null; signal: NodeJS.Signals | null };
-  /** The end of the child's own stderr (Node's messages, not the code's). */
-  diagnostics: string;
-}
-
-async function execute(
-  input: z.infer<typeof Input>,
-  context: ToolContext,
-  limits: CodeLimits,
-  options: CodeExecuteOptions,
-) {
+async function execute(input: z.infer<typeof Input>, context: ToolContext, limits: CodeLimits, runners: RunnerPool) {
   const { sandboxQuotaBytes } = context.settings;
   const root = await openSandbox(context.settings, context.conversationId);
   const before = await walkSandbox(root);
   const used = before.reduce((sum, entry) => sum + entry.size, 0);
-  const request: RunnerRequest = {
-    language: input.language,
+  const call: RunnerCall = {
     code: input.code,
-    sandboxDir: root,
     writeBudgetBytes: Math.max(0, sandboxQuotaBytes - used),
     entryBudget: Math.max(0, SANDBOX_MAX_ENTRIES - before.length),
-    memoryBytes: limits.memoryBytes,
-    outputChars: limits.outputChars,
-    resultChars: limits.resultChars,
-    cpuMs: limits.cpuMs,
   };
-  const command = await childCommand(request, limits, sandboxQuotaBytes, options);
   const release = await runnerSlot(context.signal);
   let execution: Execution;
   try {
-    execution = await runChild(request, command, limits, context);
+    const runner = runners.take();
+    await engineReady(runner, context.signal);
+    execution = await runner.run(call, root, context.signal);
   } finally {
     release();
   }
@@ -171,6 +168,25 @@ async function execute(
         ? [...written.slice(0, filesWrittenListed), `… and ${written.length - filesWrittenListed} more`]
         : written,
   };
+}
+
+/** Waits for the runner's engine to load (a warm one is ready already); a cancelled call ends the runner. */
+async function engineReady(runner: Runner, signal: AbortSignal): Promise<void> {
+  const cancelled = () => {
+    runner.discard();
+    return new ToolError('the call was cancelled');
+  };
+  if (signal.aborted) throw cancelled();
+  let onAbort: () => void = () => undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(cancelled());
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    await Promise.race([runner.ready, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
 }
 
 function changedFiles(before: SandboxEntry[], after: SandboxEntry[]): string[] {
@@ -215,286 +231,4 @@ function failureReason({ done, killed, exit, diagnostics }: Execution, language:
 function tail(text: string): string {
   if (text.length <= quotedOutputChars) return text;
   return `… (${text.length - quotedOutputChars} characters before)\n${text.slice(-quotedOutputChars)}`;
-}
-
-// ---- the child ----
-
-/** Runners at once in this process (each may take a core and up to a GiB); more calls wait their turn. */
-const maxRunners = Math.max(1, availableParallelism());
-let runners = 0;
-const waiting: (() => void)[] = [];
-
-/** Waits for a runner slot; the function returned gives it back (to the next waiting call, if any). */
-async function runnerSlot(signal: AbortSignal): Promise<() => void> {
-  const release = () => {
-    const next = waiting.shift();
-    if (next) next();
-    else runners -= 1;
-  };
-  if (runners < maxRunners) {
-    runners += 1;
-    return release;
-  }
-  await new Promise<void>((resolve, reject) => {
-    const grant = () => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    };
-    const onAbort = () => {
-      waiting.splice(waiting.indexOf(grant), 1);
-      reject(new ToolError('the call was cancelled while it waited for a free runner'));
-    };
-    waiting.push(grant);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  return release;
-}
-
-interface ChildCommand {
-  file: string;
-  args: string[];
-}
-
-async function childCommand(
-  request: RunnerRequest,
-  limits: CodeLimits,
-  quotaBytes: number,
-  options: CodeExecuteOptions,
-): Promise<ChildCommand> {
-  const { prlimit, unshare: namespace } = await isolation();
-  const unshare = options.networkNamespace === false ? null : namespace;
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const ownFiles = ['code-runner.ts', 'sandbox.ts', 'tool.ts'].map((name) => path.join(here, name));
-  const readable = [...ownFiles, ...(await enginePackages(request.language)), request.sandboxDir];
-  if (readable.some((entry) => entry.includes(','))) {
-    // Node would read a comma as a list separator and allow other paths than meant.
-    throw new Error(`code_execute cannot run with a comma in a path: ${readable.join(' ')}`);
-  }
-  const node = [
-    process.execPath,
-    '--permission',
-    ...readable.map((entry) => `--allow-fs-read=${entry}`),
-    `--allow-fs-write=${request.sandboxDir}`,
-    '--disallow-code-generation-from-strings',
-    `--max-old-space-size=${v8HeapMb}`,
-    ...(prlimit ? ['--disable-wasm-trap-handler'] : []),
-    '--no-warnings',
-    ownFiles[0]!,
-  ];
-  const cpuSeconds = Math.ceil((limits.startupMs + limits.cpuMs) / 1000) + 2;
-  const rlimits = prlimit
-    ? [
-        prlimit,
-        `--cpu=${cpuSeconds}:${cpuSeconds + 1}`,
-        `--as=${Math.round(limits.memoryBytes + addressSpaceOverheadBytes)}`,
-        `--fsize=${Math.max(quotaBytes, 1)}`,
-        '--core=0',
-        '--nofile=256',
-        '--',
-      ]
-    : [];
-  const command = [...rlimits, ...(unshare ?? []), ...node];
-  return { file: command[0]!, args: command.slice(1) };
-}
-
-function runChild(request: RunnerRequest, command: ChildCommand, limits: CodeLimits, context: ToolContext) {
-  return new Promise<Execution>((resolve, reject) => {
-    const child = spawn(command.file, command.args, { cwd: request.sandboxDir, env: {}, stdio: 'pipe' });
-    const execution: Execution = { stdout: '', stderr: '', exit: { code: null, signal: null }, diagnostics: '' };
-    const kill = (reason: string) => {
-      execution.killed ??= reason;
-      child.kill('SIGKILL');
-    };
-    const startup = setTimeout(
-      () => kill(`the ${request.language} engine did not start within ${limits.startupMs / 1000} s`),
-      limits.startupMs,
-    );
-    let deadline: NodeJS.Timeout | undefined;
-    let exitGrace: NodeJS.Timeout | undefined;
-    const onAbort = () => kill('the call was cancelled');
-    if (context.signal.aborted) onAbort();
-    context.signal.addEventListener('abort', onAbort, { once: true });
-
-    // CPU time (counted from the moment the engine is ready) and resident memory, from /proc.
-    const maxResident = limits.memoryBytes + residentOverheadBytes;
-    let ready = false;
-    let cpuAtReady: number | null = null;
-    const watchdog = setInterval(() => {
-      const usage = child.pid === undefined ? null : processUsage(child.pid);
-      if (!usage) return;
-      if (usage.residentBytes > maxResident) {
-        kill(`the code used more than ${formatBytes(maxResident)} of memory and was stopped`);
-      } else if (cpuAtReady !== null && usage.cpuMs - cpuAtReady > limits.cpuMs + cpuGraceMs) {
-        kill(`the code used more than ${limits.cpuMs / 1000} s of CPU time and was stopped`);
-      }
-    }, pollMs);
-    const onReady = () => {
-      if (ready) return;
-      ready = true;
-      clearTimeout(startup);
-      cpuAtReady = child.pid === undefined ? null : (processUsage(child.pid)?.cpuMs ?? null);
-      // Without /proc, the wall clock stands in for the CPU limit.
-      const wallMs = cpuAtReady === null ? Math.min(limits.wallMs, limits.cpuMs + cpuGraceMs) : limits.wallMs;
-      deadline = setTimeout(() => kill(`the code did not finish within ${wallMs / 1000} s and was stopped`), wallMs);
-    };
-    const onMessage = (message: RunnerMessage) => {
-      if (message.type === 'ready') onReady();
-      else if (message.type === 'stdout' || message.type === 'stderr') {
-        execution[message.type] = (execution[message.type] + message.text).slice(0, limits.outputChars);
-      } else if (message.type === 'done' && !execution.done) {
-        execution.done = message;
-        exitGrace = setTimeout(() => child.kill('SIGKILL'), 1_000); // the runner exits right after
-      }
-    };
-
-    // One JSON line per message. The runner bounds the code's output; this bounds the runner.
-    const maxChars = (limits.outputChars + limits.resultChars) * 8 + 1024 * 1024;
-    let received = 0;
-    let pending = '';
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (chunk: string) => {
-      received += chunk.length;
-      if (received > maxChars) return kill('the code runner sent more output than allowed');
-      const lines = (pending + chunk).split('\n');
-      pending = lines.pop() ?? '';
-      for (const line of lines) {
-        try {
-          onMessage(JSON.parse(line) as RunnerMessage);
-        } catch {
-          // not a message: ignored
-        }
-      }
-    });
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (chunk: string) => {
-      execution.diagnostics = (execution.diagnostics + chunk).slice(-4_096);
-    });
-    child.stdin.on('error', () => undefined); // the child may die before reading its request
-    child.stdin.end(JSON.stringify(request));
-
-    const cleanUp = () => {
-      clearTimeout(startup);
-      clearTimeout(deadline);
-      clearTimeout(exitGrace);
-      clearInterval(watchdog);
-      context.signal.removeEventListener('abort', onAbort);
-    };
-    child.on('error', (error) => {
-      cleanUp();
-      reject(error);
-    });
-    child.on('close', (code, signal) => {
-      cleanUp();
-      execution.exit = { code, signal };
-      resolve(execution);
-    });
-  });
-}
-
-const pageBytes = 4096;
-
-/** CPU time (utime + stime) and resident memory of a process; null without /proc or once the process is gone. */
-function processUsage(pid: number): { cpuMs: number; residentBytes: number } | null {
-  try {
-    // Synchronous on purpose: /proc reads do not block, and a poll must not queue behind another.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    const resident = Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]);
-    return { cpuMs: (ticks * 1000) / clockTicksPerSecond, residentBytes: resident * pageBytes };
-  } catch {
-    return null;
-  }
-}
-
-// ---- what the machine offers ----
-
-interface Isolation {
-  /** Path of util-linux's prlimit, when installed. */
-  prlimit: string | null;
-  /** The `unshare` command prefix that gives the child an empty network namespace, when the kernel allows it. */
-  unshare: string[] | null;
-}
-
-let isolationProbe: Promise<Isolation> | undefined;
-
-/** What isolation this machine offers, probed once per process. */
-function isolation(): Promise<Isolation> {
-  isolationProbe ??= (async () => {
-    const prlimit = await findBinary('prlimit');
-    const unshareBinary = await findBinary('unshare');
-    let unshare: string[] | null = null;
-    for (const flags of [['--net'], ['--user', '--map-root-user', '--net']]) {
-      if (!unshareBinary) break;
-      const prefix = [unshareBinary, ...flags, '--'];
-      if (await succeeds(prefix[0]!, [...prefix.slice(1), process.execPath, '-e', '0'])) {
-        unshare = prefix;
-        break;
-      }
-    }
-    return { prlimit, unshare };
-  })();
-  return isolationProbe;
-}
-
-async function findBinary(name: string): Promise<string | null> {
-  for (const directory of ['/usr/bin', '/bin', '/usr/sbin', '/sbin']) {
-    const candidate = path.join(directory, name);
-    if (
-      await access(candidate, constants.X_OK).then(
-        () => true,
-        () => false,
-      )
-    )
-      return candidate;
-  }
-  return null;
-}
-
-function succeeds(file: string, args: string[]): Promise<boolean> {
-  return new Promise((resolve) => {
-    execFile(file, args, { env: {}, timeout: 5_000 }, (error) => resolve(error === null));
-  });
-}
-
-const enginePackageNames = {
-  python: ['pyodide'],
-  javascript: [
-    'quickjs-emscripten',
-    'quickjs-emscripten-core',
-    '@jitl/quickjs-ffi-types',
-    '@jitl/quickjs-wasmfile-release-sync',
-    '@jitl/quickjs-wasmfile-release-asyncify',
-    '@jitl/quickjs-wasmfile-debug-sync',
-    '@jitl/quickjs-wasmfile-debug-asyncify',
-  ],
-} as const;
-
-const enginePackageDirectories = new Map<string, Promise<string[]>>();
-
-/** The directories (real paths) of the packages the runner loads for a language: all it may read besides itself. */
-function enginePackages(language: RunnerRequest['language']): Promise<string[]> {
-  let directories = enginePackageDirectories.get(language);
-  if (!directories) {
-    const [main] = enginePackageNames[language];
-    const mainDirectory = packageDirectory(main, import.meta.url);
-    directories = Promise.all(
-      enginePackageNames[language].map((name) =>
-        realpath(name === main ? mainDirectory : packageDirectory(name, path.join(mainDirectory, 'package.json'))),
-      ),
-    );
-    enginePackageDirectories.set(language, directories);
-  }
-  return directories;
-}
-
-function packageDirectory(name: string, from: string): string {
-  const suffix = path.join('node_modules', ...name.split('/'));
-  let directory = path.dirname(createRequire(from).resolve(name));
-  while (!directory.endsWith(suffix)) {
-    const parent = path.dirname(directory);
-    if (parent === directory) throw new Error(`cannot find the directory of the package ${name}`);
-    directory = parent;
-  }
-  return directory;
 }

@@ -1,8 +1,9 @@
 /**
  * The child process code_execute runs one piece of code in, then exits: Python in Pyodide (CPython compiled to
- * WebAssembly) or JavaScript in QuickJS (also WebAssembly). code-execute.ts starts it under OS limits and the Node
- * permission model (read: the engines and this file; write: the sandbox; no child processes, workers or addons) and
- * enforces CPU time and wall-clock time from outside. This file adds what only the inside can do:
+ * WebAssembly) or JavaScript in QuickJS (also WebAssembly). runner-pool.ts starts it under OS limits and the Node
+ * permission model (read: the engines and this file; read and write: its own staging directory, where the calling
+ * conversation's sandbox is linked in when a call comes; no child processes, workers or addons), usually ahead of
+ * the call, and enforces CPU time and wall-clock time from outside. This file adds what only the inside can do:
  *
  * - memory: WebAssembly memories cannot grow past `memoryBytes` (Python gets MemoryError); QuickJS's own heap limit;
  * - network: fetch, WebSocket and friends removed, Node's socket prototypes made to throw (Python's socket module
@@ -17,7 +18,9 @@
  *   sandbox only;
  * - output: stdout and stderr stream to the parent as they come; past `outputChars` the code is stopped.
  *
- * Protocol: the request is JSON on stdin; every message is one JSON line on stdout (`RunnerMessage`).
+ * Protocol: one JSON line on stdin sets the runner up (`RunnerSetup`); it loads its engine, mounts its directory as
+ * /sandbox and says `ready`; the next line is the call (`RunnerCall`), run at once. Every message is one JSON line on
+ * stdout (`RunnerMessage`). Stdin closing before a call (the parent went away) ends the runner.
  */
 import childProcess from 'node:child_process';
 import dgram from 'node:dgram';
@@ -35,17 +38,16 @@ import {
 import { syncBuiltinESMExports } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
+import type { PyodideAPI } from 'pyodide';
+import type { QuickJSContext, QuickJSRuntime } from 'quickjs-emscripten';
 import { sandboxPathSegments } from './sandbox.ts';
 
-export interface RunnerRequest {
+/** What a runner is started with, before any call. */
+export interface RunnerSetup {
   language: 'python' | 'javascript';
-  code: string;
-  /** The sandbox directory (a real path): /sandbox for the code. */
+  /** The runner's staging directory (a real path): /sandbox for the code, the call's sandbox linked in. */
   sandboxDir: string;
-  /** Bytes the code may add to the sandbox (its quota minus what it holds). */
-  writeBudgetBytes: number;
-  /** Files and directories the code may create. */
-  entryBudget: number;
   /** Bytes a WebAssembly memory may grow to. */
   memoryBytes: number;
   /** Characters of stdout and stderr together before the code is stopped. */
@@ -54,6 +56,17 @@ export interface RunnerRequest {
   resultChars: number;
   /** CPU time after which QuickJS interrupts the code (Python is stopped by the parent). */
   cpuMs: number;
+  /** Test seam: the runner sleeps this long before loading its engine, a start-up as slow as on a busy machine. */
+  startupDelayMs?: number;
+}
+
+/** The one call a ready runner runs. */
+export interface RunnerCall {
+  code: string;
+  /** Bytes the code may add to the sandbox (its quota minus what it holds). */
+  writeBudgetBytes: number;
+  /** Files and directories the code may create. */
+  entryBudget: number;
 }
 
 export type RunnerFailure = 'exception' | 'output_limit' | 'cpu_limit' | 'memory_limit';
@@ -222,13 +235,14 @@ function cut(text: string, limit: number): string {
 
 // ---- write budget shared by both languages ----
 
+/** Empty until the call grants the sandbox's remaining room: nothing is written before the call. */
 class WriteBudget {
-  bytes: number;
-  entries: number;
+  bytes = 0;
+  entries = 0;
 
-  constructor(request: RunnerRequest) {
-    this.bytes = request.writeBudgetBytes;
-    this.entries = request.entryBudget;
+  grant(call: RunnerCall): void {
+    this.bytes = call.writeBudgetBytes;
+    this.entries = call.entryBudget;
   }
 
   /** Takes `grown` bytes; false when the quota has no room for them. */
@@ -268,7 +282,10 @@ interface NodeFsOps {
   realPath(node: EmscriptenNode): string;
 }
 
-async function runPython(request: RunnerRequest, output: OutputSink): Promise<never> {
+/** Code the engine runs, once it is loaded. */
+type Run = (code: string) => Promise<never>;
+
+async function preparePython(setup: RunnerSetup, output: OutputSink, budget: WriteBudget): Promise<Run> {
   const { loadPyodide } = await import('pyodide');
   const pyodide = await loadPyodide({
     jsglobals: Object.create(null) as object,
@@ -277,7 +294,6 @@ async function runPython(request: RunnerRequest, output: OutputSink): Promise<ne
   });
   const FS = pyodide.FS;
   const nodefs = FS.filesystems.NODEFS as unknown as NodeFsOps;
-  const budget = new WriteBudget(request);
   const refuse = (code: number): never => {
     throw new FS.ErrnoError(code);
   };
@@ -307,7 +323,7 @@ async function runPython(request: RunnerRequest, output: OutputSink): Promise<ne
   };
   nodeOps.symlink = () => refuse(errno.EPERM);
   FS.mkdir('/sandbox');
-  FS.mount(FS.filesystems.NODEFS, { root: request.sandboxDir }, '/sandbox');
+  FS.mount(FS.filesystems.NODEFS, { root: setup.sandboxDir }, '/sandbox');
   FS.chdir('/sandbox');
   const decoder = { stdout: new TextDecoder(), stderr: new TextDecoder() };
   for (const stream of ['stdout', 'stderr'] as const) {
@@ -322,12 +338,13 @@ async function runPython(request: RunnerRequest, output: OutputSink): Promise<ne
     else pyodide.setStderr(options);
   }
   pyodide.setStdin({ stdin: () => null });
-  lockDownProcess();
-  send({ type: 'ready' });
+  return (code) => runPython(pyodide, code, setup);
+}
 
+async function runPython(pyodide: PyodideAPI, code: string, setup: RunnerSetup): Promise<never> {
   let value: unknown;
   try {
-    value = await pyodide.runPythonAsync(request.code, { filename: '<code>' });
+    value = await pyodide.runPythonAsync(code, { filename: '<code>' });
   } catch (error) {
     const status = exitStatus(error);
     if (status === 0) finish({ type: 'done', ok: true, result: null });
@@ -348,11 +365,11 @@ async function runPython(request: RunnerRequest, output: OutputSink): Promise<ne
     } catch {
       text = JSON.stringify(String(builtins.repr(value)));
     }
-    result = text.length > request.resultChars ? cut(text, request.resultChars) : JSON.parse(text, exactIntegers);
+    result = text.length > setup.resultChars ? cut(text, setup.resultChars) : JSON.parse(text, exactIntegers);
   } else if (typeof value === 'bigint' || (typeof value === 'number' && !Number.isFinite(value))) {
     result = String(value);
   }
-  finish({ type: 'done', ok: true, result: capResult(result, request.resultChars) });
+  finish({ type: 'done', ok: true, result: capResult(result, setup.resultChars) });
 }
 
 /** The status of `sys.exit()`/`exit()` (SystemExit) or `os._exit()` (Emscripten's exit), or null for an error. */
@@ -376,14 +393,14 @@ function trimTraceback(message: string): string {
 
 // ---- JavaScript ----
 
-async function runJavaScript(request: RunnerRequest, output: OutputSink): Promise<never> {
+async function prepareJavaScript(setup: RunnerSetup, output: OutputSink, budget: WriteBudget): Promise<Run> {
   const { newQuickJSWASMModule, RELEASE_SYNC } = await import('quickjs-emscripten');
   const quickjs = await newQuickJSWASMModule(RELEASE_SYNC);
   const runtime = quickjs.newRuntime();
-  runtime.setMemoryLimit(Math.floor(request.memoryBytes * 0.75));
+  runtime.setMemoryLimit(Math.floor(setup.memoryBytes * 0.75));
   runtime.setMaxStackSize(quickJsStackBytes);
   const vm = runtime.newContext();
-  const files = sandboxFiles(request);
+  const files = sandboxFiles(setup, budget);
 
   const format = (handles: Parameters<Parameters<typeof vm.newFunction>[1]>): string =>
     handles
@@ -428,7 +445,7 @@ async function runJavaScript(request: RunnerRequest, output: OutputSink): Promis
         return array;
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
-        return { error: vm.newError(message.replaceAll(request.sandboxDir, '/sandbox')) };
+        return { error: vm.newError(message.replaceAll(setup.sandboxDir, '/sandbox')) };
       }
     });
   for (const [name, fn] of Object.entries(files)) {
@@ -436,18 +453,24 @@ async function runJavaScript(request: RunnerRequest, output: OutputSink): Promis
   }
   vm.setProp(vm.global, 'fs', fsObject);
   fsObject.dispose();
-  lockDownProcess();
-  send({ type: 'ready' });
+  return (code) => runJavaScript(runtime, vm, code, setup);
+}
 
+async function runJavaScript(
+  runtime: QuickJSRuntime,
+  vm: QuickJSContext,
+  code: string,
+  setup: RunnerSetup,
+): Promise<never> {
   // QuickJS asks every few thousand instructions; the answer is this process's CPU time, not the wall clock.
   const cpuAtStart = process.cpuUsage();
   runtime.setInterruptHandler(() => {
     const { user, system } = process.cpuUsage(cpuAtStart);
-    return (user + system) / 1000 > request.cpuMs;
+    return (user + system) / 1000 > setup.cpuMs;
   });
   let outcome: ReturnType<typeof vm.evalCode>;
   try {
-    outcome = vm.evalCode(request.code, 'code.js');
+    outcome = vm.evalCode(code, 'code.js');
     runtime.executePendingJobs();
   } catch (error) {
     // The host itself gave out (its stack, or the WebAssembly memory QuickJS lives in).
@@ -474,7 +497,7 @@ async function runJavaScript(request: RunnerRequest, output: OutputSink): Promis
   if (state.type === 'pending') finish({ type: 'done', ok: true, result: null });
   if (!state.notAPromise) handle = state.value;
   const result: unknown = vm.typeof(handle) === 'function' ? '[function]' : vm.dump(handle);
-  finish({ type: 'done', ok: true, result: capResult(result, request.resultChars) });
+  finish({ type: 'done', ok: true, result: capResult(result, setup.resultChars) });
 }
 
 /** A QuickJS error (dumped: `{name, message, stack}`) or any thrown value, as text. */
@@ -510,12 +533,14 @@ function compactTrace(text: string): string {
 }
 
 /** The JavaScript `fs` API: paths relative to the sandbox (or under /sandbox), no links, the same write budget. */
-function sandboxFiles(request: RunnerRequest): Record<string, (...args: (string | undefined)[]) => unknown> {
-  const budget = new WriteBudget(request);
+function sandboxFiles(
+  setup: RunnerSetup,
+  budget: WriteBudget,
+): Record<string, (...args: (string | undefined)[]) => unknown> {
   const resolve = (given: string, create: boolean): string => {
     const relative =
       given === '/sandbox' ? '' : given.startsWith('/sandbox/') ? given.slice('/sandbox/'.length) : given;
-    let current = request.sandboxDir;
+    let current = setup.sandboxDir;
     const segments = sandboxPathSegments(relative);
     for (const [index, segment] of segments.entries()) {
       current = path.join(current, segment);
@@ -558,7 +583,7 @@ function sandboxFiles(request: RunnerRequest): Record<string, (...args: (string 
     readFile: (given = '') => {
       const fd = openSync(resolve(given, false), constants.O_RDONLY | constants.O_NOFOLLOW);
       try {
-        if (fstatSync(fd).size > request.memoryBytes / 4) throw new Error(`${given} is too large to read at once`);
+        if (fstatSync(fd).size > setup.memoryBytes / 4) throw new Error(`${given} is too large to read at once`);
         return readFileSync(fd, 'utf8');
       } finally {
         closeSync(fd);
@@ -577,13 +602,28 @@ if (!(process as { permission?: unknown }).permission) {
   process.stderr.write("code-runner.ts runs only under Node's permission model (--permission)\n");
   process.exit(2);
 }
-const request = JSON.parse(readFileSync(0, 'utf8')) as RunnerRequest;
-const output = outputSink(request.outputChars);
-limitWasmMemory(request.memoryBytes);
+const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+/** The next line from the parent; none: the parent went away, and so does the runner. */
+async function receive<T>(): Promise<T> {
+  const line = await lines.next();
+  if (line.done) process.exit(0);
+  return JSON.parse(line.value) as T;
+}
+
+const setup = await receive<RunnerSetup>();
+const output = outputSink(setup.outputChars);
+limitWasmMemory(setup.memoryBytes);
 blockNetwork();
 blockProcesses(output);
 shimProcessBinding();
 process.on('uncaughtException', (error) => {
   finish({ type: 'done', ok: false, failure: 'exception', error: `${error.name}: ${error.message}` });
 });
-await (request.language === 'python' ? runPython(request, output) : runJavaScript(request, output));
+if (setup.startupDelayMs) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, setup.startupDelayMs);
+const budget = new WriteBudget();
+const run = await (setup.language === 'python' ? preparePython : prepareJavaScript)(setup, output, budget);
+lockDownProcess();
+send({ type: 'ready' });
+const call = await receive<RunnerCall>();
+budget.grant(call);
+await run(call.code);

@@ -43,3 +43,14 @@ export function toolByName(name: string): ToolDefinition | undefined {
 export function configuredTools(settings: ToolSettings): ToolDefinition[] {
   return builtInTools.filter((tool) => tool.configured(settings) && !tool.agentsOnly && !tool.needsApproval);
 }
+
+/**
+ * Starts the engines of the tools that have one (the calculator's thread, code_execute's runners) so that calls find
+ * them ready: every process that runs turns calls this when its worker starts. Nothing waits for them; a call that
+ * comes first waits for its engine to start, and a failure to start is the call's error too (and `onFailure`'s).
+ */
+export function warmToolEngines(settings: ToolSettings, onFailure: (tool: string, error: unknown) => void): void {
+  for (const tool of builtInTools) {
+    void tool.warm?.(settings).catch((error: unknown) => onFailure(tool.name, error));
+  }
+}

@@ -59,6 +59,14 @@ export interface ToolServices {
   };
 }
 
+/**
+ * How long a tool's engine (the calculator's thread, code_execute's runner with Pyodide or QuickJS) may take to
+ * start. A tool's deadline never counts its engine's start-up: the deadline is there to stop runaway code, so it
+ * starts when the code does, and a start-up that is merely slow (a busy machine) is waited for, up to this bound.
+ * Engines are started ahead of calls where that is cheap (`ToolDefinition.warm`), so a call rarely waits at all.
+ */
+export const ENGINE_STARTUP_TIMEOUT_MS = 2 * 60_000;
+
 /** A tool's report while it runs. */
 export interface ToolProgress {
   text?: string;
@@ -90,6 +98,11 @@ export interface ToolDefinition<Input extends z.ZodType = z.ZodType> {
   /** What the model reads to decide whether to call it. */
   description: string;
   input: Input;
+  /**
+   * The whole call at most, enforced by the runtime whatever the tool does. A tool with an engine counts its
+   * engine's start-up in (`ENGINE_STARTUP_TIMEOUT_MS` plus its own deadline): the deadline itself, counted from when
+   * the code starts, is the tool's to enforce.
+   */
   timeoutMs: number;
   retry: ToolRetryPolicy;
   /** Characters of output the model gets at most (the rest is cut with a note). */
@@ -103,6 +116,11 @@ export interface ToolDefinition<Input extends z.ZodType = z.ZodType> {
   agentsOnly?: boolean;
   /** Whether the deployment can run it (e.g. a search engine is configured); unconfigured tools are not offered. */
   configured(settings: ToolSettings): boolean;
+  /**
+   * Starts the tool's engine ahead of calls and keeps one ready from then on; every process that runs turns calls
+   * it at start (without waiting). Resolves once the engine is ready.
+   */
+  warm?(settings: ToolSettings): Promise<void>;
   /** Runs the tool; throws `ToolError` for a failure the model should read (bad input, not found, refused). */
   run(input: z.infer<Input>, context: ToolContext): Promise<unknown>;
 }

@@ -288,12 +288,12 @@ describe('hostile tool calls end in a clear tool error, and nothing is reached o
   });
 
   it('code_execute stops an endless loop at its CPU limit', async () => {
-    const started = Date.now();
+    // On a busy machine the 15 s of wall clock may come before the 10 s of CPU: a limit either way, counted from
+    // when the code started (never the runner's start-up).
     expect(await toolError('code_execute', { language: 'javascript', code: 'while (true) {}' })).toMatch(
-      /CPU|time|did not finish/i,
+      /the code used more than 10 s of CPU time|the code did not finish within 15 s/,
     );
-    expect(Date.now() - started).toBeLessThan(40_000);
-  }, 60_000);
+  });
 });
 
 describe('sessions', () => {

@@ -1,11 +1,14 @@
 /**
  * `code_execute` through `runTool`, as the chat turn calls it: Python and JavaScript results, files shared with the
- * file tools, and hostile code: the host's files, the network (with and without the network namespace), endless and
- * 10-minute loops, floods of output, memory bombs, processes, the quota, cancellation. Every one must end in a clear
- * tool error, and the test process must stay responsive throughout.
+ * file tools (and what code does to them carried into the sandbox), and hostile code: the host's files, other
+ * conversations' files, the network (with and without the network namespace), endless and 10-minute loops, floods of
+ * output, memory bombs, processes, the quota, cancellation. Every one must end in a clear tool error, and the test
+ * process must stay responsive throughout. Runners start ahead of calls, and a slow start-up is waited for without
+ * counting against the code's limits. Nothing here assumes how fast the machine is: limits are asserted through
+ * the errors that name them.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, realpath, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -13,7 +16,7 @@ import { codeExecuteTool, createCodeExecuteTool } from '../../../activities/tool
 import { fileReadTool } from '../../../activities/tools/file-read.ts';
 import { fileWriteTool } from '../../../activities/tools/file-write.ts';
 import { runTool, type ToolOutcome } from '../../../activities/tools/runtime.ts';
-import { openSandbox, sandboxUsage } from '../../../activities/tools/sandbox.ts';
+import { openSandbox, sandboxDirectory, sandboxUsage } from '../../../activities/tools/sandbox.ts';
 import type { ToolDefinition } from '../../../activities/tools/tool.ts';
 import { testToolSettings } from '../../helpers/tool-settings.ts';
 
@@ -21,6 +24,8 @@ import { testToolSettings } from '../../helpers/tool-settings.ts';
 const quickTool = createCodeExecuteTool({ cpuMs: 2_000, wallMs: 8_000, memoryBytes: 128 * 1024 * 1024 });
 /** As where the kernel allows no network namespace (a default Docker profile): the in-process blocks alone. */
 const noNamespaceTool = createCodeExecuteTool({}, { networkNamespace: false });
+/** Runners that take a minute to start, as on a hopelessly busy machine. */
+const slowTool = createCodeExecuteTool({}, { startupDelayMs: 60_000 });
 
 let root: string;
 let server: Server;
@@ -275,28 +280,24 @@ attempts
     expect(python.value).toMatch(
       /^code_execute: the code used more than 2 s of CPU time and was stopped\n--- stdout ---\nspinning/,
     );
-    // Bounds against a hang, not speed figures: loading Pyodide alone takes seconds on a loaded 2-core machine.
-    expect(python.elapsedMs).toBeLessThan(25_000);
     expect(python.maxGapMs).toBeLessThan(1_000);
 
     const javascript = await withLoopWatch(() =>
       fails('javascript', 'for (;;) {}', /2 s of CPU time/, { tool: quickTool }),
     );
-    expect(javascript.elapsedMs).toBeLessThan(15_000);
     expect(javascript.maxGapMs).toBeLessThan(1_000);
   });
 
   it('stops 10-minute loops at the real 10 s limit', async () => {
     // On a busy machine the 15 s wall clock may come first: a clear error either way, in seconds, not minutes.
     const limit = /used more than 10 s of CPU time|did not finish within 15 s/;
-    const { value, elapsedMs, maxGapMs } = await withLoopWatch(() =>
+    const { value, maxGapMs } = await withLoopWatch(() =>
       Promise.all([
         fails('python', 'import time\nend = time.time() + 600\nwhile time.time() < end: pass', limit),
         fails('javascript', 'const end = Date.now() + 600000; while (Date.now() < end) {}', limit),
       ]),
     );
     expect(value).toHaveLength(2);
-    expect(elapsedMs).toBeLessThan(30_000);
     expect(maxGapMs).toBeLessThan(1_000);
   });
 
@@ -378,11 +379,110 @@ attempts
     expect(usage.bytes).toBeLessThanOrEqual(64 * 1024);
   });
 
-  it('stops the code when the call is cancelled', async () => {
-    const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error('turn cancelled')), 1_000);
-    const started = performance.now();
-    await fails('javascript', 'for (;;) {}', /the call was cancelled/, { signal: controller.signal });
-    expect(performance.now() - started).toBeLessThan(3_000);
+  it('stops the code when the call is cancelled, running or still starting', async () => {
+    const running = new AbortController();
+    setTimeout(() => running.abort(new Error('turn cancelled')), 1_000);
+    // An endless loop with 10 s of CPU allowed: only the cancellation can end it with this error.
+    await fails('javascript', 'for (;;) {}', /the call was cancelled/, { signal: running.signal });
+    const starting = new AbortController();
+    setTimeout(() => starting.abort(new Error('turn cancelled')), 1_000);
+    await fails('python', '6 * 7', /the call was cancelled/, { tool: slowTool, signal: starting.signal });
   });
+
+  it('carries what the code did into the sandbox: files edited in place, new, renamed and deleted', async () => {
+    const shared = context();
+    for (const [file, content] of [
+      ['kept.txt', 'one\n'],
+      ['old-name.txt', 'moved\n'],
+      ['gone.txt', 'x'],
+      ['old-dir/inner.txt', 'y'],
+      ['replaced.txt', 'before'],
+    ]) {
+      await runTool(fileWriteTool, JSON.stringify({ path: file, content }), shared);
+    }
+    const python = await succeeds(
+      'python',
+      `
+import os, shutil
+with open("kept.txt", "a") as f: f.write("two\\n")
+os.rename("old-name.txt", "new-name.txt")
+os.remove("gone.txt")
+shutil.rmtree("old-dir")
+os.makedirs("new-dir/deeper")
+with open("new-dir/deeper/made.txt", "w") as f: f.write("made")
+with open("replaced.tmp", "w") as f: f.write("after")
+os.replace("replaced.tmp", "replaced.txt")
+sorted(os.listdir("."))
+`,
+      { context: shared },
+    );
+    expect(python.result).toEqual(['kept.txt', 'new-dir', 'new-name.txt', 'replaced.txt']);
+    const sandbox = sandboxDirectory(shared.settings, shared.conversationId);
+    expect((await readdir(sandbox)).sort()).toEqual(['kept.txt', 'new-dir', 'new-name.txt', 'replaced.txt']);
+    expect(await readFile(path.join(sandbox, 'kept.txt'), 'utf8')).toBe('one\ntwo\n');
+    expect(await readFile(path.join(sandbox, 'new-name.txt'), 'utf8')).toBe('moved\n');
+    expect(await readFile(path.join(sandbox, 'new-dir/deeper/made.txt'), 'utf8')).toBe('made');
+    expect(await readFile(path.join(sandbox, 'replaced.txt'), 'utf8')).toBe('after');
+    expect(python.files_written.sort()).toEqual([
+      'kept.txt',
+      'new-dir/deeper/made.txt',
+      'new-name.txt',
+      'replaced.txt',
+    ]);
+    // The same from JavaScript, and no staging directory is left behind.
+    await succeeds('javascript', 'fs.appendFile("kept.txt", "three\\n")', { context: shared });
+    expect(await readFile(path.join(sandbox, 'kept.txt'), 'utf8')).toBe('one\ntwo\nthree\n');
+  });
+
+  it("cannot reach other conversations' sandboxes or runners", async () => {
+    const other = context();
+    await runTool(fileWriteTool, JSON.stringify({ path: 'secret.txt', content: 'other conversation' }), other);
+    const sandboxes = await realpath(root);
+    const { result } = await succeeds(
+      'python',
+      `
+import pyodide_js, os
+from pyodide.ffi import to_js
+attempts = {}
+for name, host in [("sandboxes", ${JSON.stringify(sandboxes)}), ("runners", ${JSON.stringify(path.join(sandboxes, '.runners'))})]:
+    try:
+        pyodide_js.FS.mkdir("/" + name)
+        options = to_js({"root": host}, dict_converter=pyodide_js.constructor.fromEntries)
+        pyodide_js.FS.mount(pyodide_js.FS.filesystems.NODEFS, options, "/" + name)
+        attempts[name] = "SUCCEEDED: " + repr(os.listdir("/" + name))
+    except BaseException as error:
+        attempts[name] = type(error).__name__
+attempts["parent"] = sorted(os.listdir("/sandbox/.."))
+attempts
+`,
+    );
+    // The permission model refuses both: the runner may touch its own staging directory only.
+    expect(result).toMatchObject({ sandboxes: 'JsException', runners: 'JsException' });
+    expect(JSON.stringify(result)).not.toContain('secret');
+  });
+
+  it('waits for a start-up slower than any limit, which the limits do not count', async () => {
+    // Slower than the 20 s the start-up was once allowed (as on a machine with a load of 7 on two cores), and than
+    // the 15 s of wall clock the code may take.
+    const slow = createCodeExecuteTool({ cpuMs: 2_000 }, { startupDelayMs: 22_000 });
+    const [python, runaway] = await Promise.all([
+      succeeds('python', '6 * 7', { tool: slow }),
+      fails('javascript', 'for (;;) {}', /the code used more than 2 s of CPU time/, { tool: slow }),
+    ]);
+    expect(python.result).toBe(42);
+    expect(runaway).not.toMatch(/did not start/);
+  }, 120_000);
+
+  it('starts runners ahead of calls: a call takes a ready one, and the next one starts', async () => {
+    // Runners that take 8 s to start: a call that finds one ready does not wait for that.
+    const startupDelayMs = 8_000;
+    const warmTool = createCodeExecuteTool({ cpuMs: 2_000 }, { startupDelayMs });
+    const settings = context().settings;
+    await warmTool.warm!(settings);
+    const started = performance.now();
+    expect((await succeeds('javascript', '6 * 7', { tool: warmTool })).result).toBe(42);
+    expect(performance.now() - started).toBeLessThan(startupDelayMs);
+    // The next call takes the runner started when the first was taken: its limits still count from its code.
+    await fails('javascript', 'for (;;) {}', /the code used more than 2 s of CPU time/, { tool: warmTool });
+  }, 120_000);
 });
