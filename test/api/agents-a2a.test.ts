@@ -21,6 +21,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { a2aClient, a2aUserMessage, asTask, opsAgentDefinition } from '../helpers/a2a.ts';
 import { callDirective as call, createCustomAgent } from '../helpers/agents.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
 
@@ -276,12 +277,13 @@ describe('the SDK client against our server', () => {
     expect(prompt?.$case === 'text' && prompt.value).toMatch(/send_email.*approve/s);
     expect(smtp.received.filter((mail) => mail.to.includes(to))).toHaveLength(0);
 
+    const seenSoFar: StreamResponse[] = [];
     const resubscribed = (async () => {
-      const seen: StreamResponse[] = [];
-      for await (const event of client.resubscribeTask({ tenant: '', id: first.id })) seen.push(event);
-      return seen;
+      for await (const event of client.resubscribeTask({ tenant: '', id: first.id })) seenSoFar.push(event);
+      return seenSoFar;
     })();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Subscribed once the stream opens with the task as it stands (the protocol's first event).
+    await waitFor('the resubscribed stream’s first event', async () => seenSoFar.length > 0);
 
     const resumed = asTask(
       await send(userMessage('approve', { taskId: first.id, contextId: first.contextId, metadata: undefined })),

@@ -16,6 +16,7 @@ import {
   type PlatformProcess,
   type PlatformSetup,
 } from '../helpers/platform-process.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 /** Model calls after the first take this long, so the platform is killed during one. */
 const laterCallLatencyMs = 6_000;
@@ -64,8 +65,8 @@ it('finishes a loop killed in its second iteration after a restart, each model c
     lastId = value.id ?? lastId;
     if (value.data !== '[DONE]' && (JSON.parse(value.data) as { type: string }).type === 'iteration') break;
   }
-  // Iteration 1 is over; iteration 2's model call now waits upstream.
-  await sleep(1_000);
+  // Iteration 1 is over; killed once iteration 2's model call waits upstream.
+  await waitFor('iteration 2’s model call', async () => (await simulatorControl(simulator.url).requests()).total >= 2);
   await platform.kill();
   await reader.cancel().catch(() => undefined);
   log(`killed during iteration 2 of ${turnId}`);

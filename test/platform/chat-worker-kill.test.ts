@@ -20,6 +20,7 @@ import {
   type PlatformProcess,
   type PlatformSetup,
 } from '../helpers/platform-process.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 /** The model call after the tool takes this long, so the platform is killed during it. */
 const secondCallLatencyMs = 6_000;
@@ -80,7 +81,11 @@ it('finishes a turn killed mid-way after a restart, with its tool run once and e
     if (value.event === 'tool_result') break;
   }
   expect(seen).toEqual(['start', 'tool_start', 'tool_result']);
-  await sleep(500);
+  // Killed once the second model call reached the provider: the tool's result is journalled by then.
+  await waitFor(
+    'the model call after the tool',
+    async () => (await simulatorControl(simulator.url).requests()).total >= 2,
+  );
   await platform.kill();
   await reader.cancel().catch(() => undefined);
   log(`killed after ${seen.join(', ')} of ${turnId}`);
