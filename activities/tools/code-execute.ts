@@ -142,6 +142,7 @@ async function execute(input: z.infer<typeof Input>, context: ToolContext, limit
   let execution: Execution;
   try {
     const runner = runners.take();
+    runner.hold();
     await engineReady(runner, context.signal);
     execution = await runner.run(call, root, context.signal);
   } finally {

@@ -33,6 +33,7 @@ import {
   openSync,
   readdirSync,
   readFileSync,
+  rmdirSync,
   writeSync,
 } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
@@ -603,10 +604,20 @@ if (!(process as { permission?: unknown }).permission) {
   process.exit(2);
 }
 const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
-/** The next line from the parent; none: the parent went away, and so does the runner. */
-async function receive<T>(): Promise<T> {
+/**
+ * The next line from the parent; none: the parent went away (it exited while this runner waited for a call), and so
+ * does the runner, removing its staging directory, empty without a call (rmdir removes nothing else).
+ */
+async function receive<T>(ownDirectory?: string): Promise<T> {
   const line = await lines.next();
-  if (line.done) process.exit(0);
+  if (line.done) {
+    try {
+      if (ownDirectory) rmdirSync(ownDirectory);
+    } catch {
+      // not empty or gone: the parent's to clean up
+    }
+    process.exit(0);
+  }
   return JSON.parse(line.value) as T;
 }
 
@@ -624,6 +635,6 @@ const budget = new WriteBudget();
 const run = await (setup.language === 'python' ? preparePython : prepareJavaScript)(setup, output, budget);
 lockDownProcess();
 send({ type: 'ready' });
-const call = await receive<RunnerCall>();
+const call = await receive<RunnerCall>(setup.sandboxDir);
 budget.grant(call);
 await run(call.code);

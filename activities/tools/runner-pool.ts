@@ -95,6 +95,9 @@ export class Runner {
     diagnostics: '',
   };
   private isReady = false;
+  /** A call holds it (`hold`). */
+  private held = false;
+  private exited = false;
   /** A call was handed to it: from then on the call owns the staging directory. */
   private taken = false;
   private settleClosed: () => void = () => undefined;
@@ -111,7 +114,26 @@ export class Runner {
 
   /** Whether it can still take a call (not exited, not taken). */
   get usable(): boolean {
-    return !this.taken && this.execution.exit.code === null && this.execution.exit.signal === null;
+    return !this.taken && !this.exited;
+  }
+
+  /**
+   * Keeps this process alive for the runner: a call is waiting for it or running it. A runner nobody waits for yet
+   * (a spare) must not hold the process open.
+   */
+  hold(): void {
+    this.held = true;
+    this.reference(true);
+  }
+
+  private reference(on: boolean): void {
+    const child = this.child;
+    if (!child) return;
+    for (const handle of [child, child.stdin, child.stdout, child.stderr]) {
+      const referable = handle as { ref?: () => void; unref?: () => void } | null;
+      if (on) referable?.ref?.();
+      else referable?.unref?.();
+    }
   }
 
   /** Ends a runner that will run no call (shutdown, a call cancelled while it started). */
@@ -132,14 +154,13 @@ export class Runner {
       if (this.execution.killed) throw new ToolError(this.execution.killed);
       this.child = spawn(command.file, command.args, { cwd: this.staging, env: {}, stdio: 'pipe' });
     } catch (error) {
+      this.exited = true;
       this.settleClosed();
       if (this.staging) await rm(this.staging, { recursive: true, force: true });
       throw error;
     }
     const child = this.child;
-    // A runner waiting for a call must not keep the process alive; a call's own timers do while it runs.
-    child.unref();
-    for (const stream of [child.stdin, child.stdout, child.stderr]) (stream as { unref?: () => void }).unref?.();
+    this.reference(this.held);
 
     const startup = setTimeout(
       () => this.kill(`the ${language} engine did not start within ${limits.startupMs / 1000} s`),
@@ -198,6 +219,8 @@ export class Runner {
     child.stdin!.write(`${JSON.stringify(setup)}\n`);
 
     const exited = (code: number | null, signal: NodeJS.Signals | null) => {
+      if (this.exited) return;
+      this.exited = true;
       clearTimeout(startup);
       this.execution.exit = { code, signal };
       if (!this.isReady) failStart(new ToolError(this.startFailure()));
