@@ -5,8 +5,8 @@
  * and the worker started again, so the calling process never stalls.
  *
  * The thread is warm: started when the process starts (`warm`), and started again at once after a runaway is
- * killed, so a calculation does not wait for mathjs to load (about 0.3 s on an idle core, over a second on a busy
- * one). The 2 s count from when the expression reaches the thread; a start-up is waited for, up to
+ * killed, so a calculation does not wait for mathjs to load (about 0.7 s on a quiet machine, over a second on a
+ * busy one). The 2 s count from when the expression reaches the thread; a start-up is waited for, up to
  * ENGINE_STARTUP_TIMEOUT_MS.
  */
 import { z } from 'zod';

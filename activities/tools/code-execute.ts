@@ -19,8 +19,8 @@
  * - Inside (code-runner.ts): WebAssembly memory limit, network APIs removed, process APIs disabled, write quota.
  *
  * The limits count from when the code is sent to a ready runner, never the engine's start-up: loading takes about
- * 2 s of CPU for Pyodide (0.25 s of it the cost of V8's explicit WebAssembly bounds checks, which RLIMIT_AS needs)
- * and 0.2 s for QuickJS on an idle core, several times that on a busy one. Runners are started ahead of calls
+ * 2.5 s for Pyodide (0.25 s of it the cost of V8's explicit WebAssembly bounds checks, which RLIMIT_AS needs) and
+ * 0.2 s for QuickJS on a quiet machine, several times that on a busy one. Runners are started ahead of calls
  * (`warm`, at process start, for the languages in `warmAtStart`), so a call usually finds one ready; one that does
  * not waits for its runner to start, up to `startupMs` (ENGINE_STARTUP_TIMEOUT_MS). At most one runner per core
  * runs code at a time.
@@ -61,9 +61,9 @@ const filesWrittenListed = 100;
 /** Characters of stdout and of stderr quoted in an error. */
 const quotedOutputChars = 10_000;
 /**
- * The languages whose runner every process starts when it starts (measured on a busy two-core machine: a waiting
- * QuickJS runner costs 0.3 s of CPU to start and 60 MiB; a Pyodide one 2.5 s and 180 MiB, for a language many
- * deployments rarely run). Python's pool is kept warm from its first call on.
+ * The languages whose runner every process starts when it starts. Measured on a two-core machine, a waiting QuickJS
+ * runner costs 0.25 s of CPU to start and 90 MiB; a Pyodide one 3.3 s of CPU (4–5 s on a busy machine) and 190 MiB,
+ * for a language many deployments rarely run: Python's pool is kept warm from its first call on.
  */
 const warmAtStart: Language[] = ['javascript'];
 

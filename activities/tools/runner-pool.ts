@@ -3,7 +3,7 @@
  * conversation's sandbox, watching it until it exits, and carrying what the code did back into the sandbox.
  *
  * Why runners start ahead, and how a runner started ahead gets a sandbox it could not know when it started.
- * Loading Pyodide takes about 2 s of CPU (much longer on a busy machine), QuickJS about 0.2 s; a call should neither
+ * Loading Pyodide takes about 2.5 s (much longer on a busy machine), QuickJS about 0.2 s; a call should neither
  * wait for that nor have it counted against its limits. But a runner's file permission (Node's permission model) is
  * fixed when it starts, and it must never reach past the calling conversation's sandbox. Granting the sandbox root
  * and narrowing it later is not possible (`process.permission.drop` only drops a grant whole), and a symbolic link
