@@ -160,6 +160,20 @@ const settingsSchema = z.object({
     .int()
     .positive()
     .default(50 * 1024 * 1024),
+  /**
+   * code_execute's languages whose runner each process starts at start-up, so even a process's first call finds its
+   * engine loaded (activities/tools/code-execute.ts); others start at their first call. Comma-separated.
+   */
+  CODE_ENGINES_WARM_AT_START: z
+    .string()
+    .default('javascript,python')
+    .transform((value) =>
+      value
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.enum(['javascript', 'python']))),
   GEOCODING_API_URL: z.url().default('https://geocoding-api.open-meteo.com'),
   WEATHER_API_URL: z.url().default('https://api.open-meteo.com'),
   SEARXNG_URL: optionalText(z.url()),
@@ -292,6 +306,7 @@ export function toolSettingsOf(settings: Settings): ToolSettings {
   return {
     sandboxRoot: settings.SANDBOX_DIR,
     sandboxQuotaBytes: settings.SANDBOX_QUOTA_BYTES,
+    codeEnginesWarmAtStart: settings.CODE_ENGINES_WARM_AT_START,
     geocodingApiUrl: settings.GEOCODING_API_URL,
     weatherApiUrl: settings.WEATHER_API_URL,
     searxngUrl: settings.SEARXNG_URL,

@@ -18,6 +18,8 @@ export interface ToolSettings {
   sandboxRoot: string;
   /** Bytes a session's sandbox may hold. */
   sandboxQuotaBytes: number;
+  /** code_execute's languages whose runner starts with the process (default: JavaScript only). */
+  codeEnginesWarmAtStart?: Array<'javascript' | 'python'>;
   geocodingApiUrl: string;
   weatherApiUrl: string;
   searxngUrl?: string;

@@ -49,6 +49,8 @@ export async function startTestPlatform(
     TEMPORAL_TASK_QUEUE: `test-${randomBytes(6).toString('hex')}`,
     MASTER_KEY: masterKey,
     SHUTDOWN_GRACE_MS: '5000',
+    // Dozens of test platforms start in a run and few run Python: it loads at its first call (README, "Built-in tools").
+    CODE_ENGINES_WARM_AT_START: 'javascript',
     ...simulatedProviders(simulator.url),
     ...simulatedToolServices(simulator.url, {}),
     ...(typeof overrides === 'function' ? overrides(simulator.url) : overrides),
