@@ -1,10 +1,11 @@
 /**
- * Runs one tool call the way every tool is run: the model's arguments parsed and checked against the tool's schema,
- * the tool given its timeout (its signal aborts, and the call fails even if the tool ignores the signal), and its
- * output made text and cut to the tool's cap. A failure the model should read comes back as `{ok: false}`; a
+ * Runs one tool call the way every tool is run: the model's arguments parsed, held to the platform's text rule and
+ * checked against the tool's schema, the tool given its timeout (its signal aborts, and the call fails even if the
+ * tool ignores the signal), and its output made text and cut to the tool's cap. A failure the model should read comes back as `{ok: false}`; a
  * retryable one (timeout, upstream trouble) is thrown as a retryable `ToolError`, for the caller's retry policy.
  */
 import { z } from 'zod';
+import { findTextProblem } from '../../common/text.ts';
 import { ToolError, type ToolContext, type ToolDefinition } from './tool.ts';
 
 export interface ToolOutcome {
@@ -30,6 +31,13 @@ export async function runTool(
     parsedJson = rawArguments.trim() === '' ? {} : JSON.parse(rawArguments);
   } catch {
     return { ok: false, content: `${tool.name}: the arguments are not valid JSON` };
+  }
+  // The platform's text rule (common/text.ts) holds for what a model sends a tool as for what a client sends the API:
+  // a NUL or control character in an argument would otherwise reach a file, a memory or a page.
+  const unacceptable = findTextProblem(parsedJson);
+  if (unacceptable) {
+    const where = unacceptable.path.join('.') || 'input';
+    return { ok: false, content: `${tool.name}: invalid arguments (${where}: ${unacceptable.problem})` };
   }
   const input = tool.input.safeParse(parsedJson);
   if (!input.success) {

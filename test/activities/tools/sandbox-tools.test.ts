@@ -149,7 +149,16 @@ describe('file tools', () => {
     await refused(fileReadTool, { path: path.join(outside, 'secret.txt') }, /absolute path/);
     await refused(fileWriteTool, { path: '/tmp/escape.txt', content: 'x' }, /absolute path/);
     await refused(fileListTool, { path: '/' }, /absolute path/);
-    await refused(fileReadTool, { path: 'a\u0000b' }, /NUL byte/);
+    await refused(fileReadTool, { path: 'a\u0000b' }, /path: contains the NUL character/);
+  });
+
+  it('holds a model’s arguments to the platform’s text rule: a control character is refused, nothing written', async () => {
+    const { refused, ok } = conversation();
+    await refused(fileWriteTool, { path: 'bell.txt', content: 'ding \u0007' }, /content: contains a control character/);
+    await refused(fileWriteTool, { path: 'nul.txt', content: 'a\u0000b' }, /content: contains the NUL character/);
+    expect(await ok(fileListTool, {})).toMatchObject({ entries: [] });
+    // Tabs and newlines are text.
+    await ok(fileWriteTool, { path: 'fine.txt', content: 'a\tb\r\n' });
   });
 
   it('does not follow symbolic links planted inside the sandbox to the outside', async () => {
