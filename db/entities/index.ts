@@ -21,6 +21,7 @@ import { SentMail } from './sent-mail.entity.ts';
 import { StreamChunk } from './stream-chunk.entity.ts';
 import { StripeEvent } from './stripe-event.entity.ts';
 import { Team, TeamBroadcast, TeamBroadcastDelivery, TeamInvitation, TeamMember } from './team.entity.ts';
+import { Upload } from './upload.entity.ts';
 import { User } from './user.entity.ts';
 import { WebSession } from './web-session.entity.ts';
 
@@ -54,6 +55,7 @@ export {
   TeamBroadcastDelivery,
   TeamInvitation,
   TeamMember,
+  Upload,
   User,
   WebSession,
 };
@@ -90,4 +92,5 @@ export const entities = [
   ScheduleTask,
   MediaCallbackSecret,
   MediaJob,
+  Upload,
 ];
