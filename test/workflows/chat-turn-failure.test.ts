@@ -4,28 +4,20 @@
  * message as PostgreSQL does (SQLSTATE 22021); the turn must end failed at once, record the failure, and lift the
  * hold the API took for its first model call.
  */
-import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { Client, WorkflowFailedError } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { createChatActivities } from '../../activities/chat-activities.ts';
 import type { ConversationStore } from '../../activities/conversations/conversation-store.ts';
 import type { StreamHub } from '../../activities/streaming/stream-hub.ts';
 import type { StreamJournal } from '../../activities/streaming/stream-journal.ts';
 import type { ChatTurnInput } from '../../common/chat-turn.ts';
 import type { ToolSettings } from '../../activities/tools/tool.ts';
-import { installTemporalRuntime, workflowBundle } from '../../worker/create-worker.ts';
+import { workflowBundle } from '../../worker/create-worker.ts';
+import { useWorkerConnection } from '../helpers/temporal.ts';
 
-installTemporalRuntime('ERROR');
-let connection: NativeConnection;
-
-beforeAll(async () => {
-  connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233' });
-});
-
-afterAll(async () => {
-  await connection?.close();
-});
+const workerConnection = useWorkerConnection();
 
 it('ends failed with invalid_request, records the failure and releases the first hold, without retrying', async () => {
   let appendAttempts = 0;
@@ -59,7 +51,7 @@ it('ends failed with invalid_request, records the failure and releases the first
   });
   const taskQueue = `turn-failure-${randomBytes(4).toString('hex')}`;
   const worker = await Worker.create({
-    connection,
+    connection: workerConnection(),
     taskQueue,
     workflowBundle: await workflowBundle(),
     activities: {
@@ -100,7 +92,7 @@ it('ends failed with invalid_request, records the failure and releases the first
     maxToolRounds: 3,
     created: 0,
   };
-  const client = new Client({ connection });
+  const client = new Client({ connection: workerConnection() });
   const failure = await worker
     .runUntil(client.workflow.execute('chatTurn', { taskQueue, workflowId: turnId, args: [input] }))
     .then(

@@ -2,25 +2,17 @@
  * The completion workflow's credit saga with stub activities: when a provider call could not write the
  * ledger itself, the workflow settles or releases durably through its own steps.
  */
-import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import type { CallProviderInput, CallProviderResult } from '../../activities/completion-activities.ts';
 import type { Candidate, CompletionInput, CreditSettlement } from '../../common/completion.ts';
-import { installTemporalRuntime, workflowBundle } from '../../worker/create-worker.ts';
+import { workflowBundle } from '../../worker/create-worker.ts';
+import { useWorkerConnection } from '../helpers/temporal.ts';
 
-installTemporalRuntime('ERROR');
-let connection: NativeConnection;
-
-beforeAll(async () => {
-  connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233' });
-});
-
-afterAll(async () => {
-  await connection?.close();
-});
+const workerConnection = useWorkerConnection();
 
 const candidate = (model: string, provider: string): Candidate => ({
   model,
@@ -38,7 +30,7 @@ async function runWith(callProvider: (input: CallProviderInput) => Promise<CallP
   const released: number[] = [];
   const taskQueue = `saga-${randomBytes(4).toString('hex')}`;
   const worker = await Worker.create({
-    connection,
+    connection: workerConnection(),
     taskQueue,
     workflowBundle: await workflowBundle(),
     activities: {
@@ -60,7 +52,7 @@ async function runWith(callProvider: (input: CallProviderInput) => Promise<CallP
     candidates: [candidate('gpt-4o-mini', 'openai'), candidate('gemini-2.5-flash', 'google')],
     metered: true,
   };
-  const client = new Client({ connection });
+  const client = new Client({ connection: workerConnection() });
   const result = await worker.runUntil(
     client.workflow.execute('chatCompletion', {
       taskQueue,
