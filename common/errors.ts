@@ -10,6 +10,8 @@ export const errorStatus = {
   not_found: 404,
   model_not_found: 404,
   conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
   rate_limit_exceeded: 429,
   internal_error: 500,
   upstream_error: 502,

@@ -16,7 +16,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 
@@ -54,6 +54,8 @@ export interface MediaStore {
   /** For logs and errors: `local directory /x`, `S3 bucket b at http://…`. */
   readonly description: string;
   put(key: string, bytes: Uint8Array, contentType: string): Promise<void>;
+  /** Stores the file at `path` (streamed: an upload may be larger than is wise to hold in memory). */
+  putFile(key: string, path: string, contentType: string): Promise<void>;
   /** The object, or null when nothing is stored under the key. */
   get(key: string): Promise<StoredObject | null>;
   /** Deletes the object; deleting a missing one is not an error. */
@@ -211,6 +213,15 @@ export class LocalMediaStore implements MediaStore {
     // A dot name: listed by the sweep (an interrupted write is deleted once old), never a valid file name.
     const temporary = join(folder, `.${key.slice(key.lastIndexOf('/') + 1)}.partial`);
     await writeFile(temporary, bytes);
+    await rename(temporary, path);
+  }
+
+  async putFile(key: string, source: string): Promise<void> {
+    const path = join(this.directory, key);
+    const folder = join(path, '..');
+    await mkdir(folder, { recursive: true });
+    const temporary = join(folder, `.${key.slice(key.lastIndexOf('/') + 1)}.partial`);
+    await copyFile(source, temporary);
     await rename(temporary, path);
   }
 

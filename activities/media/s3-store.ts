@@ -18,6 +18,8 @@ import {
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { MediaStore, StoredObject } from './files.ts';
 
@@ -65,6 +67,19 @@ export class S3MediaStore implements MediaStore {
         Body: bytes,
         ContentType: contentType,
         ContentLength: bytes.byteLength,
+      }),
+    );
+  }
+
+  async putFile(key: string, path: string, contentType: string): Promise<void> {
+    const { size } = await stat(path);
+    await this.client.send(
+      new PutObjectCommand({
+        Bucket: this.bucket,
+        Key: this.prefix + key,
+        Body: createReadStream(path),
+        ContentType: contentType,
+        ContentLength: size,
       }),
     );
   }

@@ -11,7 +11,7 @@ export const Upload = defineEntity({
   name: 'Upload',
   tableName: 'uploads',
   properties: {
-    /** `file_` + 24 random base62 characters. */
+    /** `file_` + 24 random base64url characters. */
     id: p.string().primary(),
     userId: p.string(),
     /** The name the client gave (a display name: the type never comes from it). */
