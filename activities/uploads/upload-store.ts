@@ -208,8 +208,8 @@ export class UploadStore {
       await client.query('select 1 from users where id = $1 for update', [file.userId]);
       const { rows } = await client.query<UploadRow>(
         `insert into uploads (id, user_id, file_name, kind, content_type, bytes, sha256, storage_key, created_at)
-         select $1, $2, $3, $4, $5, $6, $7, $8, now()
-         where (select coalesce(sum(bytes), 0) from uploads where user_id = $2) + $6 <= $9
+         select $1::text, $2::text, $3::text, $4::text, $5::text, $6::bigint, $7::text, $8::text, now()
+         where (select coalesce(sum(bytes), 0) from uploads where user_id = $2::text) + $6::bigint <= $9::bigint
          returning *`,
         [
           file.id,
