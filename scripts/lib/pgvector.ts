@@ -79,7 +79,7 @@ export async function ensurePgvector(target: PgvectorTarget, log: (line: string)
   const facts = await inspectServer(target.url);
   if (facts.available) return;
 
-  const where = target.embedded ? 'the embedded PostgreSQL' : `the PostgreSQL at DATABASE_URL (${hostOf(target.url)})`;
+  const where = target.embedded ? 'the embedded PostgreSQL' : `the PostgreSQL at ${hostOf(target.url)} (DATABASE_URL)`;
   if (!target.embedded && !isLocalHost(target.url)) {
     throw notAvailableError(facts, where, 'it is not on this machine, so it cannot be installed from here');
   }
@@ -98,7 +98,7 @@ export async function ensurePgvector(target: PgvectorTarget, log: (line: string)
     );
   }
 
-  log(`${where} (PostgreSQL ${facts.major}) lacks pgvector: installing it into ${facts.files.pkglibdir}`);
+  log(`${where} lacks pgvector: installing it for PostgreSQL ${facts.major} into ${facts.files.pkglibdir}`);
   const build = await buildPgvector(facts, log);
   await installFiles(build, facts.files, log);
 
@@ -185,7 +185,7 @@ async function isThisMachinesServer(facts: ServerFacts): Promise<boolean> {
 
 function notAvailableError(facts: ServerFacts, where: string, reason: string): Error {
   return new Error(
-    `${where} (${facts.version}) does not offer the pgvector extension ("${extensionName}"), which Tessera's ` +
+    `${where}, ${facts.version}, does not offer the pgvector extension ("${extensionName}"), which Tessera's ` +
       `migrations create, and ${reason}. Install pgvector for PostgreSQL ${facts.major} on that server, then run ` +
       `again: Debian/Ubuntu: package postgresql-${facts.major}-pgvector from the PostgreSQL project's APT repository ` +
       `(PGDG); Docker: image pgvector/pgvector:pg${facts.major}; a managed PostgreSQL (RDS, Cloud SQL, Azure, Supabase): ` +
