@@ -1,6 +1,9 @@
 /** createActivities(deps): every activity the worker registers, built from injected dependencies. */
 import { createChatActivities, type ChatActivityDependencies } from './chat-activities.ts';
 import { createCompletionActivities } from './completion-activities.ts';
+import { createEmbeddingActivities } from './embeddings/embedding-activities.ts';
+import type { EmbeddingCalls } from './embeddings/embedding-calls.ts';
+import type { EmbeddingService } from './embeddings/embedding-service.ts';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { AccountPlans } from './credits/accounts.ts';
 import type { CreditLedger } from './credits/credit-ledger.ts';
@@ -22,6 +25,9 @@ export interface ActivityDependencies extends ChatActivityDependencies, Abandone
   ledger: CreditLedger;
   accounts: AccountPlans;
   pool: Pool;
+  embeddingCalls: EmbeddingCalls;
+  /** Embeddings for activities that need vectors (RAG indexing): EmbeddingService.embed. */
+  embeddings: EmbeddingService;
   messengers: Partial<Record<MessengerPlatform, MessengerClient>>;
   media: MediaServices;
 }
@@ -35,6 +41,7 @@ export function createActivities(dependencies: ActivityDependencies) {
     ...createMediaActivities(dependencies),
     ...createAsyncJobActivities(dependencies),
     ...createMediaSweepActivities(dependencies),
+    ...createEmbeddingActivities(dependencies),
     ...createCallbackActivities(dependencies),
     ...createAbandonedHoldActivities(dependencies),
     /** Grants the monthly credits of every account whose cycle ended (see credits/renewals.ts). */

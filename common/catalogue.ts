@@ -52,6 +52,33 @@ export const catalogueFileSchema = z
           .strict(),
       )
       .min(1),
+    /**
+     * Models of `POST /v1/embeddings` (and RAG). `providers` serve the same model, in the order tried: vectors of one
+     * model are the same whichever of them answers, so failover stays among them. `engine: local` is the local
+     * engine, which runs in Tessera's own processes. `shortenable`: takes `dimensions` (a shorter vector).
+     */
+    embedding_models: z
+      .array(
+        z
+          .object({
+            id: z.string().regex(/^[a-z0-9][a-z0-9.-]*$/),
+            providers: z
+              .array(z.object({ provider: z.string(), upstream_id: z.string().min(1) }).strict())
+              .min(1)
+              .optional(),
+            engine: z.literal('local').optional(),
+            dimensions: z.number().int().positive(),
+            shortenable: z.boolean().default(false),
+            max_input_tokens: z.number().int().positive(),
+            price: z.object({ input_per_1m: z.number().nonnegative() }).strict(),
+            released: z.iso.date(),
+          })
+          .strict()
+          .refine((model) => !!model.providers !== !!model.engine, {
+            message: 'an embedding model has either providers or engine: local',
+          }),
+      )
+      .default([]),
   })
   .strict()
   .superRefine((file, context) => {
@@ -67,6 +94,25 @@ export const catalogueFileSchema = z
       }
       if (modelIds.has(model.id)) {
         context.addIssue({ code: 'custom', path: ['models', index, 'id'], message: `duplicate model ${model.id}` });
+      }
+      modelIds.add(model.id);
+    });
+    file.embedding_models.forEach((model, index) => {
+      model.providers?.forEach((served, position) => {
+        if (!providerIds.has(served.provider)) {
+          context.addIssue({
+            code: 'custom',
+            path: ['embedding_models', index, 'providers', position, 'provider'],
+            message: `unknown provider ${served.provider}`,
+          });
+        }
+      });
+      if (modelIds.has(model.id)) {
+        context.addIssue({
+          code: 'custom',
+          path: ['embedding_models', index, 'id'],
+          message: `duplicate model ${model.id}`,
+        });
       }
       modelIds.add(model.id);
     });
@@ -103,9 +149,31 @@ export interface CatalogueProvider {
   enabled: boolean;
 }
 
+/** The provider id of the local embedding engine (it runs in Tessera's processes, so it is always available). */
+export const localEngineProviderId = 'local';
+
+/** One model of `POST /v1/embeddings`: a catalogue entry, the self-hosted embedding model, or the local engine. */
+export interface EmbeddingModel {
+  id: string;
+  /** Who serves this same model, in the order tried (the local engine: `local`). */
+  servedBy: Array<{ provider: string; upstreamId: string }>;
+  /** Length of its vectors; null when unknown (a self-hosted model configured without SELF_HOSTED_EMBEDDING_DIMENSIONS). */
+  dimensions: number | null;
+  /** Takes `dimensions`: asked for fewer, it returns the leading ones, renormalised. */
+  shortenable: boolean;
+  maxInputTokens: number;
+  price: { input_per_1m: number };
+  /** Unix time of its release: the `created` of `/v1/models`. */
+  created: number;
+  /** Operated by the deployment itself (the self-hosted server, the local engine): open to every plan. */
+  operatorOwned: boolean;
+}
+
 export interface Catalogue {
   providers: CatalogueProvider[];
   models: CatalogueModel[];
+  /** Embedding models in the order the default is chosen: the file's, then the self-hosted one. */
+  embeddingModels: EmbeddingModel[];
   tiers: CatalogueFile['tiers'];
   auto: CatalogueFile['auto'];
   selfHosted: CatalogueModel | null;
@@ -117,6 +185,11 @@ export interface ResolvedModel {
   /** The id as it will appear in the response: the pin when one was requested, else the plain id. */
   responseId: string;
   upstreamId: string;
+}
+
+/** The embedding model of an id, or null. */
+export function resolveEmbeddingModel(catalogue: Catalogue, requested: string): EmbeddingModel | null {
+  return catalogue.embeddingModels.find((model) => model.id === requested) ?? null;
 }
 
 /** Resolves a plain id (alias of the latest pin) or a dated pin `<id>-YYYY-MM-DD`. */

@@ -118,7 +118,12 @@ export type StreamEvent =
       upstreamMs: number;
     }
   /** A chat turn's events (workflows/chat-turn.workflow.ts), on the same stream as its model calls' parts. */
-  | ChatTurnEvent;
+  | ChatTurnEvent
+  /**
+   * Embedding vectors for a caller in another process (activities/embeddings/embedding-calls.ts): vectors `first`
+   * onwards, `dimensions` values each, as little-endian float32 in base64.
+   */
+  | { type: 'vectors'; first: number; dimensions: number; data: string };
 
 export interface SequencedStreamEvent {
   seq: number;

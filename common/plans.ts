@@ -3,7 +3,7 @@
  * Workflow-safe (no I/O); config/load-plans.ts reads the file.
  */
 import { z } from 'zod';
-import type { Catalogue, CatalogueModel } from './catalogue.ts';
+import type { Catalogue, CatalogueModel, EmbeddingModel } from './catalogue.ts';
 
 export const planNames = ['free', 'starter', 'pro', 'business'] as const;
 export type PlanName = (typeof planNames)[number];
@@ -43,15 +43,26 @@ export function creditRate(plans: PlansFile, model: Pick<CatalogueModel, 'id' | 
   return Math.max(4, Math.ceil((blended * 8) / 3));
 }
 
+/** Credits per 1,000 tokens of an embedding model: the configured rate, else its input price × 8/3 (plans.yaml). */
+export function embeddingCreditRate(plans: PlansFile, model: Pick<EmbeddingModel, 'id' | 'price'>): number {
+  return plans.credit_rates[model.id] ?? (model.price.input_per_1m * 8) / 3;
+}
+
+/**
+ * A model as plans see it: chat models carry their tier; an embedding model that the deployment runs itself counts
+ * as `self-hosted`.
+ */
+export type PlannedModel = { id: string; tier?: CatalogueModel['tier'] };
+
 /** Whether a plan may use a model; the self-hosted fallback is open to every plan. */
-export function planAllows(plans: PlansFile, plan: PlanName, model: CatalogueModel): boolean {
+export function planAllows(plans: PlansFile, plan: PlanName, model: PlannedModel): boolean {
   if (model.tier === 'self-hosted') return true;
   const allowed = plans.plans[plan].models;
   return allowed === 'all' || allowed.includes(model.id);
 }
 
 /** The cheapest plan that unlocks a model (for error messages). */
-export function cheapestPlanFor(plans: PlansFile, model: CatalogueModel): PlanName | null {
+export function cheapestPlanFor(plans: PlansFile, model: PlannedModel): PlanName | null {
   const ordered = [...planNames].sort(
     (left, right) => plans.plans[left].price_usd_month - plans.plans[right].price_usd_month,
   );

@@ -1,12 +1,19 @@
 /**
  * Reads the model catalogue (YAML, zod-validated) and the provider settings from the environment:
  * `<ENV>_API_KEY` enables a provider, `<ENV>_BASE_URL` overrides its address. The self-hosted fallback is
- * `SELF_HOSTED_BASE_URL` + `SELF_HOSTED_MODEL` (+ optional `SELF_HOSTED_API_KEY`).
+ * `SELF_HOSTED_BASE_URL` + `SELF_HOSTED_MODEL` (+ optional `SELF_HOSTED_API_KEY`); the same server's embedding model
+ * is `SELF_HOSTED_EMBEDDING_MODEL` (+ optional `SELF_HOSTED_EMBEDDING_DIMENSIONS`).
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
-import { catalogueFileSchema, type Catalogue, type CatalogueModel } from '../common/catalogue.ts';
+import {
+  catalogueFileSchema,
+  localEngineProviderId,
+  type Catalogue,
+  type CatalogueModel,
+  type EmbeddingModel,
+} from '../common/catalogue.ts';
 
 export const defaultCataloguePath = fileURLToPath(new URL('./models.yaml', import.meta.url));
 
@@ -66,10 +73,24 @@ export function loadCatalogue(environment: Environment = process.env, path?: str
     };
   });
 
+  const embeddingModels: EmbeddingModel[] = file.embedding_models.map((model) => ({
+    id: model.id,
+    servedBy: model.providers
+      ? model.providers.map((served) => ({ provider: served.provider, upstreamId: served.upstream_id }))
+      : [{ provider: localEngineProviderId, upstreamId: model.id }],
+    dimensions: model.dimensions,
+    shortenable: model.shortenable,
+    maxInputTokens: model.max_input_tokens,
+    price: model.price,
+    created: Date.parse(model.released) / 1000,
+    operatorOwned: model.engine === 'local',
+  }));
+
   let selfHosted: CatalogueModel | null = null;
   const selfHostedUrl = environment.SELF_HOSTED_BASE_URL?.trim();
   const selfHostedModel = environment.SELF_HOSTED_MODEL?.trim();
-  if (selfHostedUrl && selfHostedModel) {
+  const selfHostedEmbeddingModel = environment.SELF_HOSTED_EMBEDDING_MODEL?.trim();
+  if (selfHostedUrl && (selfHostedModel || selfHostedEmbeddingModel)) {
     endpoints.set(selfHostedProviderId, {
       provider: selfHostedProviderId,
       protocol: 'openai',
@@ -85,6 +106,8 @@ export function loadCatalogue(environment: Environment = process.env, path?: str
       baseUrl: selfHostedUrl,
       enabled: true,
     });
+  }
+  if (selfHostedUrl && selfHostedModel) {
     selfHosted = {
       id: selfHostedModel,
       provider: selfHostedProviderId,
@@ -96,5 +119,25 @@ export function loadCatalogue(environment: Environment = process.env, path?: str
       created: 0,
     };
   }
-  return { catalogue: { providers, models, tiers: file.tiers, auto: file.auto, selfHosted }, endpoints };
+  if (selfHostedUrl && selfHostedEmbeddingModel) {
+    const dimensions = Number(environment.SELF_HOSTED_EMBEDDING_DIMENSIONS ?? '');
+    // Before the local engine: the operator's own server is the better default when there is no hosted key.
+    const localIndex = embeddingModels.findIndex((model) => model.servedBy[0]?.provider === localEngineProviderId);
+    embeddingModels.splice(localIndex < 0 ? embeddingModels.length : localIndex, 0, {
+      id: selfHostedEmbeddingModel,
+      servedBy: [{ provider: selfHostedProviderId, upstreamId: selfHostedEmbeddingModel }],
+      dimensions: Number.isInteger(dimensions) && dimensions > 0 ? dimensions : null,
+      // Servers differ on `dimensions` (Ollama ignores it): only the model's own length is promised.
+      shortenable: false,
+      // The gateway's own bound; a server with a shorter context refuses longer inputs itself (a 400, not a failover).
+      maxInputTokens: 8192,
+      price: { input_per_1m: 0 },
+      created: 0,
+      operatorOwned: true,
+    });
+  }
+  return {
+    catalogue: { providers, models, embeddingModels, tiers: file.tiers, auto: file.auto, selfHosted },
+    endpoints,
+  };
 }

@@ -151,6 +151,20 @@ const settingsSchema = z.object({
   MEDIA_POLL_INTERVAL_MS: z.coerce.number().int().positive().default(15_000),
   // Media job callbacks (README, "Media job callbacks"): deliveries tried at most this many times, with backoff.
   MEDIA_CALLBACK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(10),
+  // Embeddings (README, "Embeddings").
+  /**
+   * The embedding model of callers that name none (RAG indexing and search); unset: the first catalogue embedding
+   * model whose provider has a key, else the local engine. `npm start` sets `local-embedding` when it simulates the
+   * providers, so its index is made of real vectors.
+   */
+  EMBEDDING_MODEL: z.string().min(1).optional(),
+  /** Inputs in one embedding request (OpenAI's own limit is 2,048). */
+  EMBEDDING_MAX_INPUTS: z.coerce.number().int().positive().default(2048),
+  /**
+   * Tokens of all inputs of one embedding request together (each input is also held to its model's own limit). The
+   * texts are the input of the request's workflow, in its history, where Temporal refuses a payload over 2 MB.
+   */
+  EMBEDDING_MAX_TOKENS: z.coerce.number().int().positive().default(100_000),
   // Session chat and built-in tools (README, "Session chat").
   CHAT_DEFAULT_MODEL: z.string().min(1).default('gpt-4o-mini'),
   CHAT_MAX_TOOL_ROUNDS: z.coerce.number().int().min(0).max(32).default(8),

@@ -13,6 +13,8 @@ import { startGateway } from '../api/server.ts';
 import { stopOnSignals } from '../process/signals.ts';
 import { version } from '../process/version.ts';
 import { loadCatalogue } from '../config/load-catalogue.ts';
+import { localEngineProviderId } from '../common/catalogue.ts';
+import { defaultEmbeddingModel } from '../activities/routing/router.ts';
 import { readSettings } from '../config/settings.ts';
 import { createMediaEngines, mediaAvailability } from '../activities/media/local/index.ts';
 import { createHostedMediaEngines } from '../activities/media/providers/index.ts';
@@ -55,6 +57,8 @@ const anyKey = loadCatalogue(environment).endpoints.size > 0;
 if (!anyKey) {
   simulator = await startSimulator({ port: Number(environment.SIMULATOR_PORT ?? 4010) });
   Object.assign(environment, simulatedProviders(simulator.url), simulatedToolServices(simulator.url, environment));
+  // Simulated vectors are hashed words: RAG (which embeds with the default model) gets real ones from the local engine.
+  environment.EMBEDDING_MODEL ||= 'local-embedding';
 }
 
 if (!environment.MASTER_KEY) {
@@ -92,6 +96,7 @@ const banner = [
   simulator
     ? `  Providers          SIMULATOR at ${simulator.url}: no provider API key is set, so every provider is simulated`
     : `  Providers          ${providers.map((provider) => provider.id).join(', ')}`,
+  `  Embeddings         ${embeddingLine()}`,
   `  Messaging apps     ${messagingAppsLine()}`,
   `  Media              ${mediaAvailability(createMediaEngines(createHostedMediaEngines(readSettings(environment), environment)))}${simulator ? '; hosted engines SIMULATED' : ''}`,
   `  Master key         ${environment.MASTER_KEY}${process.env.MASTER_KEY ? '' : `   (generated, kept in ${dataDir}/master-key)`}`,
@@ -109,6 +114,14 @@ stopOnSignals(async () => {
   await temporal.stop();
   await database.stop();
 });
+
+/** The banner's line on embeddings: the default model (RAG's), and whether it runs here. */
+function embeddingLine(): string {
+  const model = defaultEmbeddingModel(loadCatalogue(environment).catalogue, environment.EMBEDDING_MODEL);
+  if (!model) return `none: EMBEDDING_MODEL names no embedding model (${environment.EMBEDDING_MODEL})`;
+  const local = model.servedBy[0]?.provider === localEngineProviderId;
+  return `default ${model.id}${local ? ' (local engine, Universal Sentence Encoder Lite: no key needed)' : ''}`;
+}
 
 /** The banner's line on LINE and Telegram: real, simulated (with the simulator's delivery URLs), or off. */
 function messagingAppsLine(): string {

@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { FaultRegistry, faultRuleSchema, type Fault } from './faults.ts';
 import { anthropicProtocol } from './protocols/anthropic.ts';
+import { geminiEmbeddings, openAIEmbeddings, type EmbeddingHandler } from './protocols/embeddings.ts';
 import { geminiProtocol } from './protocols/gemini.ts';
 import { openAIProtocol } from './protocols/openai.ts';
 import type { IncomingCall, ProtocolHandler } from './protocols/protocol.ts';
@@ -39,6 +40,7 @@ export interface RunningSimulator {
 
 const maxBodyBytes = 16 * 1024 * 1024;
 const geminiPath = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
+const geminiEmbeddingPath = /^\/v1beta\/models\/([^/:]+):(embedContent|batchEmbedContents)$/;
 
 interface SimulatorState {
   faults: FaultRegistry;
@@ -94,6 +96,9 @@ async function handle(request: IncomingMessage, response: ServerResponse, state:
   if (service) return service.handle(request, response, url);
   if (state.media.handles(url.pathname)) return state.media.handle(request, response, url);
 
+  const embedding = embeddingRouteOf(request.method ?? 'GET', url.pathname);
+  if (embedding !== undefined) return handleEmbedding(request, response, url, embedding, state);
+
   const route = routeOf(request.method ?? 'GET', url.pathname);
   if (route === undefined) {
     sendJson(response, 404, { error: { message: `No route for ${request.method} ${url.pathname}` } });
@@ -129,31 +134,93 @@ async function reply(
   parsed: Extract<ReturnType<ProtocolHandler['parse']>, { ok: true }>,
   fault: Fault,
 ): Promise<void> {
-  // Aborted when the client goes away, so no fault keeps sleeping for a reader that left.
+  const clientGone = await applyLeadingFault(response, handler.errorBody, fault);
+  if (clientGone === null) return;
+  const plan = planReply(parsed.input);
+  const options = { includeUsage: parsed.includeUsage && fault.no_usage !== true };
+  if (parsed.stream === 'sse') {
+    await sendEvents(response, handler.renderEvents(plan, parsed.input, options), fault, clientGone);
+  } else if (parsed.stream === 'json-array') {
+    // Gemini streams a JSON array when the caller did not ask for `alt=sse`.
+    const chunks = handler.renderEvents(plan, parsed.input, options).map((frame) => frame.data);
+    await sendJsonReply(response, chunks, fault, clientGone);
+  } else {
+    await sendJsonReply(response, handler.renderBody(plan, parsed.input, options), fault, clientGone);
+  }
+}
+
+function embeddingRouteOf(
+  method: string,
+  pathname: string,
+): { handler: EmbeddingHandler; path: IncomingCall['path'] } | undefined {
+  if (method !== 'POST') return undefined;
+  if (pathname === '/v1/embeddings') return { handler: openAIEmbeddings, path: {} };
+  const gemini = geminiEmbeddingPath.exec(pathname);
+  if (gemini?.[1] === undefined) return undefined;
+  return { handler: geminiEmbeddings, path: { model: decodeURIComponent(gemini[1]), method: gemini[2] } };
+}
+
+/** An embedding request: logged, authenticated, then answered with the rule's fault applied (faults.ts). */
+async function handleEmbedding(
+  request: IncomingMessage,
+  response: ServerResponse,
+  url: URL,
+  route: { handler: EmbeddingHandler; path: IncomingCall['path'] },
+  state: SimulatorState,
+): Promise<void> {
+  const { handler, path } = route;
+  const body = await readJsonBody(request, maxBodyBytes);
+  if (body === undefined) {
+    sendJson(response, 400, handler.chat.errorBody(400, 'The request body is not valid JSON.'));
+    return;
+  }
+  const call: IncomingCall = { headers: request.headers, searchParams: url.searchParams, body, path };
+  const model = handler.modelOf(call);
+  const loggedPath = `${url.pathname}${url.search}`;
+  state.requests.record({ protocol: handler.protocol, model, path: loggedPath, headers: flatHeaders(request), body });
+  const authenticationError = handler.chat.authenticationError(call);
+  if (authenticationError !== undefined) {
+    sendJson(response, 401, handler.chat.errorBody(401, authenticationError));
+    return;
+  }
+  const answer = handler.answer(call);
+  if (!answer.ok) {
+    sendJson(response, answer.status, handler.chat.errorBody(answer.status, answer.message));
+    return;
+  }
+  const fault = state.faults.take(handler.protocol, model) ?? {};
+  // no_usage: the body without its usage (Gemini reports none for embeddings anyway).
+  const { usage: _usage, ...withoutUsage } = answer.body as Record<string, unknown>;
+  const replyBody = fault.no_usage === true ? withoutUsage : answer.body;
+  const clientGone = await applyLeadingFault(response, handler.chat.errorBody, fault);
+  if (clientGone === null) return;
+  // Stall, cut and malformed faults act on the JSON body as a whole, as for a non-streamed completion.
+  await sendJsonReply(response, replyBody, fault, clientGone);
+}
+
+/**
+ * The parts of a fault that come before any reply: its latency, then its status (answered with the protocol's error
+ * body). Returns the signal that aborts when the client goes away (so no fault keeps sleeping for a reader that
+ * left), or null when the response is already over.
+ */
+async function applyLeadingFault(
+  response: ServerResponse,
+  errorBody: (status: number, message: string) => unknown,
+  fault: Fault,
+): Promise<AbortSignal | null> {
   const clientGone = new AbortController();
   response.once('close', () => clientGone.abort());
   response.on('error', () => {
     // Writes racing a client disconnect fail; the close handler already stopped the reply.
   });
-
-  if (fault.latency_ms !== undefined && !(await pause(fault.latency_ms, clientGone.signal))) return;
+  if (fault.latency_ms !== undefined && !(await pause(fault.latency_ms, clientGone.signal))) return null;
   if (fault.status !== undefined) {
     const headers: Record<string, string> =
       fault.retry_after === undefined ? {} : { 'retry-after': String(fault.retry_after) };
-    sendJson(response, fault.status, handler.errorBody(fault.status, simulatedErrorMessage(fault.status)), headers);
-    return;
+    sendJson(response, fault.status, errorBody(fault.status, simulatedErrorMessage(fault.status)), headers);
+    return null;
   }
-  const plan = planReply(parsed.input);
-  const options = { includeUsage: parsed.includeUsage && fault.no_usage !== true };
-  if (parsed.stream === 'sse') {
-    await sendEvents(response, handler.renderEvents(plan, parsed.input, options), fault, clientGone.signal);
-  } else if (parsed.stream === 'json-array') {
-    // Gemini streams a JSON array when the caller did not ask for `alt=sse`.
-    const chunks = handler.renderEvents(plan, parsed.input, options).map((frame) => frame.data);
-    await sendJsonReply(response, chunks, fault, clientGone.signal);
-  } else {
-    await sendJsonReply(response, handler.renderBody(plan, parsed.input, options), fault, clientGone.signal);
-  }
+  return clientGone.signal;
 }
 
 function routeOf(

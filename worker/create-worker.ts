@@ -42,6 +42,9 @@ import { warmToolEngines } from '../activities/tools/index.ts';
 import { createLogger } from '../process/logger.ts';
 
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+import { EmbeddingCalls, EmbeddingHandover } from '../activities/embeddings/embedding-calls.ts';
+import { createEmbeddingService } from '../activities/embeddings/embedding-service.ts';
+import { LocalEmbeddingEngine } from '../activities/embeddings/local-engine.ts';
 let bundle: Promise<WorkflowBundleWithSourceMap> | null = null;
 let runtimeInstalled = false;
 
@@ -120,6 +123,9 @@ export interface WorkerDependencies {
   calls: ProviderCalls;
   ledger: CreditLedger;
   accounts: AccountPlans;
+  /** Embedding attempts (activities/embeddings/), and the callers in this process waiting for their vectors. */
+  embeddingCalls: EmbeddingCalls;
+  embeddingHandover: EmbeddingHandover;
   plans: PlansFile;
   /** The agent service's memories (loaded into agent turns, saved by the save_memory tool). */
   memories: MemoryStore;
@@ -173,6 +179,20 @@ export function createWorkerDependencies(
   const mail = settings.SMTP_URL
     ? createMailer({ pool, smtpUrl: settings.SMTP_URL, from: settings.MAIL_FROM, log: (line) => console.log(line) })
     : undefined;
+  const embeddingHandover = new EmbeddingHandover();
+  const embeddingCalls = new EmbeddingCalls({
+    catalogue,
+    breaker,
+    ledger,
+    journal,
+    handover: embeddingHandover,
+    localEngine: new LocalEmbeddingEngine(),
+    providerTimeouts: {
+      connectTimeoutMs: settings.PROVIDER_CONNECT_TIMEOUT_MS,
+      requestTimeoutMs: settings.PROVIDER_REQUEST_TIMEOUT_MS,
+    },
+    observe,
+  });
   const sites = new SiteStore({
     pool,
     urls: new SiteUrls({
@@ -226,6 +246,8 @@ export async function createWorker(options: {
   );
   const temporal = new Client({ connection: options.connection, namespace: settings.TEMPORAL_NAMESPACE });
   SandboxedWorker.stackTraces = settings.TEMPORAL_WORKFLOW_STACK_TRACES;
+    embeddingCalls,
+    embeddingHandover,
   return SandboxedWorker.create({
     connection: options.connection,
     namespace: settings.TEMPORAL_NAMESPACE,
@@ -255,6 +277,13 @@ export async function createWorker(options: {
   });
 }
 
+      // Activities embed through the same workflow as POST /v1/embeddings (RAG indexing).
+      embeddings: createEmbeddingService({
+        client: temporal,
+        settings,
+        catalogue: options.catalogue,
+        dependencies: options.dependencies,
+      }),
 /** Stops a worker that may already be stopping; resolves when its run() has ended. */
 export async function stopWorker(worker: Worker, running: Promise<void>): Promise<void> {
   if (worker.getState() === 'RUNNING') worker.shutdown();

@@ -3,6 +3,7 @@ export { chatCompletion, completionWorkflow, traceQuery } from './completion.wor
 export { creditRenewalsWorkflow } from './credit-renewals.workflow.ts';
 export { creditHoldsSweep } from './credit-holds-sweep.workflow.ts';
 export { chatTurn } from './chat-turn.workflow.ts';
+export { embedTexts } from './embedding.workflow.ts';
 export { messengerMessage } from './messenger-message.workflow.ts';
 export { a2aTask } from './a2a-task.workflow.ts';
 export { teamBroadcast } from './team-broadcast.workflow.ts';

@@ -113,3 +113,26 @@ function isRetryable(kind: ProviderFailureKind, status: number | undefined): boo
   if (kind !== 'http' || status === undefined) return true;
   return !(status === 400 || status === 413 || status === 422);
 }
+
+/** A provider-neutral embedding request; `model` is the upstream model id. */
+export interface EmbeddingRequest {
+  model: string;
+  texts: string[];
+  /** A shorter vector than the model's own (the models that take it: catalogue `shortenable`). */
+  dimensions?: number;
+  user?: string;
+}
+
+export interface EmbeddingResponse {
+  /** One vector per text, in the texts' order, each of length 1. */
+  vectors: Float32Array[];
+  /** Input tokens as the provider counted them; null when it reported none (Gemini never does). */
+  promptTokens: number | null;
+}
+
+/** The embedding method of a provider whose wire protocol has one (OpenAI-compatible servers, Gemini). */
+export interface EmbeddingAdapter {
+  readonly provider: string;
+  readonly protocol: WireProtocol;
+  embed(request: EmbeddingRequest, options?: CallOptions): Promise<EmbeddingResponse>;
+}

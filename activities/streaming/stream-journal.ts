@@ -66,6 +66,11 @@ export class StreamJournal {
     return rows[0] ? { seq, event: JSON.parse(rows[0].data) as StreamEvent } : null;
   }
 
+  /** Deletes a request's events (embedding vectors, once their caller has read them). */
+  async remove(requestId: string): Promise<void> {
+    await this.orm.em.fork().execute('delete from stream_chunks where request_id = ?', [requestId], 'run');
+  }
+
   private async insert(requestId: string, batch: SequencedStreamEvent[]): Promise<void> {
     const placeholders = batch.map(() => '(?, ?, ?, now())').join(', ');
     const params = batch.flatMap((item) => [requestId, item.seq, JSON.stringify(item.event)]);

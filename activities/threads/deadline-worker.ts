@@ -32,9 +32,13 @@ export class WorkerCallError extends Error {
 
 type FromThread<Response> = { ready: true } | { id: number; response: Response } | { id: number; error: string };
 
-/** The thread's side: answers the calls one by one, after `ready`. Call it once the script has loaded. */
+/**
+ * The thread's side: answers the calls, after `ready`. Call it once the script has loaded. `answer` may return a
+ * promise (an engine whose work is asynchronous, such as TensorFlow.js's graph execution): the answer is posted when
+ * it settles; the caller's `oneAtATime` keeps such calls from overlapping.
+ */
 export function serveCalls<Request, Response>(
-  answer: (request: Request) => Response,
+  answer: (request: Request) => Response | Promise<Response>,
   transfer: (response: Response) => Transferable[] = () => [],
 ): void {
   const port = parentPort;
@@ -43,12 +47,21 @@ export function serveCalls<Request, Response>(
   if (startupDelayMs) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, startupDelayMs);
   const post = (message: FromThread<Response>, transferList: Transferable[] = []) =>
     port.postMessage(message, transferList);
+  const fail = (id: number, error: unknown) =>
+    post({ id, error: error instanceof Error ? error.message : String(error) });
   port.on('message', ({ id, request }: { id: number; request: Request }) => {
     try {
       const response = answer(request);
-      post({ id, response }, transfer(response));
+      if (response instanceof Promise) {
+        response.then(
+          (value) => post({ id, response: value }, transfer(value)),
+          (error: unknown) => fail(id, error),
+        );
+      } else {
+        post({ id, response }, transfer(response));
+      }
     } catch (error) {
-      post({ id, error: error instanceof Error ? error.message : String(error) });
+      fail(id, error);
     }
   });
   post({ ready: true });

@@ -41,6 +41,9 @@ import { CallbackSecrets } from '../../activities/media/callbacks.ts';
 import { AsyncMediaJobs, MediaService } from './routes/media/service.ts';
 import { syncMediaRoutes } from './routes/media/sync-routes.ts';
 import { modelRoutes } from './routes/models/routes.ts';
+import { embeddingRoutes } from './routes/embeddings/routes.ts';
+import { createEmbeddingService } from '../../activities/embeddings/embedding-service.ts';
+import type { Settings } from '../../config/settings.ts';
 import { providerRoutes } from './routes/providers/routes.ts';
 
 /** The app shares the in-process worker's dependencies (hub, journal, breaker, calls, ledger, plans). */
@@ -63,6 +66,8 @@ export interface AppDependencies extends WorkerDependencies {
   trustedProxies?: TrustedProxies;
   /** Session chat: the model a message without one goes to, and the bound on tool rounds per turn. */
   chat: { defaultModel: string; maxToolRounds: number };
+  /** `POST /v1/embeddings`: the default model and the per-request limits. */
+  embeddings: Pick<Settings, 'EMBEDDING_MODEL' | 'EMBEDDING_MAX_INPUTS' | 'EMBEDDING_MAX_TOKENS'>;
 }
 
 export function createApp(dependencies: AppDependencies): Koa {
@@ -171,6 +176,13 @@ export function createApp(dependencies: AppDependencies): Koa {
   const admitted = new Router<AuthState>();
   admitted.use(requireKey());
   admitted.use(completionRoutes(completions, admission, dependencies.openStreams, metrics).routes());
+  const embeddings = createEmbeddingService({
+    client: dependencies.client,
+    settings: { TEMPORAL_TASK_QUEUE: dependencies.taskQueue, ...dependencies.embeddings },
+    catalogue,
+    dependencies,
+  });
+  admitted.use(embeddingRoutes(embeddings, admission).routes());
   app.use(admitted.routes()).use(admitted.allowedMethods({ throw: true }));
 
   // Session chat: a key's user, or a guest without any key (api/gateway/routes/chat/routes.ts); limited per caller there.

@@ -9,8 +9,8 @@ export interface IncomingCall {
   headers: IncomingHttpHeaders;
   searchParams: URLSearchParams;
   body: unknown;
-  /** Gemini names the model and the streaming mode in the path. */
-  path: { model?: string; stream?: boolean };
+  /** Gemini names the model and the method (streaming or not, an embedding method) in the path. */
+  path: { model?: string; stream?: boolean; method?: string };
 }
 
 export type ParsedCall =

@@ -1,0 +1,377 @@
+/**
+ * Embeddings as a library: the one path `POST /v1/embeddings`, RAG indexing and RAG search go through, so every
+ * embedding is routed, failed over, metered and traced alike. It lives in activities/ so both the API process (the
+ * route, services) and activities (RAG indexing) can call it: the API and the worker build one each
+ * (`createEmbeddingService`), on a Temporal client that shares the process's worker connection.
+ *
+ * Library use (RAG):
+ *
+ *   const { vectors, model, dimensions, usage } = await embeddings.embed({
+ *     userId,              // the account charged; its plan decides the models it may use
+ *     texts,               // 1 to EMBEDDING_MAX_INPUTS non-empty texts
+ *     model,               // optional: default `defaultModel()` — pin it per index and pass it on every search
+ *     dimensions,          // optional: shorter vectors, for models that take it
+ *   });
+ *   // vectors: Float32Array[] (one per text, in order, each of length 1: cosine similarity is a dot product)
+ *
+ * It throws `EmbeddingError` (type = the API's error type: invalid_request, model_not_found, permission_denied,
+ * insufficient_credits, upstream_error, …). Each call is a workflow `embedding-<id>` (TesseraKind `embedding`) started
+ * eagerly in this process: the plan is its input, every provider attempt a local activity that holds and settles its
+ * credits; the vectors come back in memory (or, when the workflow ran on another worker, through the stream journal),
+ * never through workflow history.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Catalogue, EmbeddingModel } from '../../common/catalogue.ts';
+import type { CompletionFailureDetails, Attempt } from '../../common/completion.ts';
+import { creditsFor } from '../../common/credits.ts';
+import {
+  embeddingWorkflowId,
+  type EmbeddingInput,
+  type EmbeddingResult,
+  type EmbeddingUsage,
+} from '../../common/embeddings.ts';
+import { errorStatus, type ErrorType } from '../../common/errors.ts';
+import type { PlanName, PlansFile } from '../../common/plans.ts';
+import type { CircuitBreaker } from '../routing/circuit-breaker.ts';
+import { kindKey, modelKey, userKey } from '../../common/search-attributes.ts';
+import type { Pool } from '../../db/pool.ts';
+import type { LoadedCatalogue } from '../../config/load-catalogue.ts';
+import type { Settings } from '../../config/settings.ts';
+import type { embedTexts } from '../../workflows/embedding.workflow.ts';
+import type { CreditLedger, Reservation, ReservationOutcome } from '../credits/credit-ledger.ts';
+import { countTokens } from '../credits/tokens.ts';
+import { defaultEmbeddingModel, Router, type RoutingAccount } from '../routing/router.ts';
+import type { StreamJournal } from '../streaming/stream-journal.ts';
+import { vectorsFromJournal, type EmbeddingHandover } from './embedding-calls.ts';
+
+/** A refused or failed embedding request; `type` is the API's error type (common/errors.ts). */
+export class EmbeddingError extends Error {
+  readonly type: ErrorType;
+  readonly param: string | undefined;
+  readonly retryAfterSeconds: number | undefined;
+  readonly requiredPlan: string | undefined;
+  constructor(
+    type: ErrorType,
+    message: string,
+    options: { param?: string; retryAfterSeconds?: number; requiredPlan?: string } = {},
+  ) {
+    super(message);
+    this.name = 'EmbeddingError';
+    this.type = type;
+    this.param = options.param;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+    this.requiredPlan = options.requiredPlan;
+  }
+}
+
+export interface EmbedRequest {
+  /** The account charged; its plan (or operator-set model list) decides which models it may use. */
+  userId: string;
+  /** An embedding model id; default: `defaultModel()`. */
+  model?: string;
+  texts: string[];
+  /** Shorter vectors than the model's own (models that take it only). */
+  dimensions?: number;
+  /**
+   * Other models that may serve when every provider of `model` fails. Their vectors are not comparable with
+   * `model`'s: only a caller that stores the serving model with each vector should name any (RAG does not).
+   */
+  fallbackModels?: string[];
+  /** OpenAI's end-user id, passed to providers that take it. */
+  user?: string;
+}
+
+export interface Embedded {
+  requestId: string;
+  /** The model that served: the requested one unless a fallback model had to. */
+  model: string;
+  provider: string;
+  dimensions: number;
+  /** One per text, in order, each of length 1. */
+  vectors: Float32Array[];
+  usage: EmbeddingUsage;
+  /** The provider reported no usage; the gateway's token count was billed. */
+  usageEstimated: boolean;
+}
+
+/** Who asks: an account (metered, limited to its plan's models) or the operator (neither). */
+export interface EmbeddingCaller {
+  userId: string;
+  metered: boolean;
+  account: RoutingAccount | null;
+}
+
+export interface EmbeddingServiceDependencies {
+  client: Client;
+  taskQueue: string;
+  router: Router;
+  catalogue: Catalogue;
+  ledger: CreditLedger;
+  handover: EmbeddingHandover;
+  journal: StreamJournal;
+  pool: Pool;
+  limits: { maxInputs: number; maxTokens: number };
+  /** EMBEDDING_MODEL: the model of callers that name none (see Router.defaultEmbeddingModel). */
+  defaultModel?: string;
+}
+
+export class EmbeddingService {
+  private readonly dependencies: EmbeddingServiceDependencies;
+  private readonly fallback: EmbeddingModel;
+
+  constructor(dependencies: EmbeddingServiceDependencies) {
+    this.dependencies = dependencies;
+    const fallback = defaultEmbeddingModel(dependencies.catalogue, dependencies.defaultModel);
+    if (!fallback) {
+      throw new Error(
+        dependencies.defaultModel
+          ? `EMBEDDING_MODEL names no embedding model of the catalogue: ${dependencies.defaultModel}`
+          : 'the catalogue has no embedding model that can serve (add local-embedding to embedding_models)',
+      );
+    }
+    this.fallback = fallback;
+  }
+
+  /** The model used when a caller names none, and the length of its vectors (null: as its server answers). */
+  defaultModel(): { id: string; dimensions: number | null } {
+    return { id: this.fallback.id, dimensions: this.fallback.dimensions };
+  }
+
+  /** Embeds texts for an account (the library entry: RAG indexing and search); see the file comment. */
+  async embed(request: EmbedRequest): Promise<Embedded> {
+    const { rows } = await this.dependencies.pool.query<{
+      plan: PlanName;
+      custom_limits: { models?: string[] | 'all' } | null;
+    }>('select plan, custom_limits from users where id = $1', [request.userId]);
+    const row = rows[0];
+    if (!row) throw new EmbeddingError('not_found', `No account ${request.userId}`);
+    const caller = {
+      userId: request.userId,
+      metered: true,
+      account: { plan: row.plan, customModels: row.custom_limits?.models },
+    };
+    return this.run(caller, request, (reservation) =>
+      reservation ? this.dependencies.ledger.reserve(reservation) : Promise.resolve(null),
+    );
+  }
+
+  /**
+   * Checks the request against the model and the limits, admits it (`admit` holds attempt 1's credits, and for HTTP
+   * counts the rate limits in the same statement), then runs its workflow and returns the vectors.
+   */
+  async run(
+    caller: EmbeddingCaller,
+    request: EmbedRequest,
+    admit: (reservation: Reservation | null) => Promise<ReservationOutcome | null>,
+  ): Promise<Embedded> {
+    const { client, taskQueue, router, ledger, handover, journal } = this.dependencies;
+    const requested = request.model ?? this.fallback.id;
+    const plan = await router.planEmbedding(requested, request.fallbackModels ?? [], caller.account);
+    if (plan.kind === 'model_not_found') {
+      const param = plan.model === requested ? 'model' : 'fallback_models';
+      throw new EmbeddingError(
+        plan.chatModel ? 'invalid_request' : 'model_not_found',
+        plan.chatModel
+          ? `The model '${plan.model}' is a chat model and has no embeddings; see GET /v1/models?type=embedding`
+          : `The embedding model '${plan.model}' does not exist; see GET /v1/models?type=embedding`,
+        { param },
+      );
+    }
+    if (plan.kind === 'not_in_plan') {
+      const plans = caller.account?.plan ?? '';
+      const unlock = plan.requiredPlan ? `; it needs the ${plan.requiredPlan} plan or higher` : '';
+      throw new EmbeddingError('permission_denied', `The model '${plan.model}' is not in your ${plans} plan${unlock}`, {
+        param: 'model',
+        requiredPlan: plan.requiredPlan ?? undefined,
+      });
+    }
+    const { models, candidates } = plan;
+    const model = models[0]!;
+    const promptTokens = this.checkLimits(request, models);
+
+    const requestId = `emb-${randomBytes(18).toString('base64url')}`;
+    const workflowId = embeddingWorkflowId(requestId);
+    const created = Math.floor(Date.now() / 1000);
+    const first = candidates[0];
+    // Attempt 1's hold is taken before anything starts, so a refusal (402, 429) changes nothing.
+    const reservation =
+      caller.metered && first?.creditRate !== undefined
+        ? {
+            userId: caller.userId,
+            workflowId,
+            attempt: 1,
+            amount: creditsFor(promptTokens, first.creditRate),
+            model: first.model,
+          }
+        : null;
+    const held = await admit(reservation);
+    if (reservation && held && !held.ok) {
+      throw new EmbeddingError(
+        'insufficient_credits',
+        `This request costs ${reservation.amount} credits on ${reservation.model}; ${held.available} are available`,
+      );
+    }
+    const input: EmbeddingInput = {
+      requestId,
+      userId: caller.userId,
+      created,
+      model: model.id,
+      texts: request.texts,
+      ...(request.dimensions === undefined ? {} : { dimensions: request.dimensions }),
+      ...(request.user === undefined ? {} : { user: request.user }),
+      promptTokens,
+      candidates,
+      metered: caller.metered,
+      firstAttemptHeld: reservation !== null,
+    };
+    const waiting = handover.expect(requestId);
+    try {
+      const handle = await client.workflow.start<typeof embedTexts>('embedTexts', {
+        workflowId,
+        taskQueue,
+        args: [input],
+        // The workflow's task (and so the provider call) runs in this process: the vectors need no network hop.
+        requestEagerStart: true,
+        typedSearchAttributes: [
+          { key: kindKey, value: 'embedding' },
+          { key: userKey, value: caller.userId },
+          { key: modelKey, value: model.id },
+        ],
+        memo: { created, model: model.id, inputs: request.texts.length },
+        staticSummary: `Embeddings: ${request.texts.length} text(s) with ${model.id}, for ${caller.userId}`,
+      });
+      const result = settle(handle.result());
+      const outcome = await Promise.race([waiting.answer.then((handed) => ({ handed })), result]);
+      if ('handed' in outcome) return { requestId, ...outcome.handed };
+      if (!outcome.ok) throw outcome.error;
+      // The workflow ran on another worker: its vectors are in the journal.
+      const vectors = await vectorsFromJournal(journal, requestId);
+      return answerOf(outcome.value, vectors);
+    } catch (error) {
+      if (error instanceof EmbeddingError) throw error;
+      // The workflow never started (Temporal unreachable): the hold is lifted here, since nothing else will.
+      if (reservation) await ledger.release({ userId: caller.userId, workflowId, attempt: 1 }).catch(() => undefined);
+      throw error;
+    } finally {
+      waiting.cancel();
+    }
+  }
+
+  /** The request's tokens, after checking every limit (each a 400 naming its field); the hold is counted from them. */
+  private checkLimits(request: EmbedRequest, models: EmbeddingModel[]): number {
+    const { maxInputs, maxTokens } = this.dependencies.limits;
+    const { texts, dimensions } = request;
+    if (texts.length === 0) throw new EmbeddingError('invalid_request', 'input must not be empty', { param: 'input' });
+    if (texts.length > maxInputs) {
+      throw new EmbeddingError('invalid_request', `input has ${texts.length} items; at most ${maxInputs} per request`, {
+        param: 'input',
+      });
+    }
+    for (const model of models) {
+      if (dimensions === undefined || dimensions === model.dimensions) continue;
+      if (!model.shortenable) {
+        throw new EmbeddingError(
+          'invalid_request',
+          `The model '${model.id}' does not take dimensions (its vectors have ${model.dimensions ?? 'a fixed number of'} dimensions)`,
+          { param: 'dimensions' },
+        );
+      }
+      if (model.dimensions !== null && dimensions > model.dimensions) {
+        throw new EmbeddingError(
+          'invalid_request',
+          `dimensions must be at most ${model.dimensions} for '${model.id}'`,
+          { param: 'dimensions' },
+        );
+      }
+    }
+    const longest = Math.min(...models.map((model) => model.maxInputTokens));
+    let total = 0;
+    for (const [index, text] of texts.entries()) {
+      if (text.length === 0) {
+        throw new EmbeddingError('invalid_request', `input[${index}] is empty`, { param: `input.${index}` });
+      }
+      const tokens = countTokens(text);
+      if (tokens > longest) {
+        throw new EmbeddingError(
+          'invalid_request',
+          `input[${index}] has ${tokens} tokens; the model takes at most ${longest}`,
+          { param: `input.${index}` },
+        );
+      }
+      total += tokens;
+      if (total > maxTokens) {
+        throw new EmbeddingError('invalid_request', `input has more than ${maxTokens} tokens; split the request`, {
+          param: 'input',
+        });
+      }
+    }
+    return total;
+  }
+}
+
+function answerOf(result: EmbeddingResult, vectors: Float32Array[]): Embedded {
+  return {
+    requestId: result.requestId,
+    model: result.model,
+    provider: result.provider,
+    dimensions: result.dimensions,
+    vectors,
+    usage: result.usage,
+    usageEstimated: result.usageEstimated,
+  };
+}
+
+type Settled = { ok: true; value: EmbeddingResult } | { ok: false; error: EmbeddingError; attempts: Attempt[] };
+
+/** A workflow result as a value or the EmbeddingError its failure means. */
+async function settle(result: Promise<EmbeddingResult>): Promise<Settled> {
+  try {
+    return { ok: true, value: await result };
+  } catch (error) {
+    let cause: unknown = error instanceof WorkflowFailedError ? error.cause : error;
+    while (cause instanceof Error) {
+      if (cause instanceof ApplicationFailure && cause.type && cause.type in errorStatus) {
+        const details = cause.details?.[0] as CompletionFailureDetails | undefined;
+        const failure = new EmbeddingError(cause.type as ErrorType, cause.message, {
+          retryAfterSeconds: details?.retryAfterSeconds,
+        });
+        return { ok: false, error: failure, attempts: details?.attempts ?? [] };
+      }
+      cause = cause.cause;
+    }
+    const message = `Embedding failed: ${error instanceof Error ? error.message : String(error)}`;
+    return { ok: false, error: new EmbeddingError('internal_error', message), attempts: [] };
+  }
+}
+
+/** The service of a process (the API's, or a worker's for its activities), on a client sharing its worker connection. */
+export function createEmbeddingService(options: {
+  client: Client;
+  settings: Pick<Settings, 'TEMPORAL_TASK_QUEUE' | 'EMBEDDING_MODEL' | 'EMBEDDING_MAX_INPUTS' | 'EMBEDDING_MAX_TOKENS'>;
+  catalogue: LoadedCatalogue;
+  dependencies: {
+    breaker: CircuitBreaker;
+    plans: PlansFile;
+    ledger: CreditLedger;
+    embeddingHandover: EmbeddingHandover;
+    journal: StreamJournal;
+    pool: Pool;
+  };
+}): EmbeddingService {
+  const { client, settings, catalogue, dependencies } = options;
+  return new EmbeddingService({
+    client,
+    taskQueue: settings.TEMPORAL_TASK_QUEUE,
+    router: new Router(catalogue, dependencies.breaker, dependencies.plans),
+    catalogue: catalogue.catalogue,
+    ledger: dependencies.ledger,
+    handover: dependencies.embeddingHandover,
+    journal: dependencies.journal,
+    pool: dependencies.pool,
+    limits: { maxInputs: settings.EMBEDDING_MAX_INPUTS, maxTokens: settings.EMBEDDING_MAX_TOKENS },
+    defaultModel: settings.EMBEDDING_MODEL,
+  });
+}
