@@ -40,11 +40,11 @@ import { createMediaEngines } from '../activities/media/local/index.ts';
 import { createMediaFiles } from '../activities/media/storage.ts';
 import { warmToolEngines } from '../activities/tools/index.ts';
 import { createLogger } from '../process/logger.ts';
-
-const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 import { EmbeddingCalls, EmbeddingHandover } from '../activities/embeddings/embedding-calls.ts';
 import { createEmbeddingService } from '../activities/embeddings/embedding-service.ts';
 import { LocalEmbeddingEngine } from '../activities/embeddings/local-engine.ts';
+
+const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 let bundle: Promise<WorkflowBundleWithSourceMap> | null = null;
 let runtimeInstalled = false;
 
@@ -121,11 +121,11 @@ export interface WorkerDependencies {
   journal: StreamJournal;
   breaker: CircuitBreaker;
   calls: ProviderCalls;
-  ledger: CreditLedger;
-  accounts: AccountPlans;
   /** Embedding attempts (activities/embeddings/), and the callers in this process waiting for their vectors. */
   embeddingCalls: EmbeddingCalls;
   embeddingHandover: EmbeddingHandover;
+  ledger: CreditLedger;
+  accounts: AccountPlans;
   plans: PlansFile;
   /** The agent service's memories (loaded into agent turns, saved by the save_memory tool). */
   memories: MemoryStore;
@@ -173,12 +173,6 @@ export function createWorkerDependencies(
     ledger,
     observe,
   });
-  const conversations = new ConversationStore(pool);
-  const memories = new MemoryStore(pool);
-  // Outgoing mail (send_email) only where an SMTP server is configured: the tool is not offered otherwise.
-  const mail = settings.SMTP_URL
-    ? createMailer({ pool, smtpUrl: settings.SMTP_URL, from: settings.MAIL_FROM, log: (line) => console.log(line) })
-    : undefined;
   const embeddingHandover = new EmbeddingHandover();
   const embeddingCalls = new EmbeddingCalls({
     catalogue,
@@ -193,6 +187,12 @@ export function createWorkerDependencies(
     },
     observe,
   });
+  const conversations = new ConversationStore(pool);
+  const memories = new MemoryStore(pool);
+  // Outgoing mail (send_email) only where an SMTP server is configured: the tool is not offered otherwise.
+  const mail = settings.SMTP_URL
+    ? createMailer({ pool, smtpUrl: settings.SMTP_URL, from: settings.MAIL_FROM, log: (line) => console.log(line) })
+    : undefined;
   const sites = new SiteStore({
     pool,
     urls: new SiteUrls({
@@ -225,6 +225,8 @@ export function createWorkerDependencies(
     journal,
     breaker,
     calls,
+    embeddingCalls,
+    embeddingHandover,
     ledger,
     accounts,
     plans,
@@ -246,8 +248,6 @@ export async function createWorker(options: {
   );
   const temporal = new Client({ connection: options.connection, namespace: settings.TEMPORAL_NAMESPACE });
   SandboxedWorker.stackTraces = settings.TEMPORAL_WORKFLOW_STACK_TRACES;
-    embeddingCalls,
-    embeddingHandover,
   return SandboxedWorker.create({
     connection: options.connection,
     namespace: settings.TEMPORAL_NAMESPACE,
@@ -256,6 +256,13 @@ export async function createWorker(options: {
     activities: createActivities({
       orm: options.orm,
       ...options.dependencies,
+      // Activities embed through the same workflow as POST /v1/embeddings (RAG indexing).
+      embeddings: createEmbeddingService({
+        client: temporal,
+        settings,
+        catalogue: options.catalogue,
+        dependencies: options.dependencies,
+      }),
       isRunning: async (workflowId) => {
         try {
           const description = await temporal.workflow.getHandle(workflowId).describe();
@@ -277,13 +284,6 @@ export async function createWorker(options: {
   });
 }
 
-      // Activities embed through the same workflow as POST /v1/embeddings (RAG indexing).
-      embeddings: createEmbeddingService({
-        client: temporal,
-        settings,
-        catalogue: options.catalogue,
-        dependencies: options.dependencies,
-      }),
 /** Stops a worker that may already be stopping; resolves when its run() has ended. */
 export async function stopWorker(worker: Worker, running: Promise<void>): Promise<void> {
   if (worker.getState() === 'RUNNING') worker.shutdown();

@@ -17,7 +17,7 @@ import { createEmbeddingAdapter, type EmbeddingAdapter } from '../providers/inde
 import { ProviderError } from '../providers/types.ts';
 import type { CircuitBreaker } from '../routing/circuit-breaker.ts';
 import type { StreamJournal } from '../streaming/stream-journal.ts';
-import type { LocalEmbeddingEngine} from './local-engine.ts';
+import type { LocalEmbeddingEngine } from './local-engine.ts';
 import { LocalEngineError } from './local-engine.ts';
 
 export interface EmbeddingCallInput {
