@@ -157,7 +157,10 @@ const settingsSchema = z.object({
    * model whose provider has a key, else the local engine. `npm start` sets `local-embedding` when it simulates the
    * providers, so its index is made of real vectors.
    */
-  EMBEDDING_MODEL: z.string().min(1).optional(),
+  EMBEDDING_MODEL: z
+    .string()
+    .optional()
+    .transform((value) => value?.trim() || undefined),
   /** Inputs in one embedding request (OpenAI's own limit is 2,048). */
   EMBEDDING_MAX_INPUTS: z.coerce.number().int().positive().default(2048),
   /**
