@@ -91,7 +91,7 @@ export async function startGateway(
     billing: settings,
     trustedProxies: settings.TRUSTED_PROXIES,
     chat: { defaultModel: settings.CHAT_DEFAULT_MODEL, maxToolRounds: settings.CHAT_MAX_TOOL_ROUNDS },
-    embeddings: settings,
+    embeddingSettings: settings,
   };
   const servers: Server[] = [];
   const listen = async (app: Koa, port: number): Promise<RunningService> => {

@@ -67,7 +67,7 @@ export interface AppDependencies extends WorkerDependencies {
   /** Session chat: the model a message without one goes to, and the bound on tool rounds per turn. */
   chat: { defaultModel: string; maxToolRounds: number };
   /** `POST /v1/embeddings`: the default model and the per-request limits. */
-  embeddings: Pick<Settings, 'EMBEDDING_MODEL' | 'EMBEDDING_MAX_INPUTS' | 'EMBEDDING_MAX_TOKENS'>;
+  embeddingSettings: Pick<Settings, 'EMBEDDING_MODEL' | 'EMBEDDING_MAX_INPUTS' | 'EMBEDDING_MAX_TOKENS'>;
 }
 
 export function createApp(dependencies: AppDependencies): Koa {
@@ -178,7 +178,7 @@ export function createApp(dependencies: AppDependencies): Koa {
   admitted.use(completionRoutes(completions, admission, dependencies.openStreams, metrics).routes());
   const embeddings = createEmbeddingService({
     client: dependencies.client,
-    settings: { TEMPORAL_TASK_QUEUE: dependencies.taskQueue, ...dependencies.embeddings },
+    settings: { TEMPORAL_TASK_QUEUE: dependencies.taskQueue, ...dependencies.embeddingSettings },
     catalogue,
     dependencies,
   });
