@@ -151,6 +151,7 @@ export async function startGateway(
       await rateLimits.close();
       await principals.close();
       await dependencies.pool.end();
+      await dependencies.userData.close();
       await orm.close();
     })();
     return closing;

@@ -277,6 +277,15 @@ const settingsSchema = z.object({
         return false;
       }
     }, 'must be a duration of at least 10 seconds, such as "10 minutes"'),
+  // Read-only SQL and table imports (README, "Agent service: read-only SQL and table imports").
+  /** The users' data database; unset: the platform's database name with `_data`, on its server, created on demand. */
+  USER_DATA_DATABASE_URL: optionalText(z.string()),
+  /** Rows `POST /sql/query` and the sql_query tool answer at most; a longer answer says `truncated`. */
+  SQL_MAX_ROWS: z.coerce.number().int().min(1).max(100_000).default(1000),
+  /** How long one query may run before PostgreSQL cancels it (a Temporal duration: '5s'). */
+  SQL_STATEMENT_TIMEOUT: durationMilliseconds('5s'),
+  /** How long `POST /sql/csv_to_db` waits for its import to finish before it answers 202 with the running import. */
+  SQL_IMPORT_WAIT: durationMilliseconds('5s'),
   FETCH_ALLOWED_HOSTS: z
     .string()
     .default('')

@@ -39,6 +39,7 @@ import { createHostedMediaEngines } from '../activities/media/providers/index.ts
 import { createMediaEngines } from '../activities/media/local/index.ts';
 import { createMediaFiles } from '../activities/media/storage.ts';
 import { warmToolEngines } from '../activities/tools/index.ts';
+import { UserDataDatabase } from '../activities/user-data/data-database.ts';
 import { createLogger } from '../process/logger.ts';
 import { EmbeddingCalls, EmbeddingHandover } from '../activities/embeddings/embedding-calls.ts';
 import { createEmbeddingService } from '../activities/embeddings/embedding-service.ts';
@@ -137,6 +138,8 @@ export interface WorkerDependencies {
   media: MediaServices;
   /** How old a credit hold must be before the sweep of abandoned holds asks about its workflow (CREDIT_HOLD_GRACE). */
   creditHoldGraceMs: number;
+  /** The users' data database: their imported tables, read-only queries (closed by the process). */
+  userData: UserDataDatabase;
 }
 
 export function createWorkerDependencies(
@@ -210,12 +213,20 @@ export function createWorkerDependencies(
     pollIntervalMs: settings.MEDIA_POLL_INTERVAL_MS,
     callbackMaxAttempts: settings.MEDIA_CALLBACK_MAX_ATTEMPTS,
   };
+  // Users' tables live in a database of their own, reached through roles of their own (activities/user-data/).
+  const userData = new UserDataDatabase({
+    platformUrl: settings.DATABASE_URL,
+    dataUrl: settings.USER_DATA_DATABASE_URL,
+    statementTimeoutMs: settings.SQL_STATEMENT_TIMEOUT,
+    maxRows: settings.SQL_MAX_ROWS,
+  });
   return {
     media,
+    userData,
     creditHoldGraceMs: settings.CREDIT_HOLD_GRACE,
     memories,
     sites,
-    toolServices: { memories, sites, ...(mail ? { mail } : {}) },
+    toolServices: { memories, sites, sql: userData, ...(mail ? { mail } : {}) },
     pool,
     conversations,
     toolSettings: toolSettingsOf(settings),

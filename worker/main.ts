@@ -32,6 +32,7 @@ export async function startWorker(environment: Record<string, string | undefined
       await stopWorker(worker, running);
       await connection.close();
       await dependencies.pool.end();
+      await dependencies.userData.close();
       await orm.close();
     },
   };

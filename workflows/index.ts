@@ -11,3 +11,4 @@ export { scheduledRun } from './scheduled-run.workflow.ts';
 export { mediaJob } from './media.workflow.ts';
 export { mediaMusic, mediaVideo } from './media-async.workflow.ts';
 export { mediaFilesSweep } from './media-sweep.workflow.ts';
+export { tableImport } from './table-import.workflow.ts';

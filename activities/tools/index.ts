@@ -12,6 +12,7 @@ import { publishSiteTool } from './publish-site.ts';
 import { sendEmailTool } from './send-email.ts';
 import { updatePlanTool } from './update-plan.ts';
 import { saveMemoryTool } from './save-memory.ts';
+import { sqlQueryTool } from './sql-query.ts';
 import { weatherTool } from './weather.ts';
 import { webFetchTool } from './web-fetch.ts';
 import { webSearchTool } from './web-search.ts';
@@ -31,6 +32,7 @@ export const builtInTools: ToolDefinition[] = [
   saveMemoryTool,
   publishSiteTool,
   delegateAgentTool,
+  sqlQueryTool,
 ];
 
 const byName = new Map(builtInTools.map((tool) => [tool.name, tool]));

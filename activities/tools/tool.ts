@@ -49,6 +49,21 @@ export interface ToolServices {
     send(message: { to: string; subject: string; text: string; idempotencyKey: string }): Promise<{ id: string }>;
   };
   /**
+   * The user's data tables (activities/user-data/data-database.ts): one read-only query as the user's own database
+   * role (throws an error with a `kind` for a refusal or a failed query), and the list of their tables.
+   */
+  sql?: {
+    query(
+      userId: string,
+      sql: string,
+      params: unknown[],
+      options: { maxRows?: number },
+    ): Promise<{ columns: Array<{ name: string; type: string }>; rows: unknown[][]; truncated: boolean }>;
+    tables(
+      userId: string,
+    ): Promise<Array<{ name: string; row_count: number; columns: Array<{ name: string; type: string }> }>>;
+  };
+  /**
    * Published sites (activities/sites/site-store.ts): publishes or replaces the user's own site; once per `callKey`.
    * Throws RangeError for a refused name, title or html.
    */

@@ -21,6 +21,7 @@ import { SentMail } from './sent-mail.entity.ts';
 import { StreamChunk } from './stream-chunk.entity.ts';
 import { StripeEvent } from './stripe-event.entity.ts';
 import { Team, TeamBroadcast, TeamBroadcastDelivery, TeamInvitation, TeamMember } from './team.entity.ts';
+import { TableImport } from './table-import.entity.ts';
 import { Upload } from './upload.entity.ts';
 import { User } from './user.entity.ts';
 import { WebSession } from './web-session.entity.ts';
@@ -55,6 +56,7 @@ export {
   TeamBroadcastDelivery,
   TeamInvitation,
   TeamMember,
+  TableImport,
   Upload,
   User,
   WebSession,
@@ -93,4 +95,5 @@ export const entities = [
   MediaCallbackSecret,
   MediaJob,
   Upload,
+  TableImport,
 ];

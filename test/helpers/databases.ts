@@ -1,6 +1,7 @@
 /** Test databases: one migrated template per run, one clone per test file. */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { dropUserDataDatabase } from '../../activities/user-data/data-database.ts';
 
 /**
  * The run's migrated template: named per run (global setup picks it and hands it to the test workers through
@@ -18,7 +19,10 @@ export function withDatabase(url: string, name: string): string {
   return parsed.toString();
 }
 
-/** A fresh database cloned from the migrated template; returns its URL and a drop function. */
+/**
+ * A fresh database cloned from the migrated template; returns its URL and a drop function, which also drops the users'
+ * data database a platform on it may have created (`<name>_data`) and that database's user roles.
+ */
 export async function cloneTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const adminUrl = process.env.TESSERA_TEST_DATABASE_URL;
   if (!adminUrl) throw new Error('TESSERA_TEST_DATABASE_URL is not set: run tests through npm test');
@@ -40,6 +44,7 @@ export async function cloneTestDatabase(): Promise<{ url: string; drop(): Promis
       } finally {
         await admin.end();
       }
+      await dropUserDataDatabase(withDatabase(adminUrl, name));
     },
   };
 }
