@@ -18,32 +18,50 @@ import type { MessengerClient, MessengerPlatform } from './messengers/messenger.
 import type { ProviderCalls } from './provider-calls.ts';
 import { createTeamActivities } from './teams/team-broadcasts.ts';
 import type { Pool } from '../db/pool.ts';
+import { createRagActivities } from './rag/rag-activities.ts';
+import type { RagModel } from './rag/rag-model.ts';
+import type { RagStore } from './rag/rag-store.ts';
+import type { UserDataDatabase } from './user-data/data-database.ts';
+import { ImportStore } from './user-data/import-store.ts';
+import { createTableImportActivities, type UploadReader } from './user-data/table-import.ts';
 
 export interface ActivityDependencies extends ChatActivityDependencies, AbandonedHoldDependencies {
   orm: MikroORM;
   calls: ProviderCalls;
-  ledger: CreditLedger;
-  accounts: AccountPlans;
-  pool: Pool;
   embeddingCalls: EmbeddingCalls;
   /** Embeddings for activities that need vectors (RAG indexing): EmbeddingService.embed. */
   embeddings: EmbeddingService;
+  ledger: CreditLedger;
+  accounts: AccountPlans;
+  pool: Pool;
   messengers: Partial<Record<MessengerPlatform, MessengerClient>>;
   media: MediaServices;
+  /** The users' data database and the uploads their tables are imported from (table imports). */
+  userData: UserDataDatabase;
+  uploads: UploadReader;
+  /** The RAG index's tables and the model new indexes use (activities/rag/). */
+  rag: RagStore;
+  ragModel: RagModel;
 }
 
 export function createActivities(dependencies: ActivityDependencies) {
   return {
     ...createCompletionActivities(dependencies),
+    ...createEmbeddingActivities(dependencies),
     ...createChatActivities(dependencies),
     ...createMessengerActivities(dependencies),
     ...createTeamActivities(dependencies),
     ...createMediaActivities(dependencies),
     ...createAsyncJobActivities(dependencies),
     ...createMediaSweepActivities(dependencies),
-    ...createEmbeddingActivities(dependencies),
     ...createCallbackActivities(dependencies),
     ...createAbandonedHoldActivities(dependencies),
+    ...createRagActivities(dependencies),
+    ...createTableImportActivities({
+      userData: dependencies.userData,
+      uploads: dependencies.uploads,
+      imports: new ImportStore(dependencies.pool),
+    }),
     /** Grants the monthly credits of every account whose cycle ended (see credits/renewals.ts). */
     renewDueCycles: () => renewDueCycles(dependencies.orm, dependencies.accounts),
   };

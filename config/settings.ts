@@ -28,6 +28,18 @@ const durationMilliseconds = (fallback: string) =>
       return z.NEVER;
     });
 
+/** A comma-separated list (entries trimmed, empty ones dropped), `fallback` when unset. */
+const commaList = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((value) =>
+      value
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter(Boolean),
+    );
+
 /** A Replicate model: `owner/name`, optionally pinned to a version. */
 const replicateModel = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+(?::[0-9a-f]{64})?$/;
 
@@ -55,16 +67,9 @@ const settingsSchema = z.object({
   /** The agent service's port (README, "Agent service"). */
   AGENT_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
   /** Which HTTP services this API process serves: `gateway`, `agents`, or both (comma-separated). */
-  API_SERVICES: z
-    .string()
-    .default('gateway,agents')
-    .transform((value) =>
-      value
-        .split(',')
-        .map((entry) => entry.trim())
-        .filter(Boolean),
-    )
-    .pipe(z.array(z.enum(['gateway', 'agents'])).min(1, 'name gateway, agents or both')),
+  API_SERVICES: commaList('gateway,agents').pipe(
+    z.array(z.enum(['gateway', 'agents'])).min(1, 'name gateway, agents or both'),
+  ),
   DATABASE_URL: z.string().min(1),
   TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().default('default'),
@@ -151,6 +156,23 @@ const settingsSchema = z.object({
   MEDIA_POLL_INTERVAL_MS: z.coerce.number().int().positive().default(15_000),
   // Media job callbacks (README, "Media job callbacks"): deliveries tried at most this many times, with backoff.
   MEDIA_CALLBACK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(10),
+  /**
+   * The embedding model of the RAG index (activities/rag/rag-model.ts); unset: the embedding default (EMBEDDING_MODEL,
+   * else the first model with a configured provider, else the local engine). `npm start` sets `local-embedding` when
+   * it simulates the providers, so its index is a real one.
+   */
+  RAG_EMBEDDING_MODEL: optionalText(z.string()),
+  // Uploaded files (README, "Files, RAG and SQL"): the largest file taken, and what one account's files may take.
+  UPLOAD_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(100 * 1024 * 1024),
+  UPLOAD_QUOTA_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(1024 * 1024 * 1024),
   // Embeddings (README, "Embeddings").
   /**
    * The embedding model of callers that name none (RAG indexing and search); unset: the first catalogue embedding
@@ -181,16 +203,7 @@ const settingsSchema = z.object({
    * code_execute's languages whose runner each process starts at start-up, so even a process's first call finds its
    * engine loaded (activities/tools/code-execute.ts); others start at their first call. Comma-separated.
    */
-  CODE_ENGINES_WARM_AT_START: z
-    .string()
-    .default('javascript,python')
-    .transform((value) =>
-      value
-        .split(',')
-        .map((entry) => entry.trim())
-        .filter(Boolean),
-    )
-    .pipe(z.array(z.enum(['javascript', 'python']))),
+  CODE_ENGINES_WARM_AT_START: commaList('javascript,python').pipe(z.array(z.enum(['javascript', 'python']))),
   GEOCODING_API_URL: z.url().default('https://geocoding-api.open-meteo.com'),
   WEATHER_API_URL: z.url().default('https://api.open-meteo.com'),
   SEARXNG_URL: optionalText(z.url()),
@@ -214,15 +227,7 @@ const settingsSchema = z.object({
   /** The agent service's public origin: magic links, OAuth redirects and the CSRF origin check use it. */
   AGENT_PUBLIC_URL: optionalText(z.url({ protocol: /^https?$/ })),
   /** Further origins allowed to send cookie-authenticated POSTs (comma-separated), e.g. a separate web front end. */
-  AGENT_ALLOWED_ORIGINS: z
-    .string()
-    .default('')
-    .transform((value) =>
-      value
-        .split(',')
-        .map((entry) => entry.trim())
-        .filter(Boolean),
-    ),
+  AGENT_ALLOWED_ORIGINS: commaList(''),
   /** SMTP server for magic links and the send_email tool (smtp://user:pass@host:port); unset: links are logged. */
   SMTP_URL: optionalText(z.string()),
   MAIL_FROM: z.string().default('Tessera <no-reply@tessera.local>'),
@@ -286,34 +291,20 @@ const settingsSchema = z.object({
   SQL_STATEMENT_TIMEOUT: durationMilliseconds('5s'),
   /** How long `POST /sql/csv_to_db` waits for its import to finish before it answers 202 with the running import. */
   SQL_IMPORT_WAIT: durationMilliseconds('5s'),
-  FETCH_ALLOWED_HOSTS: z
-    .string()
-    .default('')
-    .transform((value) =>
-      value
-        .split(',')
-        .map((entry) => entry.trim())
-        .filter(Boolean),
-    ),
+  FETCH_ALLOWED_HOSTS: commaList(''),
   /** Remote A2A agents delegate_to_agent may call by name: `name=<agent card URL>` entries, comma-separated. */
-  A2A_REMOTE_AGENTS: z
-    .string()
-    .default('')
-    .transform((value, context) => {
-      const agents: Record<string, string> = {};
-      for (const entry of value
-        .split(',')
-        .map((item) => item.trim())
-        .filter(Boolean)) {
-        const match = /^([A-Za-z0-9_-]{1,64})=(https?:\/\/\S+)$/.exec(entry);
-        if (!match) {
-          context.addIssue({ code: 'custom', message: `"${entry}" is not name=<http(s) card URL>` });
-          return z.NEVER;
-        }
-        agents[match[1]!] = match[2]!;
+  A2A_REMOTE_AGENTS: commaList('').transform((entries, context) => {
+    const agents: Record<string, string> = {};
+    for (const entry of entries) {
+      const match = /^([A-Za-z0-9_-]{1,64})=(https?:\/\/\S+)$/.exec(entry);
+      if (!match) {
+        context.addIssue({ code: 'custom', message: `"${entry}" is not name=<http(s) card URL>` });
+        return z.NEVER;
       }
-      return agents;
-    }),
+      agents[match[1]!] = match[2]!;
+    }
+    return agents;
+  }),
 });
 
 export type Settings = z.infer<typeof settingsSchema>;

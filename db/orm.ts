@@ -22,8 +22,9 @@ export function ormConfig(databaseUrl: string, options: { poolMax?: number } = {
       emit: 'ts',
       fileName: (timestamp: string, name?: string) => `Migration${timestamp}${name ? '_' + name : ''}`,
     },
-    // Tables the A2A SDK's own PostgreSQL stores define and use (migration `a2a`): no entities map them.
-    schemaGenerator: { skipTables: ['a2a_tasks', 'a2a_push_configs'] },
+    // Tables no entity maps: the A2A SDK's own PostgreSQL stores (migration `a2a`), and the RAG index, whose pgvector
+    // columns and indexes MikroORM's schema tools do not know (migration `rag`).
+    schemaGenerator: { skipTables: ['a2a_tasks', 'a2a_push_configs', 'rag_documents', 'rag_chunks'] },
     debug: false,
     allowGlobalContext: false,
   });

@@ -38,6 +38,11 @@ import type { MediaServices } from '../activities/media/media-activities.ts';
 import { createHostedMediaEngines } from '../activities/media/providers/index.ts';
 import { createMediaEngines } from '../activities/media/local/index.ts';
 import { createMediaFiles } from '../activities/media/storage.ts';
+import { UploadStore } from '../activities/uploads/upload-store.ts';
+import { localEmbeddingModelId, ragModelOf, type RagModel } from '../activities/rag/rag-model.ts';
+import { RagStore } from '../activities/rag/rag-store.ts';
+import { createFileServices } from '../activities/rag/file-services.ts';
+import { defaultEmbeddingModel } from '../activities/routing/router.ts';
 import { warmToolEngines } from '../activities/tools/index.ts';
 import { UserDataDatabase } from '../activities/user-data/data-database.ts';
 import { createLogger } from '../process/logger.ts';
@@ -140,6 +145,11 @@ export interface WorkerDependencies {
   creditHoldGraceMs: number;
   /** The users' data database: their imported tables, read-only queries (closed by the process). */
   userData: UserDataDatabase;
+  /** Users' uploaded files (PDF, xlsx, CSV, images), in the media store beside the media files. */
+  uploads: UploadStore;
+  /** The RAG index's tables, and the embedding model new indexes use (activities/rag/). */
+  rag: RagStore;
+  ragModel: RagModel;
 }
 
 export function createWorkerDependencies(
@@ -213,6 +223,12 @@ export function createWorkerDependencies(
     pollIntervalMs: settings.MEDIA_POLL_INTERVAL_MS,
     callbackMaxAttempts: settings.MEDIA_CALLBACK_MAX_ATTEMPTS,
   };
+  const uploads = new UploadStore({
+    pool,
+    store: media.files.store,
+    maxFileBytes: settings.UPLOAD_MAX_BYTES,
+    quotaBytes: settings.UPLOAD_QUOTA_BYTES,
+  });
   // Users' tables live in a database of their own, reached through roles of their own (activities/user-data/).
   const userData = new UserDataDatabase({
     platformUrl: settings.DATABASE_URL,
@@ -220,9 +236,17 @@ export function createWorkerDependencies(
     statementTimeoutMs: settings.SQL_STATEMENT_TIMEOUT,
     maxRows: settings.SQL_MAX_ROWS,
   });
+  const ragModel = ragModelOf(
+    catalogue.catalogue,
+    settings.RAG_EMBEDDING_MODEL,
+    defaultEmbeddingModel(catalogue.catalogue, settings.EMBEDDING_MODEL)?.id ?? localEmbeddingModelId,
+  );
   return {
     media,
     userData,
+    uploads,
+    rag: new RagStore(pool),
+    ragModel,
     creditHoldGraceMs: settings.CREDIT_HOLD_GRACE,
     memories,
     sites,
@@ -259,6 +283,14 @@ export async function createWorker(options: {
   );
   const temporal = new Client({ connection: options.connection, namespace: settings.TEMPORAL_NAMESPACE });
   SandboxedWorker.stackTraces = settings.TEMPORAL_WORKFLOW_STACK_TRACES;
+  // Activities embed through the same workflow as POST /v1/embeddings (RAG indexing, the agents' file search).
+  const embeddings = createEmbeddingService({
+    client: temporal,
+    settings,
+    catalogue: options.catalogue,
+    dependencies: options.dependencies,
+  });
+  const { uploads, rag, ragModel } = options.dependencies;
   return SandboxedWorker.create({
     connection: options.connection,
     namespace: settings.TEMPORAL_NAMESPACE,
@@ -267,13 +299,11 @@ export async function createWorker(options: {
     activities: createActivities({
       orm: options.orm,
       ...options.dependencies,
-      // Activities embed through the same workflow as POST /v1/embeddings (RAG indexing).
-      embeddings: createEmbeddingService({
-        client: temporal,
-        settings,
-        catalogue: options.catalogue,
-        dependencies: options.dependencies,
-      }),
+      embeddings,
+      toolServices: {
+        ...options.dependencies.toolServices,
+        files: createFileServices({ uploads, rag, embeddings, ragModel }),
+      },
       isRunning: async (workflowId) => {
         try {
           const description = await temporal.workflow.getHandle(workflowId).describe();

@@ -12,3 +12,4 @@ export { mediaJob } from './media.workflow.ts';
 export { mediaMusic, mediaVideo } from './media-async.workflow.ts';
 export { mediaFilesSweep } from './media-sweep.workflow.ts';
 export { tableImport } from './table-import.workflow.ts';
+export { ragIndex } from './rag-index.workflow.ts';

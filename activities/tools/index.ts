@@ -9,6 +9,8 @@ import { fileListTool } from './file-list.ts';
 import { fileReadTool } from './file-read.ts';
 import { fileWriteTool } from './file-write.ts';
 import { publishSiteTool } from './publish-site.ts';
+import { ragSearchTool } from './rag-search.ts';
+import { readUploadTool } from './read-upload.ts';
 import { sendEmailTool } from './send-email.ts';
 import { updatePlanTool } from './update-plan.ts';
 import { saveMemoryTool } from './save-memory.ts';
@@ -33,6 +35,8 @@ export const builtInTools: ToolDefinition[] = [
   publishSiteTool,
   delegateAgentTool,
   sqlQueryTool,
+  ragSearchTool,
+  readUploadTool,
 ];
 
 const byName = new Map(builtInTools.map((tool) => [tool.name, tool]));

@@ -6,6 +6,7 @@
  * retry policy. Tools never see Koa, Temporal or the database: what they need comes in the `ToolContext`.
  */
 import type { z } from 'zod';
+import type { FileServices } from '../rag/file-services.ts';
 
 export interface ToolRetryPolicy {
   /** Attempts in all (1: never retried). */
@@ -63,6 +64,8 @@ export interface ToolServices {
       userId: string,
     ): Promise<Array<{ name: string; row_count: number; columns: Array<{ name: string; type: string }> }>>;
   };
+  /** The user's uploaded files: search over their index, and their text read straight from them (activities/rag/). */
+  files?: FileServices;
   /**
    * Published sites (activities/sites/site-store.ts): publishes or replaces the user's own site; once per `callKey`.
    * Throws RangeError for a refused name, title or html.

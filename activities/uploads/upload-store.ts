@@ -5,8 +5,9 @@
  *
  * - **The type comes from the bytes**, never from the name or the declared type: `file-type` reads the magic numbers
  *   (a PDF's `%PDF-`, a PNG's signature, an xlsx's zip entries), and a text file is a CSV when its start is UTF-8
- *   that `csv-parse` reads as rows of one width with at least two columns. Anything else is refused naming what was
- *   found (`UploadRefused`, kind `unsupported_type`: the API's 415).
+ *   that `csv-parse` reads as rows of at least two columns, most (80 %) of the header's width (the delimiter is the
+ *   one the header line uses most, as the table readers decide it). Anything else is refused naming what was found
+ *   (`UploadRefused`, kind `unsupported_type`: the API's 415).
  * - **Size and quota**: a file over `maxFileBytes` is refused as it streams in (nothing is kept), and the account's
  *   files together may not pass `quotaBytes`: checked in the statement that records the file, under a lock of the
  *   account's row, so two uploads at once cannot both slip under it.
@@ -91,8 +92,9 @@ export interface UploadStoreOptions {
 
 /** Bytes of a file's start read to tell a CSV from other text. */
 const sniffBytes = 64 * 1024;
-/** Rows of that start a CSV must parse into, all of one width. */
+/** Rows of that start read to judge a CSV, and the share of them that must have the header's width. */
 const csvSampleRows = 20;
+const csvMatchingShare = 0.8;
 
 interface UploadRow {
   id: string;
@@ -326,11 +328,13 @@ function csvProblem(head: Buffer): string | null {
   const complete = head.length >= sniffBytes ? text.slice(0, Math.max(text.lastIndexOf('\n'), 0)) : text;
   let rows: string[][];
   try {
-    rows = parseCsv(complete.replace(/^\ufeff/, ''), {
-      delimiter: [',', ';', '\t'],
+    const body = complete.replace(/^\ufeff/, '');
+    rows = parseCsv(body, {
+      delimiter: headerDelimiter(body.split(/\r?\n/, 1)[0] ?? ''),
       to_line: csvSampleRows,
       skip_empty_lines: true,
       relax_quotes: false,
+      relax_column_count: true,
     }) as string[][];
   } catch (error) {
     return `text that is not CSV (${(error as Error).message.split('\n')[0]})`;
@@ -338,8 +342,20 @@ function csvProblem(head: Buffer): string | null {
   if (rows.length === 0) return 'empty text';
   const width = rows[0]!.length;
   if (width < 2) return 'text with one column per line, not CSV (separate columns with commas, semicolons or tabs)';
-  if (rows.some((row) => row.length !== width)) return 'text whose lines have different numbers of fields, not CSV';
+  // Most lines must have the header's width: a table with a few bad rows is still a table (its import counts them),
+  // prose with commas is not.
+  const matching = rows.filter((row) => row.length === width).length;
+  if (matching < Math.ceil(rows.length * csvMatchingShare)) {
+    return 'text whose lines have different numbers of fields, not CSV';
+  }
   return null;
+}
+
+/** The delimiter a header line uses most: comma, semicolon, tab or pipe (comma when it uses none). */
+export function headerDelimiter(line: string): string {
+  const counts = [',', ';', '\t', '|'].map((delimiter) => [delimiter, line.split(delimiter).length - 1] as const);
+  const [best] = counts.sort((a, b) => b[1] - a[1]);
+  return best && best[1] > 0 ? best[0] : ',';
 }
 
 function toRecord(row: UploadRow): UploadRecord {

@@ -15,18 +15,16 @@
  *    An attempt that died after that commit but before reporting is recognised by the table's comment, and answers
  *    the result it kept.
  *
- * Readers: `csv-parse` (streaming; the delimiter, comma, semicolon, tab or pipe, is the one the header line uses most;
- * a malformed record, such as an unclosed quote, is skipped by the parser and counted as a bad row) and exceljs's
- * streaming `WorkbookReader` for xlsx (the first worksheet; numbers, dates, booleans, formulas' results and rich
- * text read as their text; SheetJS's npm package is no longer maintained there, exceljs is).
+ * Readers: the upload's table readers (activities/uploads/table-rows.ts, shared with the RAG index): `csv-parse`
+ * streaming, with the delimiter the header line uses most and malformed records counted as bad rows, and exceljs's
+ * streaming workbook reader for xlsx (the first worksheet here).
  */
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ApplicationFailure } from '@temporalio/common';
-import { parse as parseCsv, type Info } from 'csv-parse';
-import ExcelJS from 'exceljs';
 import { from as copyFrom } from 'pg-copy-streams';
 import { heartbeat } from '../heartbeat.ts';
+import { sniffDelimiter, tableRows, UnreadableTable } from '../uploads/table-rows.ts';
 import type { OpenedUpload } from '../uploads/upload-store.ts';
 import {
   chooseColumnType,
@@ -127,105 +125,17 @@ async function openUpload(uploads: UploadReader, input: TableImportInput): Promi
 }
 
 /** The delimiter the first line uses most (comma when it holds none of them). */
-async function sniffDelimiter(upload: OpenedUpload): Promise<string> {
-  const stream = await upload.stream();
-  let head = '';
+/**
+ * The file's rows (activities/uploads/table-rows.ts, the readers the RAG index uses too): the first worksheet of a
+ * workbook; a workbook that cannot be read ends the import with that reason.
+ */
+async function* fileRows(upload: OpenedUpload, plan: { delimiter?: string }): AsyncGenerator<FileRow> {
   try {
-    for await (const chunk of stream) {
-      head += (chunk as Buffer).toString('utf8');
-      if (head.includes('\n') || head.length > 64 * 1024) break;
-    }
-  } finally {
-    stream.destroy();
-  }
-  const line = head.split(/\r?\n/)[0] ?? '';
-  const counts = [',', ';', '\t', '|'].map((delimiter) => [delimiter, line.split(delimiter).length - 1] as const);
-  const [best] = counts.sort((a, b) => b[1] - a[1]);
-  return best && best[1] > 0 ? best[0] : ',';
-}
-
-async function* csvRows(upload: OpenedUpload, delimiter: string): AsyncGenerator<FileRow> {
-  const skipped: FileRow[] = [];
-  const parser = parseCsv({
-    delimiter,
-    bom: true,
-    info: true,
-    relax_column_count: true,
-    skip_empty_lines: true,
-    skip_records_with_error: true,
-    on_skip: (error) => {
-      const lines = (error as { lines?: number } | undefined)?.lines ?? 0;
-      skipped.push({ line: lines, error: error?.message ?? 'unreadable record' });
-    },
-  });
-  const source = await upload.stream();
-  source.on('error', (error) => parser.destroy(error));
-  source.pipe(parser);
-  for await (const entry of parser as AsyncIterable<{ record: string[]; info: Info }>) {
-    while (skipped.length) yield skipped.shift()!;
-    yield { line: entry.info.lines, values: entry.record };
-  }
-  while (skipped.length) yield skipped.shift()!;
-}
-
-/** An Excel cell's value as text (see the file comment); dates are written as PostgreSQL reads them. */
-export function cellText(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  if (typeof value === 'string') return value;
-  if (typeof value === 'number') return Number.isFinite(value) ? String(value) : '';
-  if (typeof value === 'boolean') return value ? 'true' : 'false';
-  if (value instanceof Date) {
-    if (Number.isNaN(value.getTime())) return '';
-    const iso = value.toISOString();
-    return iso.endsWith('T00:00:00.000Z') ? iso.slice(0, 10) : iso.slice(0, 19).replace('T', ' ');
-  }
-  if (typeof value === 'object') {
-    const cell = value as {
-      richText?: Array<{ text: string }>;
-      text?: unknown;
-      result?: unknown;
-      error?: string;
-      formula?: string;
-      sharedFormula?: string;
-    };
-    if (cell.richText) return cell.richText.map((part) => part.text).join('');
-    if (cell.formula !== undefined || cell.sharedFormula !== undefined) return cellText(cell.result);
-    if (cell.error !== undefined) return cell.error;
-    if (cell.text !== undefined) return cellText(cell.text);
-  }
-  return String(value);
-}
-
-async function* workbookRows(upload: OpenedUpload): AsyncGenerator<FileRow> {
-  const source = await upload.stream();
-  try {
-    const workbook = new ExcelJS.stream.xlsx.WorkbookReader(source, {
-      worksheets: 'emit',
-      sharedStrings: 'cache',
-      styles: 'cache',
-      hyperlinks: 'ignore',
-      entries: 'ignore',
-    });
-    for await (const worksheet of workbook) {
-      for await (const row of worksheet) {
-        // row.values is 1-based and sparse; trailing empty cells are not there at all.
-        const cells = (row.values as unknown[]).slice(1);
-        const values = Array.from(cells, (cell) => cellText(cell));
-        while (values.length && values.at(-1) === '') values.pop();
-        if (values.length) yield { line: row.number, values };
-      }
-      break; // the first worksheet only
-    }
+    yield* tableRows(upload, { sheets: 'first', ...(plan.delimiter ? { delimiter: plan.delimiter } : {}) });
   } catch (error) {
-    if (error instanceof ApplicationFailure) throw error;
-    refuseFile(`The workbook could not be read: ${(error as Error).message}`);
-  } finally {
-    source.destroy();
+    if (error instanceof UnreadableTable) refuseFile(`The file could not be read: ${error.message}`);
+    throw error;
   }
-}
-
-function fileRows(upload: OpenedUpload, plan: { delimiter?: string }): AsyncGenerator<FileRow> {
-  return upload.kind === 'xlsx' ? workbookRows(upload) : csvRows(upload, plan.delimiter ?? ',');
 }
 
 /** Calls `report` with the rows read so far at most every two seconds (heartbeat and the import's progress). */

@@ -9,8 +9,9 @@
  *
  * Areas (one folder each under api/agents/routes/): auth (logins, linking, keys), agents (catalogue and custom
  * agents), chat (routed streaming chat, agent loops, approvals), history (sessions, search, usage), suggest
- * (follow-up questions), memory, schedule (scheduled tasks), billing, sites (publishing, `/deploy/*`), a2a (agent
- * card and the A2A JSON-RPC endpoint), teams (members, invitations, broadcasts).
+ * (follow-up questions), memory, schedule (scheduled tasks), billing, sites (publishing, `/deploy/*`), uploads
+ * (files), rag (indexing and search), sql (read-only queries, table imports), a2a (agent card and the A2A JSON-RPC
+ * endpoint), teams (members, invitations, broadcasts).
  *
  * `createAgentService` also returns what the process wires beside the app: the scheduled tasks' service (reconciled
  * with Temporal at start) and the activities a scheduled run needs from this service (served on its own task queue).
@@ -56,7 +57,14 @@ import { billingRoutes, billingWebhookRoutes } from './routes/billing/routes.ts'
 import { SiteService } from '../services/sites/service.ts';
 import { siteHost } from './routes/sites/site-host.ts';
 import { siteRoutes } from './routes/sites/routes.ts';
+import { uploadRoutes } from './routes/uploads/routes.ts';
+import { ragRoutes } from './routes/rag/routes.ts';
+import { RagService } from '../services/rag/service.ts';
+import { createEmbeddingService } from '../../activities/embeddings/embedding-service.ts';
 import { a2aRoutes } from './routes/a2a/routes.ts';
+import { sqlRoutes } from './routes/sql/routes.ts';
+import { SqlService } from '../services/sql/service.ts';
+import { ImportStore } from '../../activities/user-data/import-store.ts';
 import { TeamService } from '../services/teams/service.ts';
 import { teamRoutes } from './routes/teams/routes.ts';
 import { scheduleRoutes } from './routes/schedule/routes.ts';
@@ -225,11 +233,45 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
       visionModel: settings.AGENT_VISION_MODEL,
     },
   });
-  routes.use(agentChatRoutes({ agentChat, chat, openStreams: dependencies.openStreams }).routes());
+  routes.use(
+    agentChatRoutes({ agentChat, chat, openStreams: dependencies.openStreams, uploads: dependencies.uploads }).routes(),
+  );
   const { conversations, pool } = dependencies;
   const usage = new UsageService({ pool, conversations, catalogue: dependencies.catalogue.catalogue });
   routes.use(historyRoutes({ conversations, usage }).routes());
   routes.use(siteRoutes(new SiteService(dependencies.sites)).routes());
+  const rag = new RagService({
+    rag: dependencies.rag,
+    uploads: dependencies.uploads,
+    ragModel: dependencies.ragModel,
+    embeddings: createEmbeddingService({
+      client: dependencies.client,
+      settings,
+      catalogue: dependencies.catalogue,
+      dependencies,
+    }),
+    client: dependencies.client,
+    taskQueue: dependencies.taskQueue,
+  });
+  routes.use(
+    uploadRoutes({
+      uploads: dependencies.uploads,
+      describe: (userId, fileIds) => rag.describeFiles(userId, fileIds),
+    }).routes(),
+  );
+  routes.use(ragRoutes(rag).routes());
+  routes.use(
+    sqlRoutes(
+      new SqlService({
+        userData: dependencies.userData,
+        imports: new ImportStore(pool),
+        uploads: dependencies.uploads,
+        client: dependencies.client,
+        taskQueue: dependencies.taskQueue,
+        importWaitMs: settings.SQL_IMPORT_WAIT,
+      }),
+    ).routes(),
+  );
   routes.use(
     a2aRoutes({
       client: dependencies.client,

@@ -5,11 +5,12 @@
  * bytes back, listing, deletion, and another user's file answered as one that does not exist on every route.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { csvOf, pdfWith, xlsxWith } from '../helpers/documents.ts';
 import { englishImage } from '../helpers/media-images.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { readSse } from '../helpers/sse.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
@@ -183,6 +184,35 @@ describe('uploading', () => {
     });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as Json).error.param).toBe('content_base64');
+  });
+});
+
+describe('attaching', () => {
+  it('sends an uploaded image to the turn’s vision model, and refuses other files and other users’ images', async () => {
+    const { body: image } = await upload(await englishImage('look'), 'look.png');
+    const { body: pdf } = await upload(await pdfWith(['Words.']), 'words.pdf');
+    const chat = (imageFileId: string, as = key) =>
+      platform.agents(`/chat/stream/web:${randomUUID()}`, {
+        method: 'POST',
+        key: as,
+        body: JSON.stringify({
+          message: 'What is in this picture?',
+          image_file_id: imageFileId,
+          preferred_agents: ['general'],
+        }),
+      });
+    const seen = await chat(image.id);
+    expect(seen.status).toBe(200);
+    const tokens = (await readSse(seen))
+      .map((event) => event.data as Json)
+      .filter((event) => event?.type === 'token')
+      .map((event) => event.text)
+      .join('');
+    expect(tokens).toContain('[saw 1 image(s)]');
+    const notAnImage = await chat(pdf.id);
+    expect(notAnImage.status).toBe(400);
+    expect(((await notAnImage.json()) as Json).error.param).toBe('image_file_id');
+    expect((await chat(image.id, otherKey)).status).toBe(404);
   });
 });
 

@@ -1,10 +1,12 @@
 /**
  * The agent service's chat (spec 4.1, 4.11, 6), all needing a login (cookie, bearer key, or X-API-Key on /api/v1):
  *
- * - `POST /chat/stream/{session_id}` `{message, session_id?, image_data?, preferred_agents?, preset_instruction?}`:
- *   routes the message, runs it as a durable turn, streams it (events.ts).
- * - `POST /chat/loop/{session_id}` `{message, agent_id?, preferred_agents?, image_data?, preset_instruction?,
- *   max_iterations?, budget_credits?}`: an agent loop, streamed the same way with `iteration` events.
+ * - `POST /chat/stream/{session_id}` `{message, session_id?, image_data?, image_file_id?, preferred_agents?,
+ *   preset_instruction?}`: routes the message, runs it as a durable turn, streams it (events.ts). `image_file_id`
+ *   attaches one of the caller's uploaded images (`POST /upload`) as `image_data` attaches an image sent inline.
+ * - `POST /chat/loop/{session_id}` `{message, agent_id?, preferred_agents?, image_data?, image_file_id?,
+ *   preset_instruction?, max_iterations?, budget_credits?}`: an agent loop, streamed the same way with `iteration`
+ *   events.
  * - `GET /chat/turns/{turn_id}/stream`: re-attaches to a turn or loop (from `Last-Event-ID`, or the start).
  * - `POST /chat/turns/{turn_id}/cancel`: stops a loop after its current iteration.
  * - `POST /chat/approvals/{id}/approve` and `/reject` `{reason?}`: decide a tool call waiting for approval.
@@ -26,6 +28,10 @@ import type { AgentChat, AgentMessage } from '../../../services/agents/agent-cha
 import { WorkspaceLoginRequired } from '../../../services/agents/agent-chat.ts';
 import type { ChatService } from '../../../services/chat/service.ts';
 import { presentAgentEvent } from './events.ts';
+import type { UploadStore } from '../../../../activities/uploads/upload-store.ts';
+import { readWhole } from '../../../../activities/uploads/upload-store.ts';
+import { fileIdPattern } from '../uploads/schema.ts';
+import sharp from 'sharp';
 
 const sessionKey = z.string().regex(/^[A-Za-z0-9:_.@-]{1,128}$/, 'must be 1-128 letters, digits or : _ . @ -');
 
@@ -52,6 +58,8 @@ const messageFields = {
   message: z.string().trim().min(1).max(32_000),
   session_id: sessionKey.optional(),
   image_data: imageData.optional(),
+  /** An uploaded image of the caller's (`POST /upload`), for the turn's vision model. */
+  image_file_id: z.string().regex(fileIdPattern, 'must be a file id (file_…)').optional(),
   preferred_agents: z.array(z.string().min(1).max(64)).max(32).optional(),
   preset_instruction: z.string().max(4_000).optional(),
 };
@@ -70,7 +78,12 @@ const externalBody = z
   .strict();
 const decisionBody = z.object({ reason: z.string().max(500).optional() }).strict();
 
-export function agentChatRoutes(dependencies: { agentChat: AgentChat; chat: ChatService; openStreams: OpenStreams }) {
+export function agentChatRoutes(dependencies: {
+  agentChat: AgentChat;
+  chat: ChatService;
+  openStreams: OpenStreams;
+  uploads: Pick<UploadStore, 'open'>;
+}) {
   const { agentChat, chat, openStreams } = dependencies;
   const router = new Router<CallerState>();
 
@@ -108,13 +121,25 @@ export function agentChatRoutes(dependencies: { agentChat: AgentChat; chat: Chat
     }
   };
 
+  /** The message's images: `image_data` as sent, and an uploaded image by its id (the caller's own only). */
+  const imagesOf = async (
+    context: Context & { state: CallerState },
+    body: { image_data?: string | undefined; image_file_id?: string | undefined },
+  ): Promise<{ images?: string[] }> => {
+    const images = body.image_data ? [body.image_data] : [];
+    if (body.image_file_id) {
+      images.push(await attachedImage(dependencies.uploads, requireCaller(context.state).userId, body.image_file_id));
+    }
+    return images.length ? { images } : {};
+  };
+
   router.post('/chat/stream/:session_id', async (context) => {
     const body = parse(streamBody, context);
     await begin(context, {
       sessionKey: pathSession(context, body.session_id),
       channel: 'web',
       message: body.message,
-      ...(body.image_data ? { images: [body.image_data] } : {}),
+      ...(await imagesOf(context, body)),
       ...(body.preferred_agents?.length ? { preferredAgents: body.preferred_agents } : {}),
       ...(body.preset_instruction ? { presetInstruction: body.preset_instruction } : {}),
     });
@@ -126,7 +151,7 @@ export function agentChatRoutes(dependencies: { agentChat: AgentChat; chat: Chat
       sessionKey: pathSession(context, body.session_id),
       channel: 'web',
       message: body.message,
-      ...(body.image_data ? { images: [body.image_data] } : {}),
+      ...(await imagesOf(context, body)),
       ...(body.preferred_agents?.length ? { preferredAgents: body.preferred_agents } : {}),
       ...(body.agent_id ? { agentId: body.agent_id } : {}),
       ...(body.preset_instruction ? { presetInstruction: body.preset_instruction } : {}),
@@ -224,4 +249,37 @@ function toImageDataUrl(value: string): string | null {
   const head = Buffer.from(match[1]!.slice(0, 24), 'base64');
   const kind = signatures.find((signature) => signature.test(head));
   return kind ? `data:${kind.mime};base64,${match[1]}` : null;
+}
+
+/** Kinds of upload a vision model can look at. */
+const imageKinds = new Set(['png', 'jpeg', 'webp', 'gif']);
+/** The longest side an attached image is sent at: what vision models read at full detail, and it fits the turn. */
+const attachedImageSide = 1568;
+
+/**
+ * An uploaded image as a data URL for the turn: scaled down to fit (the turn's input travels through Temporal, so
+ * it stays within `maxImageBase64Chars`), re-encoded as JPEG (a GIF's first frame).
+ */
+async function attachedImage(uploads: Pick<UploadStore, 'open'>, userId: string, fileId: string): Promise<string> {
+  const upload = await uploads.open(userId, fileId);
+  if (!upload) throw new ApiError('not_found', `No file ${fileId}`, { param: 'image_file_id' });
+  if (!imageKinds.has(upload.kind)) {
+    throw new ApiError('invalid_request', `image_file_id: the file is ${upload.kind}, not an image`, {
+      param: 'image_file_id',
+    });
+  }
+  const bytes = await readWhole(upload);
+  for (const quality of [85, 70, 50]) {
+    const jpeg = await sharp(bytes, { animated: false, limitInputPixels: 50_000_000 })
+      .rotate()
+      .resize({ width: attachedImageSide, height: attachedImageSide, fit: 'inside', withoutEnlargement: true })
+      .flatten({ background: '#ffffff' })
+      .jpeg({ quality })
+      .toBuffer();
+    const base64 = jpeg.toString('base64');
+    if (base64.length <= maxImageBase64Chars) return `data:image/jpeg;base64,${base64}`;
+  }
+  throw new ApiError('invalid_request', 'image_file_id: the image is too detailed to attach', {
+    param: 'image_file_id',
+  });
 }
