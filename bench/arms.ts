@@ -3,6 +3,7 @@
  * OpenAI-compatible server), Portkey's open-source gateway, and Tessera in two shapes: `npm start` as shipped, and
  * the production shape (`npm run api` + `npm run worker` on a Temporal server backed by PostgreSQL).
  */
+import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -172,6 +173,11 @@ export async function startProduction(options: {
 
 /** A business account's key, metered and rate limited (limits far above the load, so both windows count). */
 export async function createBenchKey(platform: Platform): Promise<string> {
+  return (await createBenchAccount(platform)).key;
+}
+
+/** createBenchKey's account with its user id (for a bench that also reads or writes the account's rows). */
+export async function createBenchAccount(platform: Platform): Promise<{ key: string; userId: string }> {
   const call = async (method: string, path: string, body: unknown) => {
     const response = await fetch(`${platform.url}${path}`, {
       method,
@@ -181,9 +187,13 @@ export async function createBenchKey(platform: Platform): Promise<string> {
     if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
     return (await response.json()) as Record<string, unknown>;
   };
-  const created = await call('POST', '/api/v1/apikeys', { email: `bench-${Date.now()}@example.com`, plan: 'business' });
+  const created = await call('POST', '/api/v1/apikeys', {
+    // Unique even for accounts made in the same millisecond (one account per address).
+    email: `bench-${Date.now()}-${randomBytes(3).toString('hex')}@example.com`,
+    plan: 'business',
+  });
   await call('PATCH', `/api/v1/account/${String(created.user_id)}`, {
     custom_limits: { per_hour: 100_000_000, per_day: 100_000_000 },
   });
-  return String(created.key);
+  return { key: String(created.key), userId: String(created.user_id) };
 }

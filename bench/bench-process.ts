@@ -4,8 +4,8 @@
  * keep-alive socket or a timer still hold the event loop).
  */
 
-/** BENCH_QUICK=1: each bench runs a fraction of its work; its report says it is a smoke test, not figures. */
-export const quick = process.env.BENCH_QUICK === '1';
+/** BENCH_QUICK=1 (or `--quick`): each bench runs a fraction of its work; its report says it is a smoke test, not figures. */
+export const quick = process.env.BENCH_QUICK === '1' || process.argv.includes('--quick');
 
 /** A request count for a quick run: an eighth, at least 5 (the full count otherwise). */
 export const shrink = (n: number): number => (quick ? Math.max(5, Math.round(n / 8)) : n);

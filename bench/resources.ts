@@ -156,12 +156,15 @@ export function total(map: Map<Role, number>): number {
   return sum;
 }
 
-/** Resident memory of processes by role, in MiB. */
-export async function memoryByRole(processes: ProcessInfo[]): Promise<Map<Role, number>> {
+/**
+ * Resident memory of processes by role, in MiB: RSS, or with `proportional` PSS (shared pages divided among the
+ * processes that map them, so PostgreSQL's shared buffers count once over all its backends, not once per backend).
+ */
+export async function memoryByRole(processes: ProcessInfo[], proportional = false): Promise<Map<Role, number>> {
   const memory = new Map<Role, number>();
   for (const info of processes) {
-    const status = await readProc(`/proc/${info.pid}/status`);
-    const match = status && /^VmRSS:\s+(\d+) kB/m.exec(status);
+    const status = await readProc(`/proc/${info.pid}/${proportional ? 'smaps_rollup' : 'status'}`);
+    const match = status && (proportional ? /^Pss:\s+(\d+) kB/m : /^VmRSS:\s+(\d+) kB/m).exec(status);
     if (!match) continue;
     const role = roleOf(info);
     memory.set(role, (memory.get(role) ?? 0) + Number(match[1]) / 1024);

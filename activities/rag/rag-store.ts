@@ -242,11 +242,7 @@ export class RagStore {
     const client = await this.pool.connect();
     try {
       await client.query('begin');
-      // The HNSW scan keeps reading the graph until `k` rows pass the filters (pgvector 0.8's iterative scans): a
-      // user's chunks are a small part of everyone's, and a plain scan would stop at ef_search candidates, most of
-      // them other users'. relaxed_order may return rows slightly out of order: they are sorted again below.
-      await client.query(`set local hnsw.iterative_scan = relaxed_order`);
-      await client.query(`set local hnsw.ef_search = 100`);
+      for (const setting of searchSettings) await client.query(setting);
       const { rows } = await client.query<{
         text: string;
         location: ChunkLocation;
@@ -254,15 +250,7 @@ export class RagStore {
         file_id: string | null;
         title: string;
         distance: number;
-      }>(
-        `select c.text, c.location, c.document_id, c.file_id, d.title, c.embedding <=> $1::vector as distance
-         from rag_chunks c join rag_documents d on d.id = c.document_id
-         where c.user_id = $2 and c.model = $3 and d.status = 'done' and c.embedding is not null
-           and ($4::text is null or c.file_id = $4)
-         order by c.embedding <=> $1::vector
-         limit $5`,
-        [vectorLiteral(vector), userId, options.model, options.fileId ?? null, options.k],
-      );
+      }>(searchStatement, [vectorLiteral(vector), userId, options.model, options.fileId ?? null, options.k]);
       await client.query('commit');
       return rows
         .map((row) => ({
@@ -299,6 +287,24 @@ export class RagStore {
     return rows;
   }
 }
+
+/**
+ * The search's settings, for its transaction alone. The HNSW scan keeps reading the graph until `k` rows pass the
+ * filters (pgvector 0.8's iterative scans): a user's chunks are a small part of everyone's, and a plain scan would
+ * stop at ef_search candidates, most of them other users'. relaxed_order may return rows slightly out of order: the
+ * search sorts them again. (Exported with the statement for `npm run bench:rag`, which EXPLAINs them and measures
+ * their recall against an exact scan.)
+ */
+export const searchSettings = ['set local hnsw.iterative_scan = relaxed_order', 'set local hnsw.ef_search = 100'];
+
+/** The search: $1 the query's vector, $2 the user, $3 the model, $4 a file id or null, $5 k. */
+export const searchStatement = `
+  select c.text, c.location, c.document_id, c.file_id, d.title, c.embedding <=> $1::vector as distance
+  from rag_chunks c join rag_documents d on d.id = c.document_id
+  where c.user_id = $2 and c.model = $3 and d.status = 'done' and c.embedding is not null
+    and ($4::text is null or c.file_id = $4)
+  order by c.embedding <=> $1::vector
+  limit $5`;
 
 /** pgvector's text form of a vector: `[0.1,0.2,…]`. */
 export function vectorLiteral(vector: Float32Array | number[]): string {
