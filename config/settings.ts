@@ -28,6 +28,21 @@ const durationMilliseconds = (fallback: string) =>
       return z.NEVER;
     });
 
+/** A Temporal duration kept as written ('1 hour', '90s'), checked: what a Temporal schedule or timer takes. */
+const duration = (fallback: Duration & string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((value, context) => {
+      try {
+        if (msToNumber(value as Duration) > 0) return value as Duration;
+      } catch {
+        // reported below
+      }
+      context.addIssue({ code: 'custom', message: 'must be a duration such as "1 hour" or "90s"' });
+      return z.NEVER;
+    });
+
 /** A comma-separated list (entries trimmed, empty ones dropped), `fallback` when unset. */
 const commaList = (fallback: string) =>
   z
@@ -86,9 +101,9 @@ const settingsSchema = z.object({
   PROVIDER_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   PROVIDER_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
   /** How often the credit renewal schedule runs (a Temporal duration string). */
-  CREDIT_RENEWAL_INTERVAL: z.string().default('1 hour'),
+  CREDIT_RENEWAL_INTERVAL: duration('1 hour'),
   /** How often the sweep of abandoned credit holds runs (activities/credits/abandoned-holds.ts; a Temporal duration). */
-  CREDIT_HOLD_SWEEP_INTERVAL: z.string().default('1 minute'),
+  CREDIT_HOLD_SWEEP_INTERVAL: duration('1 minute'),
   /**
    * How old a hold must be before that sweep asks Temporal about its workflow (read as milliseconds): longer than
    * an API process takes from holding credits to starting the workflow that settles them.
@@ -140,7 +155,7 @@ const settingsSchema = z.object({
   /** Days a media file is served before it expires (fractions allowed: 0.5 is 12 hours). */
   MEDIA_FILE_TTL_DAYS: z.coerce.number().positive().default(7),
   /** How often the sweep of expired media files runs (a Temporal duration string). */
-  MEDIA_SWEEP_INTERVAL: z.string().default('1 hour'),
+  MEDIA_SWEEP_INTERVAL: duration('1 hour'),
   /** Set: media files go to this S3-compatible bucket instead of MEDIA_DIR. */
   MEDIA_S3_BUCKET: optionalText(z.string()),
   /** The S3-compatible endpoint (MinIO: http://minio:9000); unset: AWS S3 in MEDIA_S3_REGION. */

@@ -1,8 +1,13 @@
 /** Temporal Schedules Tessera relies on, created idempotently at start-up by every API process. */
+import type { Duration } from '@temporalio/common';
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 
 /** The credit renewal schedule: hourly, one run at a time, catching up a day of missed runs. */
-export async function ensureCreditRenewalSchedule(client: Client, taskQueue: string, every = '1 hour'): Promise<void> {
+export async function ensureCreditRenewalSchedule(
+  client: Client,
+  taskQueue: string,
+  every: Duration = '1 hour',
+): Promise<void> {
   try {
     await client.schedule.create({
       scheduleId: `tessera-credit-renewals-${taskQueue}`,
@@ -25,7 +30,7 @@ export async function ensureCreditRenewalSchedule(client: Client, taskQueue: str
 export async function startCreditHoldSweepSchedule(
   client: Client,
   taskQueue: string,
-  every = '1 minute',
+  every: Duration = '1 minute',
 ): Promise<void> {
   const scheduleId = `tessera-credit-holds-sweep-${taskQueue}`;
   try {
@@ -48,7 +53,11 @@ export async function startCreditHoldSweepSchedule(
 }
 
 /** The sweep of expired media files (activities/media/sweep.ts): every `every`, one run at a time, no catching up. */
-export async function ensureMediaSweepSchedule(client: Client, taskQueue: string, every = '1 hour'): Promise<void> {
+export async function ensureMediaSweepSchedule(
+  client: Client,
+  taskQueue: string,
+  every: Duration = '1 hour',
+): Promise<void> {
   try {
     await client.schedule.create({
       scheduleId: mediaSweepScheduleId(taskQueue),

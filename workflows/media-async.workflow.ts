@@ -31,6 +31,7 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { RetryPolicy } from '@temporalio/common';
 import type { AsyncJobActivities } from '../activities/media/async-job-activities.ts';
 import type { CallbackActivities } from '../activities/media/callbacks.ts';
 import type { AsyncJobInput, AsyncJobOutcome, CancelJobRequest, JobPoll } from '../common/media.ts';
@@ -38,7 +39,7 @@ import type { AsyncJobInput, AsyncJobOutcome, CancelJobRequest, JobPoll } from '
 /** Cancels the job (see the file comment); answers once the row says `cancelled`. */
 export const cancelMediaJobUpdate = defineUpdate<{ status: 'cancelled' }, [CancelJobRequest]>('cancelMediaJob');
 
-const retry = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 8 };
+const retry: RetryPolicy = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 8 };
 
 const short = proxyActivities<AsyncJobActivities>({ startToCloseTimeout: '60s', retry });
 

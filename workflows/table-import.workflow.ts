@@ -8,11 +8,12 @@
  * of the file itself (no header, a workbook that does not open, a name taken without `replace`) is not retried; the
  * import is then recorded `failed` with the reason, as it is after the retries of anything else run out.
  */
+import type { RetryPolicy } from '@temporalio/common';
 import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
 import type { TableImportActivities, TableImportInput } from '../activities/user-data/table-import.ts';
 import type { TableImportResult } from '../activities/user-data/import-store.ts';
 
-const retry = {
+const retry: RetryPolicy = {
   initialInterval: '2s',
   backoffCoefficient: 2,
   maximumInterval: '1m',
