@@ -861,6 +861,12 @@ async function stageQueries(simulatorUrl: string, searcherSeed: number, stageSiz
 const shownRoles: Role[] = ['API', 'worker', 'Temporal', 'PostgreSQL'];
 const rate = (value: number) => (Number.isFinite(value) ? (value >= 100 ? value.toFixed(0) : value.toFixed(1)) : 'n/a');
 const seconds = (value: number) => value.toFixed(1);
+/**
+ * Cores busy outside the platform and the bench's process during a phase: the simulator, and whatever else ran on
+ * the machine (a figure well above zero in the local run means other work shared the cores).
+ */
+const elsewhere = (usage: Usage) =>
+  (Math.max(0, usage.machineCpu - total(usage.cpu) - usage.benchCpu) / usage.seconds).toFixed(2);
 const signed = (value: number) => `${value < 0 ? '−' : '+'}${ms(Math.abs(value))}`;
 /** CPU ms per unit by role (`API / worker / Temporal / PostgreSQL`) and the total over every process. */
 const cpuCells = (usage: Usage, units: number, scale = 1000): [string, string] => [
@@ -880,8 +886,8 @@ function runsTable(): string {
 
 function indexTable(): string {
   const lines = [
-    `| embedding | file | chunks | upload s | wall s | extraction s | embedding s | **chunks/s** | chunks/s while embedding | CPU ms per chunk: ${shownRoles.join(' / ')} | **CPU ms per chunk, all** | of it Node worker threads | engine alone: texts/s, CPU ms per text | **indexing ÷ engine alone** (embedding phase) |`,
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|',
+    `| embedding | file | chunks | upload s | wall s | extraction s | embedding s | **chunks/s** | chunks/s while embedding | CPU ms per chunk: ${shownRoles.join(' / ')} | **CPU ms per chunk, all** | of it Node worker threads | engine alone: texts/s, CPU ms per text | **indexing ÷ engine alone** (embedding phase) | cores busy elsewhere |`,
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|---:|',
   ];
   for (const row of indexRows) {
     const [byRole, all] = cpuCells(row.usage, row.chunks);
@@ -894,7 +900,7 @@ function indexTable(): string {
     lines.push(
       `| ${row.engine} | ${row.source}, ${(row.fileBytes / 1e6).toFixed(1)} MB | ${row.chunks} | ${seconds(row.uploadSeconds)} | ` +
         `${seconds(row.wallSeconds)} | ${seconds(row.extractSeconds)} | ${seconds(row.embedSeconds)} | ` +
-        `**${rate(row.chunks / row.wallSeconds)}** | ${rate(embedding)} | ${byRole} | **${all}** | ${workerThreads} | ${direct} | ${ratio} |`,
+        `**${rate(row.chunks / row.wallSeconds)}** | ${rate(embedding)} | ${byRole} | **${all}** | ${workerThreads} | ${direct} | ${ratio} | ${elsewhere(row.usage)} |`,
     );
   }
   return lines.join('\n');
@@ -902,8 +908,8 @@ function indexTable(): string {
 
 function searchTable(stage: string): string {
   const lines = [
-    `| clients | arm | n | errors | p50 ms | p99 ms | **added p50 / p99** over the query | requests/s | CPU ms per request: ${shownRoles.join(' / ')} | CPU ms per request, all |`,
-    '|---:|---|---:|---:|---:|---:|---:|---:|---|---:|',
+    `| clients | arm | n | errors | p50 ms | p99 ms | **added p50 / p99** over the query | requests/s | CPU ms per request: ${shownRoles.join(' / ')} | CPU ms per request, all | cores busy elsewhere |`,
+    '|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|',
   ];
   for (const row of searchRows.filter((candidate) => candidate.stage === stage)) {
     const base = searchRows.find((other) => other.stage === stage && other.clients === row.clients && other.isBase);
@@ -914,7 +920,8 @@ function searchTable(stage: string): string {
     const [byRole, all] = row.usage ? cpuCells(row.usage, row.summary.n) : ['—', '—'];
     lines.push(
       `| ${row.clients} | ${row.arm} | ${row.summary.n} | ${row.summary.errors} | ${ms(row.summary.p50)} | ` +
-        `${ms(row.summary.p99)} | ${added} | ${rate(row.summary.perSecond)} | ${byRole} | ${all} |`,
+        `${ms(row.summary.p99)} | ${added} | ${rate(row.summary.perSecond)} | ${byRole} | ${all} | ` +
+        `${row.usage ? elsewhere(row.usage) : '—'} |`,
     );
   }
   return lines.join('\n');
@@ -974,10 +981,10 @@ function importTables(row: ImportRow): string {
   const memoryRoles: Role[] = ['API', 'worker', 'Temporal', 'PostgreSQL'];
   const mib = (value: number | undefined) => (value ?? 0).toFixed(0);
   const lines = [
-    `| file | rows | bad rows | upload s | import s | **rows/s** | MB/s | CPU ms per 1,000 rows: ${shownRoles.join(' / ')} | CPU ms per 1,000 rows, all |`,
-    '|---|---:|---:|---:|---:|---:|---:|---|---:|',
+    `| file | rows | bad rows | upload s | import s | **rows/s** | MB/s | CPU ms per 1,000 rows: ${shownRoles.join(' / ')} | CPU ms per 1,000 rows, all | cores busy elsewhere |`,
+    '|---|---:|---:|---:|---:|---:|---:|---|---:|---:|',
     `| ${(row.fileBytes / 1e6).toFixed(1)} MB CSV, 8 columns | ${row.rows} | ${row.badRows} | ${seconds(row.uploadSeconds)} | ` +
-      `${seconds(row.importSeconds)} | **${rate(row.rows / row.importSeconds)}** | ${(row.fileBytes / 1e6 / row.importSeconds).toFixed(2)} | ${byRole} | ${all} |`,
+      `${seconds(row.importSeconds)} | **${rate(row.rows / row.importSeconds)}** | ${(row.fileBytes / 1e6 / row.importSeconds).toFixed(2)} | ${byRole} | ${all} | ${elsewhere(row.usage)} |`,
     '',
     '| process | RSS idle MiB | **RSS peak MiB** | PSS idle MiB | PSS peak MiB |',
     '|---|---:|---:|---:|---:|',
@@ -1007,7 +1014,10 @@ async function writeReport(failure: string | undefined): Promise<void> {
         'process). Files, load and direct calls from the bench process over node:http keep-alive (or `pg` for the ' +
         'direct query), everything on the same cores. Business accounts, metered (every embedding holds and ' +
         'settles credits). CPU: user + system seconds of every platform process between the start and the end of ' +
-        'the phase, from /proc. Times in ms unless marked.',
+        "the phase, from /proc; **cores busy elsewhere**: the machine's CPU over the phase (/proc/stat) less the " +
+        "platform's and the bench process's, in cores: the simulator, and any other work on the machine (well " +
+        "above zero in the local run, or beyond the simulator's share in the simulated one, means other work " +
+        'shared the cores). Times in ms unless marked.',
       '',
       runsTable(),
       '',

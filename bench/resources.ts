@@ -83,6 +83,9 @@ export interface Snapshot {
   processes: Map<number, ProcessSample>;
   /** Sectors written by the machine's block devices (the whole machine, for a cross-check). */
   machineWritten: number;
+  /** CPU seconds spent by the whole machine (every process) and by this (the bench's) process. */
+  machineCpu: number;
+  benchCpu: number;
 }
 
 /** Bytes written by the machine's disks so far (whole devices from /proc/diskstats, 512-byte sectors). */
@@ -97,6 +100,14 @@ async function machineWrittenBytes(): Promise<number> {
     sectors += Number(fields[9] ?? 0);
   }
   return sectors * 512;
+}
+
+/** CPU seconds the machine has spent, all cores together (/proc/stat: user, nice, system, irq, softirq, steal). */
+async function machineCpuSeconds(): Promise<number> {
+  const stat = await readProc('/proc/stat');
+  const fields = (stat?.split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
+  return (user + nice + system + irq + softirq + steal) / clockTicksPerSecond;
 }
 
 export async function snapshot(processes: ProcessInfo[]): Promise<Snapshot> {
@@ -115,7 +126,14 @@ export async function snapshot(processes: ProcessInfo[]): Promise<Snapshot> {
       });
     }),
   );
-  return { at: performance.now(), processes: samples, machineWritten: await machineWrittenBytes() };
+  const own = process.cpuUsage();
+  return {
+    at: performance.now(),
+    processes: samples,
+    machineWritten: await machineWrittenBytes(),
+    machineCpu: await machineCpuSeconds(),
+    benchCpu: (own.user + own.system) / 1e6,
+  };
 }
 
 export interface Usage {
@@ -126,6 +144,9 @@ export interface Usage {
   /** CPU seconds of the Node processes (API and worker together) by thread. */
   threads: Map<string, number>;
   machineWritten: number;
+  /** CPU seconds of the whole machine, and of the bench's own process. */
+  machineCpu: number;
+  benchCpu: number;
 }
 
 /** What the processes spent between two snapshots (a process that started in between counts from zero). */
@@ -147,6 +168,8 @@ export function usageBetween(before: Snapshot, after: Snapshot): Usage {
     written,
     threads,
     machineWritten: after.machineWritten - before.machineWritten,
+    machineCpu: after.machineCpu - before.machineCpu,
+    benchCpu: after.benchCpu - before.benchCpu,
   };
 }
 
