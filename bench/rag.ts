@@ -255,6 +255,21 @@ function noteRun(name: string): void {
 
 const processesOf = (platform: Platform) => () => shippedProcesses(platform);
 
+/**
+ * Before a measured phase: waits while a jest run is on the machine (a test run beside the bench makes its figures
+ * worthless; at most 30 minutes, then the phase runs and its "cores busy elsewhere" says so), then for an idle
+ * platform. A quick run does not wait for jest: it checks that the bench works, its figures mean nothing.
+ */
+async function settle(platform: Platform): Promise<void> {
+  if (!quick && jestRunning()) {
+    log('a jest run is on the machine: waiting for it to end');
+    const deadline = Date.now() + 30 * 60_000;
+    while (jestRunning() && Date.now() < deadline) await sleep(10_000);
+    log(jestRunning() ? 'still a jest run after 30 minutes: measuring anyway' : 'the jest run ended');
+  }
+  await waitForIdlePlatform(platform, log);
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Index throughput
 
@@ -265,9 +280,9 @@ async function indexFile(
   file: { path: string; name: string; source: string },
   engine: string,
 ): Promise<IndexRow & { documentId: string }> {
-  await waitForIdlePlatform(platform, log);
+  await settle(platform);
   const uploaded = await upload(platform, key, file.path, file.name);
-  await waitForIdlePlatform(platform, log);
+  await settle(platform);
   const before = await snapshot(await shippedProcesses(platform));
   const started = performance.now();
   const index = await agentsCall(platform, key, '/rag/index', {
@@ -413,7 +428,7 @@ async function measureSearch(
   requests: number,
   expected = k,
 ): Promise<void> {
-  await waitForIdlePlatform(setup.platform, log);
+  await settle(setup.platform);
   log(`search, ${stage}, ${clients} client(s)`);
   for (const arm of searchArms(setup, expected)) {
     const result = await measureArm(arm, {
@@ -615,7 +630,7 @@ async function tableCounts(pool: pg.Pool, stage: string, userId: string): Promis
 
 async function measureImport(platform: Platform, key: string, path: string, rows: number): Promise<void> {
   const processes = processesOf(platform);
-  await waitForIdlePlatform(platform, log);
+  await settle(platform);
   const baseline = { rss: await memoryByRole(await processes()), pss: await memoryByRole(await processes(), true) };
   const peak = { rss: new Map<Role, number>(), pss: new Map<Role, number>(), rssTotal: 0, pssTotal: 0 };
   let sampling = true;
@@ -705,7 +720,7 @@ async function localRun(run: ShippedRun, files: Awaited<ReturnType<typeof makeFi
     ]) {
       log(`indexing ${file.source} (local engine)`);
       const row = await indexFile(platform, account.key, file, engineName);
-      await waitForIdlePlatform(platform, log);
+      await settle(platform);
       row.direct = await directEngine(engine, await chunkTexts(pool, row.documentId, sizes.directTexts));
       indexRows.push(row);
     }
