@@ -147,15 +147,25 @@ const statements = {
     text: `with conversation as (
              update chat_conversations set turns = turns + 1, updated_at = now() where id = $1 returning turns
            ), turn as (
-             insert into chat_turns (id, conversation_id, number, status, created_at, routing_workflow_id)
-             select 'chat-' || $1 || '-' || turns, $1, turns, 'running', now(), $2 from conversation
+             insert into chat_turns (id, conversation_id, number, status, created_at, routing_workflow_id, agent_id)
+             select 'chat-' || $1 || '-' || turns, $1, turns, 'running', now(), $2, $3 from conversation
              returning number
            )
            select number from turn`,
   },
+  /** Ends a running turn; its agent when it was running (so a retried finish reports the turn once). */
   finishTurn: {
     name: 'chat-finish-turn',
-    text: `update chat_turns set status = $2, finished_at = now() where id = $1 and status = 'running'`,
+    text: `update chat_turns set status = $2, finished_at = now(), approval_expires_at = null
+           where id = $1 and status = 'running' returning agent_id`,
+  },
+  markApproval: {
+    name: 'chat-mark-approval',
+    text: `update chat_turns set approval_expires_at = $2 where id = $1 and status = 'running'`,
+  },
+  approvalsWaiting: {
+    name: 'chat-approvals-waiting',
+    text: `select count(*) as waiting from chat_turns where approval_expires_at > now()`,
   },
   turnStatus: {
     name: 'chat-turn-status',
@@ -273,9 +283,20 @@ export class ConversationStore {
     return row ? { sessionId: row.id, conversationId: row.conversation_id, key: row.key, channel: row.channel } : null;
   }
 
-  /** Numbers the conversation's next turn and records it as running: turns are answered in this order. */
-  async acceptTurn(conversationId: string, routingWorkflowId: string | null = null): Promise<AcceptedTurn> {
-    const [row] = await run<{ number: number }>(this.pool, statements.acceptTurn, [conversationId, routingWorkflowId]);
+  /**
+   * Numbers the conversation's next turn and records it as running: turns are answered in this order. An agent
+   * service turn names the completion that routed it and the agent that answers.
+   */
+  async acceptTurn(
+    conversationId: string,
+    routingWorkflowId: string | null = null,
+    agentId: string | null = null,
+  ): Promise<AcceptedTurn> {
+    const [row] = await run<{ number: number }>(this.pool, statements.acceptTurn, [
+      conversationId,
+      routingWorkflowId,
+      agentId,
+    ]);
     if (!row) throw new Error(`no conversation ${conversationId}`);
     return {
       turnId: chatTurnWorkflowId(conversationId, row.number),
@@ -284,8 +305,24 @@ export class ConversationStore {
     };
   }
 
-  async finishTurn(turnId: string, status: 'done' | 'failed'): Promise<void> {
-    await run(this.pool, statements.finishTurn, [turnId, status]);
+  /**
+   * Ends a running turn. `ended` is true only for the call that ended it (a retried finish finds it ended), with the
+   * turn's agent (null for the gateway's session chat).
+   */
+  async finishTurn(turnId: string, status: 'done' | 'failed'): Promise<{ ended: boolean; agentId: string | null }> {
+    const [row] = await run<{ agent_id: string | null }>(this.pool, statements.finishTurn, [turnId, status]);
+    return { ended: row !== undefined, agentId: row?.agent_id ?? null };
+  }
+
+  /** Records that the running turn waits for a person's approval until `expiresAt`, or (null) no longer waits. */
+  async markApproval(turnId: string, expiresAt: Date | null): Promise<void> {
+    await run(this.pool, statements.markApproval, [turnId, expiresAt]);
+  }
+
+  /** Tool calls waiting for a person's approval now, across the platform (one per waiting turn). */
+  async approvalsWaiting(): Promise<number> {
+    const [row] = await run<{ waiting: string }>(this.pool, statements.approvalsWaiting, []);
+    return Number(row?.waiting ?? 0);
   }
 
   /** The owner of the conversation a turn belongs to, or null when there is no such turn. */

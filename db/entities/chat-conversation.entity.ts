@@ -16,4 +16,6 @@ export const ChatConversation = defineEntity({
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p.datetime().onCreate(() => new Date()),
   },
+  // A user's conversations (the dashboard's starting point).
+  indexes: [{ properties: ['owner'] }],
 });

@@ -40,5 +40,11 @@ export const ChatMessage = defineEntity({
     createdAt: p.datetime().onCreate(() => new Date()),
   },
   uniques: [{ properties: ['conversationId', 'turn', 'seq'] }],
-  indexes: [{ properties: ['searchVector'], type: 'fulltext' }],
+  indexes: [
+    { properties: ['searchVector'], type: 'fulltext' },
+    // The dashboard's aggregates (api/services/dashboard/): messages per day and tool calls per tool, of a user's
+    // conversations or of the platform, counted from these indexes alone.
+    { properties: ['conversationId', 'createdAt', 'role', 'toolName'] },
+    { properties: ['createdAt', 'role', 'toolName'] },
+  ],
 });

@@ -17,6 +17,18 @@ export const ChatTurn = defineEntity({
     finishedAt: p.datetime().nullable(),
     /** The agent service's routing call for this turn (a completion workflow): its cost counts in the session's usage. */
     routingWorkflowId: p.string().nullable(),
+    /** The agent that answered (the agent service's turns); null for the gateway's session chat. */
+    agentId: p.string().nullable(),
+    /** Set while a tool call of the turn waits for a person's approval: that wait's deadline. */
+    approvalExpiresAt: p.datetime().nullable(),
   },
   uniques: [{ properties: ['conversationId', 'number'] }],
+  // The dashboard's aggregates (api/services/dashboard/): a user's turns by day, agent and outcome, read from the
+  // index alone (the user's conversations, then their turns in the period), the platform's likewise by time; and the
+  // approvals waiting (GET /metrics), a range scan over the few turns that wait.
+  indexes: [
+    { properties: ['conversationId', 'createdAt', 'agentId', 'status'] },
+    { properties: ['createdAt', 'agentId', 'status'] },
+    { properties: ['approvalExpiresAt'] },
+  ],
 });

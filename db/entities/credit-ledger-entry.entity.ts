@@ -31,4 +31,10 @@ export const CreditLedgerEntry = defineEntity({
     note: p.string().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
   },
+  // The dashboard's credits per day and per agent (api/services/dashboard/): a user's settlements in a period, and
+  // the platform's; the amount and the workflow (a chat turn's id names its agent) are read from the index.
+  indexes: [
+    { properties: ['user', 'kind', 'createdAt', 'amount', 'workflowId'] },
+    { properties: ['kind', 'createdAt', 'amount', 'workflowId'] },
+  ],
 });

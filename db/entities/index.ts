@@ -4,6 +4,7 @@ import { ChatLinkCode } from './chat-link-code.entity.ts';
 import { ChatMessage } from './chat-message.entity.ts';
 import { ChatSession } from './chat-session.entity.ts';
 import { ChatTurn } from './chat-turn.entity.ts';
+import { ConversationShare } from './conversation-share.entity.ts';
 import { AgentModelChoice, CustomAgent } from './custom-agent.entity.ts';
 import { CreditHold } from './credit-hold.entity.ts';
 import { CreditLedgerEntry } from './credit-ledger-entry.entity.ts';
@@ -34,6 +35,7 @@ export {
   ChatMessage,
   ChatSession,
   ChatTurn,
+  ConversationShare,
   CreditHold,
   CreditLedgerEntry,
   CustomAgent,
@@ -96,4 +98,5 @@ export const entities = [
   MediaJob,
   Upload,
   TableImport,
+  ConversationShare,
 ];

@@ -208,7 +208,11 @@ export class ChatService {
     const userId = principal?.userId ?? 'guest';
     const metered = !!principal && !principal.operator;
     session ??= await conversations.openSession(ownerOf(chatter), body.session_id, body.channel);
-    const accepted = await conversations.acceptTurn(session.conversationId, agentTurn?.routingWorkflowId ?? null);
+    const accepted = await conversations.acceptTurn(
+      session.conversationId,
+      agentTurn?.routingWorkflowId ?? null,
+      agentTurn?.agent.id ?? null,
+    );
     const first = candidates[0];
     const contextWindow = first
       ? (resolveModel(catalogue.catalogue, first.model)?.model.contextWindow ?? 32_768)
