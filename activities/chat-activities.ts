@@ -11,6 +11,7 @@ import type { ChatTurnEvent, RoutedAgent } from '../common/chat-turn.ts';
 import type { SequencedStreamEvent } from '../common/completion.ts';
 import type { ConversationStore, StoredMessage } from './conversations/conversation-store.ts';
 import { countPromptTokens } from './credits/tokens.ts';
+import { agentLabel, agentToolCalls, agentTurns } from './agent-metrics.ts';
 import type { StreamHub } from './streaming/stream-hub.ts';
 import type { StreamJournal } from './streaming/stream-journal.ts';
 import { toolByName } from './tools/index.ts';
@@ -128,6 +129,12 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
 
     /** Publishes events the workflow itself produces (plans, approvals, iterations) at their positions. */
     async publishEvents(input: { turnId: string; events: SequencedStreamEvent[] }): Promise<void> {
+      // A wait for a person's approval is recorded on the turn while it lasts (GET /metrics counts them).
+      for (const { event } of input.events as Array<{ event: ChatTurnEvent }>) {
+        if (event.type === 'approval-required')
+          await conversations.markApproval(input.turnId, new Date(event.expiresAt));
+        if (event.type === 'approval-decided') await conversations.markApproval(input.turnId, null);
+      }
       await publish(input.turnId, input.events);
     },
 
@@ -183,8 +190,14 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
       };
       const tool = toolByName(input.name);
       let outcome: { ok: boolean; content: string };
+      // Counted for the agent service's turns (their tools are the agent's own); the label is the tool's name only
+      // when it is a tool, so a model inventing names cannot grow the metric without bound.
+      const count = (label: string) => {
+        if (input.agentTools) agentToolCalls.inc({ tool: tool ? input.name : 'unknown', outcome: label });
+      };
       if (!tool || !tool.configured(dependencies.toolSettings) || (tool.agentsOnly && !input.agentTools)) {
         outcome = { ok: false, content: `There is no tool named ${input.name}` };
+        count('unknown');
       } else {
         try {
           outcome = await runTool(
@@ -205,12 +218,16 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
           if (error instanceof ToolError && error.retryable) {
             const info = Context.current().info;
             const lastTry = info.attempt >= (info.retryPolicy?.maximumAttempts ?? 1);
-            if (!lastTry) throw ApplicationFailure.retryable(error.message, 'ToolRetryable');
+            if (!lastTry) {
+              count('retried');
+              throw ApplicationFailure.retryable(error.message, 'ToolRetryable');
+            }
             outcome = { ok: false, content: `${input.name}: ${error.message}` };
           } else {
             throw error;
           }
         }
+        count(outcome.ok ? 'ok' : 'error');
       }
       const result: ChatTurnEvent = { type: 'tool-result', callId: input.callId, name: input.name, ...outcome };
       await publish(input.turnId, [{ seq: next, event: result }]);
@@ -229,7 +246,10 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
       },
     ): Promise<void> {
       await conversations.appendMessages(input, input.messages, input.firstSeq ?? 1);
-      await conversations.finishTurn(input.turnId, input.status);
+      const finished = await conversations.finishTurn(input.turnId, input.status);
+      if (finished.ended && finished.agentId) {
+        agentTurns.inc({ agent: agentLabel(finished.agentId), outcome: input.status });
+      }
       await publish(input.turnId, [{ seq: input.seq, event: input.final }]);
     },
   };

@@ -3,7 +3,8 @@
  * `GET /metrics` exposes it.
  */
 import type { Middleware } from 'koa';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { agentActivityRegistry } from '../activities/agent-metrics.ts';
 import type { Logger } from '../process/logger.ts';
 import { ServerTiming } from './server-timing.ts';
 
@@ -45,6 +46,24 @@ export class Metrics {
   recordAttempt(provider: string, outcome: string): void {
     this.attempts.inc({ provider, outcome });
   }
+}
+
+/**
+ * What the agent service's `GET /metrics` exposes: its request metrics, the agent turns' and tool calls' counters of
+ * this process (activities/agent-metrics.ts says who counts them where), and the approvals waiting now across the
+ * platform, read from the database at each scrape.
+ */
+export function agentServiceRegistry(metrics: Metrics, turns: { approvalsWaiting(): Promise<number> }): Registry {
+  const approvals = new Registry();
+  new Gauge({
+    name: 'tessera_agent_approvals_waiting',
+    help: 'Tool calls of agent turns waiting for a person to approve or reject them (platform-wide, now)',
+    registers: [approvals],
+    async collect() {
+      this.set(await turns.approvalsWaiting());
+    },
+  });
+  return Registry.merge([metrics.registry, agentActivityRegistry, approvals]);
 }
 
 /** Logs one line per request with its id, and times it by matched route (not raw path: bounded labels). */

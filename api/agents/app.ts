@@ -45,6 +45,15 @@ import { agentRoutes } from './routes/agents/routes.ts';
 import { memoryRoutes } from './routes/memory/routes.ts';
 import { UsageService } from '../services/usage/service.ts';
 import { historyRoutes } from './routes/history/routes.ts';
+import { sharingRoutes } from './routes/sharing/routes.ts';
+import { SharingService } from '../services/sharing/service.ts';
+import { dashboardRoutes } from './routes/dashboard/routes.ts';
+import { DashboardService } from '../services/dashboard/service.ts';
+import { mediaDoorRoutes } from './routes/media/routes.ts';
+import { visionRoutes } from './routes/vision/routes.ts';
+import { mediaFileRoutes } from '../gateway/routes/media/routes.ts';
+import { MediaService, mediaServiceDependencies } from '../gateway/routes/media/service.ts';
+import { agentServiceRegistry } from '../observability.ts';
 import { createMailer } from '../../activities/mail/mailer.ts';
 import { BillingService } from '../services/billing/service.ts';
 import { Linking } from '../services/chat/linking.ts';
@@ -153,11 +162,16 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
   open.get('/health', (context) => {
     context.body = { status: 'ok', service: 'agents', version: dependencies.version };
   });
+  // Request metrics, the agent turns' and tools' counters, and the approvals waiting (api/observability.ts).
+  const exposed = agentServiceRegistry(metrics, dependencies.conversations);
   open.get('/metrics', async (context) => {
-    context.type = metrics.registry.contentType;
-    context.body = await metrics.registry.metrics();
+    context.type = exposed.contentType;
+    context.body = await exposed.metrics();
   });
   app.use(open.routes()).use(open.allowedMethods({ throw: true }));
+  // The media doors answer the gateway's file paths (`/api/v1/media/files/{name}`): this service serves them too.
+  const mediaFiles = mediaFileRoutes(dependencies.media.files);
+  app.use(mediaFiles.routes()).use(mediaFiles.allowedMethods({ throw: true }));
   const mailer = createMailer({
     pool: dependencies.pool,
     smtpUrl: settings.SMTP_URL,
@@ -239,6 +253,31 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
   const { conversations, pool } = dependencies;
   const usage = new UsageService({ pool, conversations, catalogue: dependencies.catalogue.catalogue });
   routes.use(historyRoutes({ conversations, usage }).routes());
+  routes.use(
+    sharingRoutes({
+      sharing: new SharingService({ pool, conversations, usage }),
+      ...(settings.AGENT_PUBLIC_URL ? { publicUrl: settings.AGENT_PUBLIC_URL } : {}),
+    }).routes(),
+  );
+  routes.use(dashboardRoutes(new DashboardService({ pool })).routes());
+  const fetchAllowedHosts = dependencies.toolSettings.fetchAllowedHosts;
+  routes.use(
+    mediaDoorRoutes({
+      media: new MediaService(mediaServiceDependencies(dependencies)),
+      inputs: { files: dependencies.media.files, allowedHosts: fetchAllowedHosts },
+      ...(dependencies.rateLimits ? { limits: dependencies.rateLimits } : {}),
+    }).routes(),
+  );
+  routes.use(
+    visionRoutes({
+      completions: oneShot.completions,
+      admission: oneShot.admission,
+      catalogue: dependencies.catalogue.catalogue,
+      pool,
+      defaultModel: settings.AGENT_VISION_MODEL,
+      allowedHosts: fetchAllowedHosts,
+    }).routes(),
+  );
   routes.use(siteRoutes(new SiteService(dependencies.sites)).routes());
   const rag = new RagService({
     rag: dependencies.rag,

@@ -38,7 +38,7 @@ import { CompletionService } from './routes/completions/service.ts';
 import { mediaFileRoutes, mediaRoutes } from './routes/media/routes.ts';
 import { mediaJobRoutes } from './routes/media/job-routes.ts';
 import { CallbackSecrets } from '../../activities/media/callbacks.ts';
-import { AsyncMediaJobs, MediaService } from './routes/media/service.ts';
+import { AsyncMediaJobs, MediaService, mediaServiceDependencies } from './routes/media/service.ts';
 import { syncMediaRoutes } from './routes/media/sync-routes.ts';
 import { modelRoutes } from './routes/models/routes.ts';
 import { embeddingRoutes } from './routes/embeddings/routes.ts';
@@ -212,17 +212,7 @@ export function createApp(dependencies: AppDependencies): Koa {
   );
   keyed.use(accountRoutes(accounts, dependencies.accounts, dependencies.principals).routes());
   keyed.use(billingRoutes(billing).routes());
-  const mediaDependencies = {
-    client: dependencies.client,
-    taskQueue: dependencies.taskQueue,
-    ledger: dependencies.ledger,
-    files: dependencies.media.files,
-    pool: dependencies.pool,
-    pollIntervalMs: dependencies.media.pollIntervalMs,
-    engines: dependencies.media,
-    callbackMaxAttempts: dependencies.media.callbackMaxAttempts,
-    callbackAllowedHosts: dependencies.toolSettings.fetchAllowedHosts,
-  };
+  const mediaDependencies = mediaServiceDependencies(dependencies);
   const mediaService = new MediaService(mediaDependencies);
   const asyncJobs = new AsyncMediaJobs(mediaDependencies);
   keyed.use(mediaRoutes(mediaService, asyncJobs).routes());

@@ -50,7 +50,26 @@ const statements = {
            where t.conversation_id = $1
            group by l.model order by l.model`,
   },
+  /** The same settled attempts per turn and model (a conversation's export shows each turn's cost). */
+  byTurnAndModel: {
+    name: 'usage-conversation-by-turn-and-model',
+    text: `select t.id as turn_id, l.model, coalesce(sum(l.prompt_tokens), 0) as input_tokens,
+                  coalesce(sum(l.completion_tokens), 0) as output_tokens, coalesce(sum(l.amount), 0) as credits
+           from chat_turns t
+           join credit_ledger l on (l.workflow_id = t.id or l.workflow_id = t.routing_workflow_id) and l.kind = 'settle'
+           where t.conversation_id = $1
+           group by t.id, l.model`,
+  },
 } as const;
+
+/** What one turn cost: its settled attempts summed over models, priced as `forSession` prices them. */
+export interface TurnUsage {
+  input_tokens: number;
+  output_tokens: number;
+  credits: number;
+  cost_usd: number;
+  models: string[];
+}
 
 /** USD to 1e-8: a short turn on a cheap model costs a few millionths of a dollar. */
 const usd = (value: number) => Math.round(value * 1e8) / 1e8;
@@ -83,18 +102,17 @@ export class UsageService {
     ]);
     const byModel = rows.map((row): ModelUsage => {
       const model = row.model ?? 'unknown';
-      // The ledger names the model that served, possibly a dated pin: priced as its catalogue model.
-      const price = resolveModel(this.catalogue, model)?.model.price;
       const input = Number(row.input_tokens);
       const output = Number(row.output_tokens);
+      const cost = this.costOf(model, input, output);
       return {
         model,
         turns: Number(row.turns),
         input_tokens: input,
         output_tokens: output,
         credits: Number(row.credits),
-        cost_usd: price ? (input * price.input_per_1m + output * price.output_per_1m) / 1e6 : 0,
-        priced: price !== undefined,
+        cost_usd: cost ?? 0,
+        priced: cost !== null,
         estimated: row.estimated,
       };
     });
@@ -110,5 +128,49 @@ export class UsageService {
       cost_usd: usd(cost),
       by_model: byModel,
     };
+  }
+
+  /** Each turn's usage in a conversation, by the turn's id (turns that settled nothing are absent). */
+  async forTurns(conversationId: string): Promise<Map<string, TurnUsage>> {
+    const rows = await run<{
+      turn_id: string;
+      model: string | null;
+      input_tokens: string;
+      output_tokens: string;
+      credits: string;
+    }>(this.pool, statements.byTurnAndModel, [conversationId]);
+    const turns = new Map<string, TurnUsage & { unrounded: number }>();
+    for (const row of rows) {
+      const model = row.model ?? 'unknown';
+      const input = Number(row.input_tokens);
+      const output = Number(row.output_tokens);
+      const turn = turns.get(row.turn_id) ?? {
+        input_tokens: 0,
+        output_tokens: 0,
+        credits: 0,
+        cost_usd: 0,
+        models: [],
+        unrounded: 0,
+      };
+      turn.input_tokens += input;
+      turn.output_tokens += output;
+      turn.credits += Number(row.credits);
+      turn.unrounded += this.costOf(model, input, output) ?? 0;
+      turn.models.push(model);
+      turns.set(row.turn_id, turn);
+    }
+    return new Map(
+      [...turns].map(([id, { unrounded, ...turn }]) => [
+        id,
+        { ...turn, cost_usd: usd(unrounded), models: turn.models.sort() },
+      ]),
+    );
+  }
+
+  /** USD at the catalogue's list price; null when the model is no longer in the catalogue. */
+  private costOf(model: string, inputTokens: number, outputTokens: number): number | null {
+    // The ledger names the model that served, possibly a dated pin: priced as its catalogue model.
+    const price = resolveModel(this.catalogue, model)?.model.price;
+    return price ? (inputTokens * price.input_per_1m + outputTokens * price.output_per_1m) / 1e6 : null;
   }
 }

@@ -49,25 +49,46 @@ export async function storeImageInput(
     );
   }
   const field = given[0]!;
-  const bytes = field === 'image_url' ? await fetchImage(body.image_url!, options) : decodeBase64(body.image_base64!);
-  const image = await sniffImage(bytes);
-  if (!image) throw refuse(field, `${field} is not a PNG, JPEG, WebP or GIF image`);
-  const fileName = await options.files.save(bytes, image.mime, { kind: 'input' });
+  const image = await readImage(
+    field === 'image_url' ? { url: body.image_url! } : { base64: body.image_base64! },
+    field,
+    options,
+  );
+  const fileName = await options.files.save(image.bytes, image.mime, { kind: 'input' });
   return { fileName, width: image.width, height: image.height };
 }
 
-function decodeBase64(value: string): Uint8Array {
+/**
+ * An image from a URL (fetched through the URL guard) or base64 (optionally a `data:` URI), its type sniffed from
+ * its bytes; every refusal names `param`.
+ */
+export async function readImage(
+  source: { url: string } | { base64: string },
+  param: string,
+  options: Pick<MediaInputOptions, 'allowedHosts'>,
+): Promise<{ bytes: Uint8Array; mime: string; width: number; height: number }> {
+  const bytes = 'url' in source ? await fetchImage(source.url, param, options) : decodeBase64(source.base64, param);
+  const image = await sniffImage(bytes);
+  if (!image) throw refuse(param, `${param} is not a PNG, JPEG, WebP or GIF image`);
+  return { bytes, mime: image.mime, width: image.width, height: image.height };
+}
+
+function decodeBase64(value: string, param: string): Uint8Array {
   const payload = value.replace(/^data:[\w.+-]+\/[\w.+-]+;base64,/, '').replace(/\s+/g, '');
   if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(payload) || payload.length === 0) {
-    throw refuse('image_base64', 'image_base64 is not valid base64');
+    throw refuse(param, `${param} is not valid base64`);
   }
   if (Math.floor((payload.length * 3) / 4) > maxImageBase64Bytes + 2) {
-    throw refuse('image_base64', `image_base64 is larger than ${maxImageBase64Bytes / 1024 / 1024} MiB`);
+    throw refuse(param, `${param} is larger than ${maxImageBase64Bytes / 1024 / 1024} MiB`);
   }
   return new Uint8Array(Buffer.from(payload, 'base64'));
 }
 
-async function fetchImage(url: string, options: MediaInputOptions): Promise<Uint8Array> {
+async function fetchImage(
+  url: string,
+  param: string,
+  options: Pick<MediaInputOptions, 'allowedHosts'>,
+): Promise<Uint8Array> {
   try {
     const response = await guardedFetch(url, {
       maxBytes: maxImageUrlBytes,
@@ -76,15 +97,15 @@ async function fetchImage(url: string, options: MediaInputOptions): Promise<Uint
       headers: { accept: 'image/*' },
     });
     if (response.status < 200 || response.status > 299) {
-      throw refuse('image_url', `image_url answered HTTP ${response.status}`);
+      throw refuse(param, `${param} answered HTTP ${response.status}`);
     }
     return new Uint8Array(response.body);
   } catch (error) {
     if (error instanceof ResponseTooLargeError) {
-      throw refuse('image_url', `image_url is larger than ${maxImageUrlBytes / 1024 / 1024} MiB`);
+      throw refuse(param, `${param} is larger than ${maxImageUrlBytes / 1024 / 1024} MiB`);
     }
     if (!(error instanceof FetchGuardError)) throw error;
-    throw refuse('image_url', `image_url cannot be fetched: ${error.message}`);
+    throw refuse(param, `${param} cannot be fetched: ${error.message}`);
   }
 }
 

@@ -45,19 +45,7 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
     await sendFile(context, media, served);
   });
 
-  router.post('/api/v1/media/tts', async (context) => {
-    const parsed = ttsSchema.safeParse(context.request.body ?? {});
-    if (!parsed.success) throw invalidRequest(parsed.error);
-    const { text, voice, speed } = parsed.data;
-    const work = { kind: 'tts' as const, text, voice, speed, engines: ttsVoices[voice]! };
-    const create = {
-      kind: work.kind,
-      idempotencyKey: idempotencyKeyOf(context),
-      request: parsed.data,
-    };
-    const served = await media.runOnce(context.state.principal, create, () => ({ work, credits: ttsCredits(text) }));
-    await sendFile(context, media, served);
-  });
+  router.post('/api/v1/media/tts', ttsHandler(media));
 
   router.post('/api/v1/media/video', async (context) => {
     const parsed = videoSchema.safeParse(context.request.body ?? {});
@@ -100,12 +88,30 @@ export function mediaRoutes(media: MediaService, jobs: AsyncMediaJobs): Router<A
   return router;
 }
 
+/** A request of a keyed caller, as the media handlers take it (the agent service's doors too). */
+export type MediaContext = Parameters<Parameters<Router<AuthState>['post']>[1]>[0];
+
+/**
+ * `POST /api/v1/media/tts` (and the agent service's `POST /tts`): `{text, voice?, speed?}`, answered with the MP3.
+ */
+export function ttsHandler(media: MediaService) {
+  return async (context: MediaContext) => {
+    const parsed = ttsSchema.safeParse(context.request.body ?? {});
+    if (!parsed.success) throw invalidRequest(parsed.error);
+    const { text, voice, speed } = parsed.data;
+    const work = { kind: 'tts' as const, text, voice, speed, engines: ttsVoices[voice]! };
+    const create = {
+      kind: work.kind,
+      idempotencyKey: idempotencyKeyOf(context),
+      request: parsed.data,
+    };
+    const served = await media.runOnce(context.state.principal, create, () => ({ work, credits: ttsCredits(text) }));
+    await sendFile(context, media, served);
+  };
+}
+
 /** A speech job's MP3 as the response body, with the engine, price and job id in headers. */
-async function sendFile(
-  context: Parameters<Parameters<Router<AuthState>['post']>[1]>[0],
-  media: MediaService,
-  served: MediaJobResult,
-): Promise<void> {
+async function sendFile(context: MediaContext, media: MediaService, served: MediaJobResult): Promise<void> {
   const file = await media.openResult(served);
   context.set('X-Media-Engine', served.engine);
   context.set('X-Credits-Used', String(served.credits));

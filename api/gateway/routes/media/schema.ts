@@ -230,3 +230,27 @@ export const jobListSchema = z.object({
 });
 
 export type JobListQuery = z.infer<typeof jobListSchema>;
+
+/** What `POST /api/v1/media/image` answers (and the agent service's `POST /image/generate`). */
+export const imageResponseSchema = z.object({
+  /** Paths under `/api/v1/media/files/`, served by both services to anyone holding the (unguessable) name. */
+  images: z.array(z.object({ url: z.string() })),
+  model: z.string(),
+  credits_used: z.number().int(),
+  /** The engine that served (a fallback's when the model's own failed). */
+  engine: z.string(),
+  job_id: z.string(),
+});
+export type ImageResponse = z.infer<typeof imageResponseSchema>;
+
+/** What `POST /api/v1/media/stt` answers (and the agent service's `POST /transcribe`). */
+export const transcriptionResponseSchema = z.object({
+  text: z.string(),
+  language: z.string().nullable(),
+  /** Seconds of audio, which priced the job. */
+  duration: z.number(),
+  credits_used: z.number().int(),
+  engine: z.string(),
+  job_id: z.string(),
+});
+export type TranscriptionResponse = z.infer<typeof transcriptionResponseSchema>;

@@ -40,6 +40,7 @@ import { cancelMediaJobUpdate, type mediaMusic, type mediaVideo } from '../../..
 import { ApiError } from '../../../errors.ts';
 import { idempotencyOf, type Idempotency } from './idempotency.ts';
 import type { Principal } from '../../../services/apikeys/service.ts';
+import type { WorkerDependencies } from '../../../../worker/create-worker.ts';
 
 export interface MediaServiceDependencies {
   client: Client;
@@ -54,6 +55,28 @@ export interface MediaServiceDependencies {
   callbackMaxAttempts: number;
   /** Hosts a callback may reach although not public (FETCH_ALLOWED_HOSTS, as for web_fetch). */
   callbackAllowedHosts: string[];
+}
+
+/** The media service's dependencies from a process's (worker) dependencies: what both services' media routes use. */
+export function mediaServiceDependencies(dependencies: {
+  client: Client;
+  taskQueue: string;
+  ledger: CreditLedger;
+  pool: Pool;
+  media: WorkerDependencies['media'];
+  toolSettings: { fetchAllowedHosts: string[] };
+}): MediaServiceDependencies {
+  return {
+    client: dependencies.client,
+    taskQueue: dependencies.taskQueue,
+    ledger: dependencies.ledger,
+    files: dependencies.media.files,
+    pool: dependencies.pool,
+    pollIntervalMs: dependencies.media.pollIntervalMs,
+    engines: dependencies.media,
+    callbackMaxAttempts: dependencies.media.callbackMaxAttempts,
+    callbackAllowedHosts: dependencies.toolSettings.fetchAllowedHosts,
+  };
 }
 
 /** The engine ids a job's work may use, in order. */

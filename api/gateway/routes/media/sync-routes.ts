@@ -16,6 +16,7 @@ import {
   imageCredits,
   imageModels,
   imageSchema,
+  type ImageResponse,
   ocrPremiumCredits,
   ocrSchema,
   ocrStandardCredits,
@@ -29,6 +30,7 @@ import {
   upscaleSchema,
 } from './schema.ts';
 import type { MediaService } from './service.ts';
+import type { MediaContext } from './routes.ts';
 
 function parse<Schema extends z.ZodType>(schema: Schema, body: unknown): z.output<Schema> {
   const parsed = schema.safeParse(body ?? {});
@@ -40,33 +42,13 @@ const served = (result: MediaJobResult) => ({ engine: result.engine, job_id: res
 
 export function syncMediaRoutes(media: MediaService, inputs: MediaInputOptions): Router<AuthState> {
   const router = new Router<AuthState>();
-  /** The create as runOnce takes it: its kind, the caller's Idempotency-Key, the validated request. */
-  const create = (context: { get(field: string): string }, kind: SyncMediaKind, request: unknown) => ({
-    kind,
-    idempotencyKey: idempotencyKeyOf(context),
-    request,
-  });
 
-  router.post('/api/v1/media/image', async (context) => {
-    const request = parse(imageSchema, context.request.body);
-    const { prompt, model, size, quality } = request;
-    const work: SyncJobWork = { kind: 'image', prompt, model, size, quality, engines: [...imageModels[model].engines] };
-    const result = await media.runOnce(context.state.principal, create(context, 'image', request), () => ({
-      work,
-      credits: imageCredits(model, quality),
-    }));
-    context.body = {
-      images: result.files.map((name) => ({ url: mediaFilePath(name) })),
-      model,
-      credits_used: result.credits,
-      ...served(result),
-    };
-  });
+  router.post('/api/v1/media/image', imageHandler(media));
 
   router.post('/api/v1/media/remove-bg', async (context) => {
     const request = parse(removeBackgroundSchema, context.request.body);
     const work: SyncJobWork = { kind: 'remove-bg', inputFile: '', quality: request.quality, engines: removers };
-    const result = await media.runOnce(context.state.principal, create(context, 'remove-bg', request), async () => {
+    const result = await media.runOnce(context.state.principal, createOf(context, 'remove-bg', request), async () => {
       media.assertAvailable(work);
       const { fileName } = await storeImageInput(request, inputs);
       return { work: { ...work, inputFile: fileName }, credits: removeBackgroundCredits(request.quality) };
@@ -79,7 +61,7 @@ export function syncMediaRoutes(media: MediaService, inputs: MediaInputOptions):
     const { scale, model } = request;
     const upscalers = model === 'quality' ? ['replicate', 'sharp'] : ['sharp'];
     const work: SyncJobWork = { kind: 'upscale', inputFile: '', scale, model, engines: upscalers };
-    const result = await media.runOnce(context.state.principal, create(context, 'upscale', request), async () => {
+    const result = await media.runOnce(context.state.principal, createOf(context, 'upscale', request), async () => {
       media.assertAvailable(work);
       const { fileName } = await storeImageInput(request, inputs);
       return { work: { ...work, inputFile: fileName }, credits: upscaleCredits(scale, model) };
@@ -106,7 +88,7 @@ export function syncMediaRoutes(media: MediaService, inputs: MediaInputOptions):
           ]
         : [{ engine: 'tesseract', language, credits: ocrStandardCredits }];
     const work: SyncJobWork = { kind: 'ocr', inputFile: '', language, format, engines: readers };
-    const result = await media.runOnce(context.state.principal, create(context, 'ocr', request), async () => {
+    const result = await media.runOnce(context.state.principal, createOf(context, 'ocr', request), async () => {
       media.assertAvailable(work);
       const { fileName } = await storeImageInput(request, inputs);
       const price = language === 'premium' ? ocrPremiumCredits : ocrStandardCredits;
@@ -126,7 +108,7 @@ export function syncMediaRoutes(media: MediaService, inputs: MediaInputOptions):
     const request = parse(sfxSchema, context.request.body);
     const { prompt, duration } = request;
     const work: SyncJobWork = { kind: 'sfx', prompt, durationSeconds: duration, engines: ['elevenlabs'] };
-    const result = await media.runOnce(context.state.principal, create(context, 'sfx', request), () => ({
+    const result = await media.runOnce(context.state.principal, createOf(context, 'sfx', request), () => ({
       work,
       credits: sfxCredits(duration),
     }));
@@ -138,7 +120,46 @@ export function syncMediaRoutes(media: MediaService, inputs: MediaInputOptions):
     };
   });
 
-  router.post('/api/v1/media/stt', async (context) => {
+  router.post('/api/v1/media/stt', sttHandler(media, inputs));
+
+  return router;
+}
+
+/** The create as runOnce takes it: its kind, the caller's Idempotency-Key, the validated request. */
+const createOf = (context: { get(field: string): string }, kind: SyncMediaKind, request: unknown) => ({
+  kind,
+  idempotencyKey: idempotencyKeyOf(context),
+  request,
+});
+
+/**
+ * `POST /api/v1/media/image` (and the agent service's `POST /image/generate`): `{prompt, model?, size?, quality?}`,
+ * answered with `{images: [{url}], model, credits_used, engine, job_id}`.
+ */
+export function imageHandler(media: MediaService) {
+  return async (context: MediaContext) => {
+    const request = parse(imageSchema, context.request.body);
+    const { prompt, model, size, quality } = request;
+    const work: SyncJobWork = { kind: 'image', prompt, model, size, quality, engines: [...imageModels[model].engines] };
+    const result = await media.runOnce(context.state.principal, createOf(context, 'image', request), () => ({
+      work,
+      credits: imageCredits(model, quality),
+    }));
+    context.body = {
+      images: result.files.map((name) => ({ url: mediaFilePath(name) })),
+      model,
+      credits_used: result.credits,
+      ...served(result),
+    } satisfies ImageResponse;
+  };
+}
+
+/**
+ * `POST /api/v1/media/stt` (and the agent service's `POST /transcribe`): multipart with the `audio` file and an
+ * optional `language`, answered with `{text, language, duration, credits_used, engine, job_id}`.
+ */
+export function sttHandler(media: MediaService, inputs: MediaInputOptions) {
+  return async (context: MediaContext) => {
     const check: SyncJobWork = { kind: 'stt', inputFile: '', engines: ['openai'] };
     media.assertAvailable(check);
     // The upload is read first: the request to compare a repeat with is the audio itself.
@@ -146,7 +167,7 @@ export function syncMediaRoutes(media: MediaService, inputs: MediaInputOptions):
     const { language } = parse(sttSchema, upload.fields);
     const request = { audio: upload.sha256, language };
     const work: SyncJobWork = { ...check, inputFile: upload.fileName, ...(language ? { language } : {}) };
-    const result = await media.runOnce(context.state.principal, create(context, 'stt', request), () => ({
+    const result = await media.runOnce(context.state.principal, createOf(context, 'stt', request), () => ({
       work,
       credits: sttCredits(upload.durationSeconds),
     }));
@@ -157,9 +178,7 @@ export function syncMediaRoutes(media: MediaService, inputs: MediaInputOptions):
       credits_used: result.credits,
       ...served(result),
     };
-  });
-
-  return router;
+  };
 }
 
 /** Background removal: the hosted segmentation model, then the local plain-background engine. */
