@@ -251,6 +251,12 @@ const settingsSchema = z.object({
   GOOGLE_CLIENT_ID: optionalText(z.string()),
   GOOGLE_CLIENT_SECRET: optionalText(z.string()),
   GOOGLE_ISSUER: z.url().default('https://accounts.google.com'),
+  /**
+   * One base URL for every Google API the workspace tools call (each family's real path under it: /gmail/v1,
+   * /calendar/v3, /drive/v3, /upload/drive/v3, /v4/spreadsheets, /v1/documents, /v1/people, /tasks/v1); unset: each
+   * family's real host. The simulator's is <simulator>/google.
+   */
+  GOOGLE_API_BASE_URL: optionalText(z.url()),
   /** The assistant's name, shown by `GET /auth/me` (`ai_name`). */
   AGENT_AI_NAME: z.string().trim().min(1).max(80).default('Tessera'),
   /** The model agents answer with when their definition names none, and the fast model routing and suggestions use. */
@@ -349,7 +355,22 @@ export function toolSettingsOf(settings: Settings): ToolSettings {
     fetchAllowedHosts: settings.FETCH_ALLOWED_HOSTS,
     mailConfigured: !!settings.SMTP_URL,
     a2aRemoteAgents: settings.A2A_REMOTE_AGENTS,
+    ...(googleWorkspaceConfigured(settings)
+      ? {
+          google: {
+            // Where the tools send a user whose Google login is missing or revoked (they run without a request).
+            loginUrl: settings.AGENT_PUBLIC_URL
+              ? new URL('/auth/google', settings.AGENT_PUBLIC_URL).href
+              : '/auth/google (on this agent service)',
+          },
+        }
+      : {}),
   };
+}
+
+/** Google login and the workspace tools need the OAuth client and the key their tokens are encrypted with. */
+export function googleWorkspaceConfigured(settings: Settings): boolean {
+  return !!(settings.GOOGLE_CLIENT_ID && settings.GOOGLE_CLIENT_SECRET && settings.TOKEN_ENCRYPTION_KEY);
 }
 
 /**

@@ -24,7 +24,7 @@ import { CircuitBreaker } from '../activities/routing/circuit-breaker.ts';
 import { StreamHub } from '../activities/streaming/stream-hub.ts';
 import { StreamJournal } from '../activities/streaming/stream-journal.ts';
 import type { LoadedCatalogue } from '../config/load-catalogue.ts';
-import { messengerSettingsOf, toolSettingsOf, type Settings } from '../config/settings.ts';
+import { googleWorkspaceConfigured, messengerSettingsOf, toolSettingsOf, type Settings } from '../config/settings.ts';
 import { messengerClients } from '../activities/messengers/messenger-activities.ts';
 import type { MessengerClient, MessengerPlatform, MessengerSettings } from '../activities/messengers/messenger.ts';
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
@@ -49,6 +49,11 @@ import { createLogger } from '../process/logger.ts';
 import { EmbeddingCalls, EmbeddingHandover } from '../activities/embeddings/embedding-calls.ts';
 import { createEmbeddingService } from '../activities/embeddings/embedding-service.ts';
 import { LocalEmbeddingEngine } from '../activities/embeddings/local-engine.ts';
+import { GoogleAccounts } from '../activities/google/google-accounts.ts';
+import { GoogleApi } from '../activities/google/google-api.ts';
+import { GoogleOAuthClient } from '../activities/google/oauth-client.ts';
+import { TokenCipher } from '../activities/google/token-cipher.ts';
+import { WorkspaceWrites } from '../activities/google/workspace-writes.ts';
 
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 let bundle: Promise<WorkflowBundleWithSourceMap> | null = null;
@@ -150,6 +155,8 @@ export interface WorkerDependencies {
   /** The RAG index's tables, and the embedding model new indexes use (activities/rag/). */
   rag: RagStore;
   ragModel: RagModel;
+  /** Users' Google accounts (the login stores them, the workspace tools use their tokens); null unless configured. */
+  google: GoogleAccounts | null;
 }
 
 export function createWorkerDependencies(
@@ -236,6 +243,28 @@ export function createWorkerDependencies(
     statementTimeoutMs: settings.SQL_STATEMENT_TIMEOUT,
     maxRows: settings.SQL_MAX_ROWS,
   });
+  const toolSettings = toolSettingsOf(settings);
+  // Google login and the workspace tools share one token store (activities/google/google-accounts.ts).
+  const google = googleWorkspaceConfigured(settings)
+    ? new GoogleAccounts({
+        pool,
+        cipher: new TokenCipher(settings.TOKEN_ENCRYPTION_KEY!),
+        oauth: new GoogleOAuthClient({
+          clientId: settings.GOOGLE_CLIENT_ID!,
+          clientSecret: settings.GOOGLE_CLIENT_SECRET!,
+          issuer: settings.GOOGLE_ISSUER,
+        }),
+      })
+    : null;
+  const googleApi =
+    google && toolSettings.google
+      ? new GoogleApi({
+          accounts: google,
+          writes: new WorkspaceWrites(pool),
+          apiBaseUrl: settings.GOOGLE_API_BASE_URL,
+          loginUrl: toolSettings.google.loginUrl,
+        })
+      : undefined;
   const ragModel = ragModelOf(
     catalogue.catalogue,
     settings.RAG_EMBEDDING_MODEL,
@@ -250,10 +279,17 @@ export function createWorkerDependencies(
     creditHoldGraceMs: settings.CREDIT_HOLD_GRACE,
     memories,
     sites,
-    toolServices: { memories, sites, sql: userData, ...(mail ? { mail } : {}) },
+    toolServices: {
+      memories,
+      sites,
+      sql: userData,
+      ...(mail ? { mail } : {}),
+      ...(googleApi ? { google: googleApi } : {}),
+    },
+    google,
     pool,
     conversations,
-    toolSettings: toolSettingsOf(settings),
+    toolSettings,
     messengerSettings,
     messengers: messengerClients(messengerSettings),
     hub,

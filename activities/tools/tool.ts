@@ -6,6 +6,7 @@
  * retry policy. Tools never see Koa, Temporal or the database: what they need comes in the `ToolContext`.
  */
 import type { z } from 'zod';
+import type { GoogleWorkspaceService } from '../google/google-api.ts';
 import type { FileServices } from '../rag/file-services.ts';
 
 export interface ToolRetryPolicy {
@@ -34,6 +35,11 @@ export interface ToolSettings {
   mailConfigured?: boolean;
   /** Remote A2A agents by name (A2A_REMOTE_AGENTS): the cards delegate_to_agent may use. */
   a2aRemoteAgents?: Record<string, string>;
+  /** Google login is configured (client, secret, token key): the workspace tools are offered. */
+  google?: {
+    /** Where a user whose Google login is missing or revoked logs in (AGENT_PUBLIC_URL's /auth/google). */
+    loginUrl: string;
+  };
 }
 
 /**
@@ -66,6 +72,11 @@ export interface ToolServices {
   };
   /** The user's uploaded files: search over their index, and their text read straight from them (activities/rag/). */
   files?: FileServices;
+  /**
+   * The user's Google workspace (activities/google/google-api.ts): Google's REST APIs with the user's OAuth tokens,
+   * and once-only writes by call key.
+   */
+  google?: GoogleWorkspaceService;
   /**
    * Published sites (activities/sites/site-store.ts): publishes or replaces the user's own site; once per `callKey`.
    * Throws RangeError for a refused name, title or html.

@@ -57,9 +57,9 @@ import { agentServiceRegistry } from '../observability.ts';
 import { createMailer } from '../../activities/mail/mailer.ts';
 import { BillingService } from '../services/billing/service.ts';
 import { Linking } from '../services/chat/linking.ts';
-import { GoogleLogin, googleStatus } from '../services/logins/google.ts';
+import { GoogleLogin } from '../services/logins/google.ts';
+import { googleStatus } from '../../activities/google/google-accounts.ts';
 import { MagicLinks } from '../services/logins/magic-links.ts';
-import { TokenCipher } from '../services/logins/token-cipher.ts';
 import { WebSessions } from '../services/logins/web-sessions.ts';
 import { authRoutes } from './routes/auth/routes.ts';
 import { billingRoutes, billingWebhookRoutes } from './routes/billing/routes.ts';
@@ -238,7 +238,7 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
     },
     toolSettings: dependencies.toolSettings,
     catalogue: dependencies.catalogue.catalogue,
-    workspaceConnected: async (userId) => (await googleStatus(dependencies.pool, userId)).workspace_scopes_granted,
+    workspaceConnected: async (userId, workspace) => (await googleStatus(dependencies.pool, userId)).agents[workspace],
     settings: {
       maxIterations: settings.AGENT_LOOP_MAX_ITERATIONS,
       approvalTimeoutMs: settings.AGENT_APPROVAL_TIMEOUT,
@@ -389,7 +389,10 @@ function oneShotCompletions(dependencies: AgentAppDependencies) {
   return { router, completions, admission, conversations: dependencies.conversations };
 }
 
-/** Google login when GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET and TOKEN_ENCRYPTION_KEY are set; else why not. */
+/**
+ * Google login when GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET and TOKEN_ENCRYPTION_KEY are set (then the process has
+ * the token store the workspace tools use too, `dependencies.google`); else why not.
+ */
 function googleLogin(
   dependencies: AgentAppDependencies,
   keys: ApiKeyService,
@@ -401,22 +404,13 @@ function googleLogin(
       googleUnavailable: 'Google login is not configured: set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET',
     };
   }
-  if (!settings.TOKEN_ENCRYPTION_KEY) {
+  if (!settings.TOKEN_ENCRYPTION_KEY || !dependencies.google) {
     return {
       google: null,
       googleUnavailable: 'Google login needs TOKEN_ENCRYPTION_KEY (refresh tokens are stored encrypted with it)',
     };
   }
-  const google = new GoogleLogin({
-    settings: {
-      clientId: settings.GOOGLE_CLIENT_ID,
-      clientSecret: settings.GOOGLE_CLIENT_SECRET,
-      issuer: settings.GOOGLE_ISSUER,
-    },
-    pool: dependencies.pool,
-    keys,
-    cipher: new TokenCipher(settings.TOKEN_ENCRYPTION_KEY),
-  });
+  const google = new GoogleLogin({ pool: dependencies.pool, keys, accounts: dependencies.google });
   return { google, googleUnavailable: '' };
 }
 

@@ -26,6 +26,7 @@ import { TableImport } from './table-import.entity.ts';
 import { Upload } from './upload.entity.ts';
 import { User } from './user.entity.ts';
 import { WebSession } from './web-session.entity.ts';
+import { WorkspaceWrite } from './workspace-write.entity.ts';
 
 export {
   AgentModelChoice,
@@ -62,6 +63,7 @@ export {
   Upload,
   User,
   WebSession,
+  WorkspaceWrite,
 };
 
 export const entities = [
@@ -98,5 +100,6 @@ export const entities = [
   MediaJob,
   Upload,
   TableImport,
+  WorkspaceWrite,
   ConversationShare,
 ];

@@ -2,8 +2,9 @@ import { defineEntity, p } from '@mikro-orm/core';
 import { User } from './user.entity.ts';
 
 /**
- * An account at an identity provider (Google) joined to a user: the scopes it granted, and its refresh token
- * encrypted with AES-256-GCM (api/services/logins/token-cipher.ts), for the workspace tools to act for the user.
+ * An account at an identity provider (Google) joined to a user: the scopes it granted, its refresh token and current
+ * access token encrypted with AES-256-GCM (activities/google/token-cipher.ts), for the workspace tools to act for the
+ * user (activities/google/google-accounts.ts).
  */
 export const OAuthIdentity = defineEntity({
   name: 'OAuthIdentity',
@@ -20,6 +21,11 @@ export const OAuthIdentity = defineEntity({
     scopes: p.json<string[]>(),
     /** `v1.<iv>.<tag>.<ciphertext>` (base64url); null when the provider granted none. */
     refreshTokenEncrypted: p.text().nullable(),
+    /** The current access token (same form); null until the first login that stores one, and after a revocation. */
+    accessTokenEncrypted: p.text().nullable(),
+    accessTokenExpiresAt: p.datetime().nullable(),
+    /** When Google refused the refresh token (`invalid_grant`): both tokens were deleted then; a login clears it. */
+    revokedAt: p.datetime().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p.datetime().onCreate(() => new Date()),
   },

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import Provider from 'oidc-provider';
 import pg from 'pg';
 import { loginScopes, workspaceScopes } from '../../api/services/logins/google.ts';
-import { TokenCipher } from '../../api/services/logins/token-cipher.ts';
+import { TokenCipher } from '../../activities/google/token-cipher.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 const clientId = 'tessera-agents';
@@ -231,6 +231,8 @@ describe('Google login (oidc-provider)', () => {
       subject: string;
       scopes: string[];
       refresh_token_encrypted: string;
+      access_token_encrypted: string;
+      access_token_expires_at: Date;
     }>('select * from oauth_identities where subject = $1', [subject]);
     expect(rows).toHaveLength(1);
     const identity = rows[0]!;
@@ -240,6 +242,9 @@ describe('Google login (oidc-provider)', () => {
     const refreshToken = new TokenCipher(encryptionKey).decrypt(identity.refresh_token_encrypted);
     expect(issuedRefreshTokens).toContain(refreshToken);
     expect(identity.refresh_token_encrypted).not.toContain(refreshToken);
+    // The access token the login got is kept too, encrypted, with its expiry (the workspace tools use it first).
+    expect(identity.access_token_encrypted).toMatch(/^v1\./);
+    expect(identity.access_token_expires_at.getTime()).toBeGreaterThan(Date.now());
 
     const status = await platform.agents('/auth/google/status', { cookie: `tessera_session=${cookie}` });
     expect(status.status).toBe(200);
@@ -249,6 +254,7 @@ describe('Google login (oidc-provider)', () => {
       scopes: identity.scopes,
       workspace_scopes_granted: true,
       missing_scopes: [],
+      agents: { mail: true, calendar: true, drive: true, sheets: true, docs: true, contacts: true, tasks: true },
     });
   });
 
@@ -345,6 +351,7 @@ describe('Google login (oidc-provider)', () => {
       scopes: [],
       workspace_scopes_granted: false,
       missing_scopes: workspaceScopes,
+      agents: { mail: false, calendar: false, drive: false, sheets: false, docs: false, contacts: false, tasks: false },
     });
   });
 });

@@ -8,6 +8,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowUpdateFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { toolByName } from '../../../activities/tools/index.ts';
+import type { WorkspaceName } from '../../../common/agents.ts';
 import { resolveModel, type Catalogue } from '../../../common/catalogue.ts';
 import type { ToolSettings } from '../../../activities/tools/tool.ts';
 import { turnOfApproval } from '../../../common/agent-turn.ts';
@@ -25,8 +26,8 @@ export interface ChatAgent extends RoutableAgent {
   systemPrompt: string;
   model: string;
   tools: string[];
-  /** A workspace agent (mail, calendar, …) needs the Google login. */
-  workspace?: string | null;
+  /** A workspace agent (mail, calendar, …) needs the Google login, with that workspace's scope. */
+  workspace?: WorkspaceName | null;
   temperature?: number | null;
 }
 
@@ -72,8 +73,8 @@ export class AgentChat {
     toolSettings: ToolSettings;
     settings: AgentChatSettings;
     catalogue: Catalogue;
-    /** Whether the user completed the Google login with the workspace scopes (absent: never). */
-    workspaceConnected?: (userId: string) => Promise<boolean>;
+    /** Whether the user's Google login is connected and granted the workspace's scope (absent: never). */
+    workspaceConnected?: (userId: string, workspace: WorkspaceName) => Promise<boolean>;
   };
 
   constructor(dependencies: AgentChat['dependencies']) {
@@ -125,7 +126,7 @@ export class AgentChat {
       routingWorkflowId = decision.workflowId;
       routed = { id: agent.id, name: agent.name, confidence: decision.confidence, method: decision.method };
     }
-    if (agent.workspace && !(await this.dependencies.workspaceConnected?.(principal.userId))) {
+    if (agent.workspace && !(await this.dependencies.workspaceConnected?.(principal.userId, agent.workspace))) {
       throw new WorkspaceLoginRequired(agent);
     }
     const tools = agent.tools.flatMap((name) => {
@@ -197,13 +198,16 @@ export class AgentChat {
   }
 }
 
-/** A workspace agent was chosen for a user without the Google login: they are sent to `/auth/google`. */
+/**
+ * A workspace agent was chosen for a user without the Google login, or whose login did not grant that workspace's
+ * scope, or whose login Google revoked: they are sent to `/auth/google`.
+ */
 export class WorkspaceLoginRequired extends ApiError {
   readonly agent: ChatAgent;
   constructor(agent: ChatAgent) {
     super(
       'permission_denied',
-      `The ${agent.name} agent works with your Google ${agent.workspace}: log in with Google first (GET /auth/google)`,
+      `The ${agent.name} agent works with your Google ${agent.workspace}: log in with Google (GET /auth/google) and allow access to it`,
     );
     this.agent = agent;
   }

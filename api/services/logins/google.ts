@@ -13,62 +13,38 @@
  *   exchanges the code with the verifier, and validates the ID token (signature, issuer, audience, expiry, nonce).
  *   The e-mail must be verified (from the ID token, else from userinfo). The account is the one this Google
  *   account logged into before, else the account with that e-mail (joined), else a new one (free plan, through
- *   ApiKeyService.ensureUser). The granted scopes and the refresh token (AES-256-GCM, token-cipher.ts) are kept in
- *   `oauth_identities`; a login that grants no new refresh token keeps the old one.
- * - Discovery runs on first use and is cached; a failed discovery is retried on the next request. Plain-http
- *   issuers are allowed on loopback hosts only (a local or test provider).
+ *   ApiKeyService.ensureUser). The granted scopes, the refresh token and the access token (encrypted) are stored by
+ *   the token store the workspace tools use (activities/google/google-accounts.ts); a login that grants no new
+ *   refresh token keeps the old one, and a login clears an earlier revocation.
+ * - The provider's configuration (discovery, cached; loopback-only plain http) is activities/google/oauth-client.ts,
+ *   shared with the tools' token refresh.
  */
 import { createHash } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { normalizeEmail } from '../../../common/email.ts';
 import type { Pool } from '../../../db/pool.ts';
+import type { GoogleAccounts } from '../../../activities/google/google-accounts.ts';
+import { ProviderUnreachableError } from '../../../activities/google/oauth-client.ts';
+import { loginScopes, workspaceScopes } from '../../../activities/google/scopes.ts';
 import { ApiError } from '../../errors.ts';
 import { newId, type ApiKeyService } from '../apikeys/service.ts';
-import type { TokenCipher } from './token-cipher.ts';
 
-/** The Google Workspace scopes the workspace tools need (`GET /auth/google/status` reports the missing ones). */
-export const workspaceScopes = [
-  'https://www.googleapis.com/auth/gmail.modify',
-  'https://www.googleapis.com/auth/calendar',
-  'https://www.googleapis.com/auth/drive',
-  'https://www.googleapis.com/auth/spreadsheets',
-  'https://www.googleapis.com/auth/documents',
-  'https://www.googleapis.com/auth/contacts',
-  'https://www.googleapis.com/auth/tasks',
-];
-export const loginScopes = ['openid', 'email', 'profile'];
+export { loginScopes, workspaceScopes };
 export const oauthStateCookie = 'tessera_oauth_state';
 export const oauthStateLifetimeMs = 10 * 60_000;
 
 const provider = 'google';
 const hashState = (state: string) => createHash('sha256').update(state).digest('hex');
 
-export interface GoogleSettings {
-  clientId: string;
-  clientSecret: string;
-  issuer: string;
-}
-
-export interface GoogleStatus {
-  connected: boolean;
-  email: string | null;
-  scopes: string[];
-  workspace_scopes_granted: boolean;
-  missing_scopes: string[];
-}
-
 export class GoogleLogin {
-  private readonly settings: GoogleSettings;
   private readonly pool: Pool;
   private readonly keys: ApiKeyService;
-  private readonly cipher: TokenCipher;
-  private configuration: Promise<oidc.Configuration> | null = null;
+  private readonly accounts: GoogleAccounts;
 
-  constructor(options: { settings: GoogleSettings; pool: Pool; keys: ApiKeyService; cipher: TokenCipher }) {
-    this.settings = options.settings;
+  constructor(options: { pool: Pool; keys: ApiKeyService; accounts: GoogleAccounts }) {
     this.pool = options.pool;
     this.keys = options.keys;
-    this.cipher = options.cipher;
+    this.accounts = options.accounts;
   }
 
   /** The authorization URL to redirect to, and the state to bind to the browser. */
@@ -140,65 +116,28 @@ export class GoogleLogin {
     }
     email = normalizeEmail(email);
     const scopes = (tokens.scope ?? [...loginScopes, ...workspaceScopes].join(' ')).split(/\s+/).filter(Boolean);
-    const refresh = tokens.refresh_token ? this.cipher.encrypt(tokens.refresh_token) : null;
-
-    const known = await this.pool.query<{ user_id: string }>(
-      'select user_id from oauth_identities where provider = $1 and subject = $2',
-      [provider, idClaims.sub],
-    );
-    const userId = known.rows[0]?.user_id ?? (await this.keys.ensureUser({ email })).id;
-    await this.pool.query(
-      `insert into oauth_identities (id, user_id, provider, subject, email, scopes, refresh_token_encrypted,
-                                     created_at, updated_at)
-       values ($1, $2, $3, $4, $5, $6::jsonb, $7, now(), now())
-       on conflict (provider, subject) do update set
-         email = excluded.email, scopes = excluded.scopes, updated_at = now(),
-         refresh_token_encrypted = coalesce(excluded.refresh_token_encrypted, oauth_identities.refresh_token_encrypted)`,
-      [newId('oid'), userId, provider, idClaims.sub, email, JSON.stringify(scopes), refresh],
-    );
+    const userId = (await this.accounts.userOfSubject(idClaims.sub)) ?? (await this.keys.ensureUser({ email })).id;
+    await this.accounts.saveLogin({
+      id: newId('oid'),
+      userId,
+      subject: idClaims.sub,
+      email,
+      scopes,
+      refreshToken: tokens.refresh_token,
+      accessToken: tokens.access_token,
+      expiresIn: tokens.expiresIn(),
+    });
     return { userId, email };
   }
 
-  async status(userId: string): Promise<GoogleStatus> {
-    return googleStatus(this.pool, userId);
+  private async config(): Promise<oidc.Configuration> {
+    try {
+      return await this.accounts.oauth.config();
+    } catch (error) {
+      if (error instanceof ProviderUnreachableError) throw new ApiError('upstream_error', error.message);
+      throw error;
+    }
   }
-
-  private config(): Promise<oidc.Configuration> {
-    this.configuration ??= (async () => {
-      const issuer = new URL(this.settings.issuer);
-      const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(issuer.hostname);
-      return oidc.discovery(issuer, this.settings.clientId, this.settings.clientSecret, undefined, {
-        timeout: 10,
-        ...(issuer.protocol === 'http:' && loopback ? { execute: [oidc.allowInsecureRequests] } : {}),
-      });
-    })().catch((error: unknown) => {
-      this.configuration = null;
-      throw new ApiError(
-        'upstream_error',
-        `The identity provider ${this.settings.issuer} could not be reached: ${(error as Error).message}`,
-      );
-    });
-    return this.configuration;
-  }
-}
-
-/** Whether the user's Google account is connected, and which workspace scopes it has not granted. */
-export async function googleStatus(pool: Pool, userId: string): Promise<GoogleStatus> {
-  const { rows } = await pool.query<{ email: string; scopes: string[]; refresh_token_encrypted: string | null }>(
-    `select email, scopes, refresh_token_encrypted from oauth_identities where user_id = $1 and provider = $2
-     order by updated_at desc limit 1`,
-    [userId, provider],
-  );
-  const identity = rows[0];
-  const scopes = identity?.scopes ?? [];
-  const missing = workspaceScopes.filter((scope) => !scopes.includes(scope));
-  return {
-    connected: !!identity?.refresh_token_encrypted,
-    email: identity?.email ?? null,
-    scopes,
-    workspace_scopes_granted: !!identity?.refresh_token_encrypted && missing.length === 0,
-    missing_scopes: missing,
-  };
 }
 
 /** The provider's refusal, or an answer that failed validation, as a 400; a network failure as a 502. */

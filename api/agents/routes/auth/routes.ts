@@ -29,12 +29,8 @@ import { ApiError, invalidRequest } from '../../../errors.ts';
 import type { RateLimits } from '../../../rate-limit.ts';
 import type { ApiKeyService, Principal } from '../../../services/apikeys/service.ts';
 import type { Linking } from '../../../services/chat/linking.ts';
-import {
-  googleStatus,
-  oauthStateCookie,
-  oauthStateLifetimeMs,
-  type GoogleLogin,
-} from '../../../services/logins/google.ts';
+import { googleStatus } from '../../../../activities/google/google-accounts.ts';
+import { oauthStateCookie, oauthStateLifetimeMs, type GoogleLogin } from '../../../services/logins/google.ts';
 import { magicLinkSubject, type MagicLinks } from '../../../services/logins/magic-links.ts';
 import {
   clearSessionCookie,

@@ -1,6 +1,9 @@
 /**
- * Encryption at rest for OAuth refresh tokens: AES-256-GCM under a key derived from TOKEN_ENCRYPTION_KEY with
- * HKDF-SHA256 (a fixed salt and a purpose label, so the same secret could key other purposes independently).
+ * Encryption at rest for OAuth tokens (the Google refresh token and its current access token, in
+ * `oauth_identities`): AES-256-GCM under a key derived from TOKEN_ENCRYPTION_KEY with HKDF-SHA256 (a fixed salt and
+ * a purpose label, so the same secret could key other purposes independently; the label predates access tokens being
+ * stored too, and stays, so tokens stored before still decrypt). Here in activities/ because the workspace tools,
+ * which run in activities (worker or API process), decrypt and refresh tokens; the login encrypts with it too.
  * A fresh 12-byte IV per value; the stored form is `v1.<iv>.<tag>.<ciphertext>` in base64url. A value that fails
  * authentication (tampered, or another key) decrypts to an error, never to garbage.
  */
