@@ -85,7 +85,18 @@ export async function pdfPageText(
   from: number,
   maxChars: number,
 ): Promise<{ pages: number; texts: Array<{ page: number; text: string }> }> {
-  const bytes = await readWhole(upload);
+  return pdfBytesText(await readWhole(upload), from, maxChars);
+}
+
+/**
+ * The same from a PDF's bytes (a file read from Google Drive, say): pages from `from` on, until about `maxChars`.
+ * Throws `ExtractionError` for a PDF that cannot be read.
+ */
+export async function pdfBytesText(
+  bytes: Uint8Array,
+  from: number,
+  maxChars: number,
+): Promise<{ pages: number; texts: Array<{ page: number; text: string }> }> {
   const { pages } = await readPdf(bytes);
   const texts: Array<{ page: number; text: string }> = [];
   let length = 0;

@@ -1,6 +1,6 @@
 /**
- * The built-in tools (spec section 2), each a file in this folder. The chat turn offers the model the ones the
- * deployment has configured (`GET /api/v1/integrations` lists all of them).
+ * The built-in tools (spec section 2), each a file in this folder (the workspace suite's in ./google/). The chat turn
+ * offers the model the ones the deployment has configured (`GET /api/v1/integrations` lists all of them).
  */
 import { calculatorTool } from './calculator.ts';
 import { codeExecuteTool } from './code-execute.ts';
@@ -18,6 +18,28 @@ import { sqlQueryTool } from './sql-query.ts';
 import { weatherTool } from './weather.ts';
 import { webFetchTool } from './web-fetch.ts';
 import { webSearchTool } from './web-search.ts';
+import { gmailSearchTool } from './google/gmail-search.ts';
+import { gmailReadTool } from './google/gmail-read.ts';
+import { gmailDraftTool } from './google/gmail-draft.ts';
+import { gmailSendTool } from './google/gmail-send.ts';
+import { calendarListTool } from './google/calendar-list.ts';
+import { calendarFreeBusyTool } from './google/calendar-free-busy.ts';
+import { calendarCreateTool } from './google/calendar-create.ts';
+import { calendarUpdateTool } from './google/calendar-update.ts';
+import { calendarDeleteTool } from './google/calendar-delete.ts';
+import { driveSearchTool } from './google/drive-search.ts';
+import { driveReadTool } from './google/drive-read.ts';
+import { driveUploadTool } from './google/drive-upload.ts';
+import { sheetsReadTool } from './google/sheets-read.ts';
+import { sheetsAppendTool } from './google/sheets-append.ts';
+import { sheetsUpdateTool } from './google/sheets-update.ts';
+import { docsReadTool } from './google/docs-read.ts';
+import { docsCreateTool } from './google/docs-create.ts';
+import { docsAppendTool } from './google/docs-append.ts';
+import { contactsSearchTool } from './google/contacts-search.ts';
+import { tasksListTool } from './google/tasks-list.ts';
+import { tasksAddTool } from './google/tasks-add.ts';
+import { tasksCompleteTool } from './google/tasks-complete.ts';
 import type { ToolDefinition, ToolSettings } from './tool.ts';
 
 export const builtInTools: ToolDefinition[] = [
@@ -37,6 +59,29 @@ export const builtInTools: ToolDefinition[] = [
   sqlQueryTool,
   ragSearchTool,
   readUploadTool,
+  // The workspace suite (./google/): the user's Gmail, Calendar, Drive, Sheets, Docs, Contacts and Tasks.
+  gmailSearchTool,
+  gmailReadTool,
+  gmailDraftTool,
+  gmailSendTool,
+  calendarListTool,
+  calendarFreeBusyTool,
+  calendarCreateTool,
+  calendarUpdateTool,
+  calendarDeleteTool,
+  driveSearchTool,
+  driveReadTool,
+  driveUploadTool,
+  sheetsReadTool,
+  sheetsAppendTool,
+  sheetsUpdateTool,
+  docsReadTool,
+  docsCreateTool,
+  docsAppendTool,
+  contactsSearchTool,
+  tasksListTool,
+  tasksAddTool,
+  tasksCompleteTool,
 ];
 
 const byName = new Map(builtInTools.map((tool) => [tool.name, tool]));

@@ -83,7 +83,7 @@ describe('the built-in catalogue', () => {
       expect(Array.isArray(agent.tools)).toBe(true);
     }
     const byId = new Map(body.agents.map((agent: Json) => [agent.id, agent]));
-    expect(byId.get('mail')).toMatchObject({ workspace: 'mail', tools: expect.arrayContaining(['send_email']) });
+    expect(byId.get('mail')).toMatchObject({ workspace: 'mail', tools: expect.arrayContaining(['gmail_send']) });
     expect(byId.get('calendar')).toMatchObject({ workspace: 'calendar' });
     expect(byId.get('general')).toMatchObject({ workspace: null });
     for (const id of ['researcher', 'analyst', 'coder', 'planner']) {

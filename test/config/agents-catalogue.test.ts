@@ -37,6 +37,25 @@ describe('config/agents.yaml', () => {
       expect(agent.routing.keywords.length).toBeGreaterThan(0);
     }
     expect(agents.filter((agent) => agent.tools.includes('save_memory')).length).toBeGreaterThan(10);
+    // Each workspace agent has its Google tools (activities/tools/google/).
+    const toolsOf = (id: string) => agents.find((agent) => agent.id === id)!.tools;
+    expect(toolsOf('mail')).toEqual(
+      expect.arrayContaining(['gmail_search', 'gmail_read', 'gmail_draft', 'gmail_send']),
+    );
+    expect(toolsOf('calendar')).toEqual(
+      expect.arrayContaining([
+        'calendar_list',
+        'calendar_free_busy',
+        'calendar_create',
+        'calendar_update',
+        'calendar_delete',
+      ]),
+    );
+    expect(toolsOf('drive')).toEqual(expect.arrayContaining(['drive_search', 'drive_read', 'drive_upload']));
+    expect(toolsOf('sheets')).toEqual(expect.arrayContaining(['sheets_read', 'sheets_append', 'sheets_update']));
+    expect(toolsOf('docs')).toEqual(expect.arrayContaining(['docs_read', 'docs_create', 'docs_append']));
+    expect(toolsOf('contacts')).toContain('contacts_search');
+    expect(toolsOf('tasks')).toEqual(expect.arrayContaining(['tasks_list', 'tasks_add', 'tasks_complete']));
     expect([...knownToolNames()]).toEqual(
       expect.arrayContaining([...agentServiceToolNames, 'save_memory', 'web_search', 'code_execute']),
     );
