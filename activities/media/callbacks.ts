@@ -7,7 +7,7 @@
  * - `webhook-id: msg_<job id>` (the same on every attempt: one job ends once, so a receiver dedupes by it),
  *   `webhook-timestamp: <unix seconds of this attempt>`, `webhook-signature: v1,<base64 HMAC-SHA256 of
  *   "<id>.<timestamp>.<body>">`, keyed by the account's secret (`whsec_<base64 of 32 random bytes>`; the HMAC key is
- *   the decoded bytes). For 24 hours after a rotation the previous secret signs too (a second, space-separated
+ *   the decoded bytes; activities/net/standard-webhooks.ts, the platform's one signing module). For 24 hours after a rotation the previous secret signs too (a second, space-separated
  *   `v1,…`), so receivers can switch secrets without losing a delivery. Any Standard Webhooks library verifies it.
  * - The secret is per account, created on first use (`CallbackSecrets.current`), shown to its owner by `GET
  *   /api/v1/media/callback-secret` and replaced by `POST /api/v1/media/callback-secret/rotate`.
@@ -20,26 +20,14 @@
  *   says `delivered` (a retried workflow task or a replayed activity after a worker crash sends no second copy);
  *   every attempt is counted on the row (`callback_attempts`, `callback_error`).
  */
-import { createHmac, randomBytes } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { run, type Pool } from '../../db/pool.ts';
-import { guardedFetch, UrlRefusedError } from '../net/url-guard.ts';
+import { newWebhookSecret, postSignedWebhook } from '../net/standard-webhooks.ts';
+import { UrlRefusedError } from '../net/url-guard.ts';
 import { asyncJobView, jobColumns, type MediaJobRow } from './job-view.ts';
 
 /** How long after a rotation the previous secret still signs alongside the new one. */
 export const rotationGraceMs = 24 * 60 * 60 * 1000;
-
-const secretPrefix = 'whsec_';
-
-export function newCallbackSecret(): string {
-  return `${secretPrefix}${randomBytes(32).toString('base64')}`;
-}
-
-/** The Standard Webhooks signature of one message, `v1,<base64>`. */
-export function signCallback(secret: string, id: string, timestamp: number, body: string): string {
-  const key = Buffer.from(secret.slice(secretPrefix.length), 'base64');
-  return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
-}
 
 export interface CallbackSecret {
   secret: string;
@@ -90,14 +78,14 @@ export class CallbackSecrets {
 
   /** The account's secret, created now if it had none (two first uses at once agree on one). */
   async current(userId: string): Promise<CallbackSecret> {
-    await run(this.pool, ensureSecret, [userId, newCallbackSecret()]);
+    await run(this.pool, ensureSecret, [userId, newWebhookSecret()]);
     const [row] = await run<SecretRow>(this.pool, selectSecret, [userId]);
     return secretOf(row!);
   }
 
   /** A new secret; the old one keeps signing alongside for `rotationGraceMs`. */
   async rotate(userId: string): Promise<CallbackSecret> {
-    const [row] = await run<SecretRow>(this.pool, rotateSecret, [userId, newCallbackSecret()]);
+    const [row] = await run<SecretRow>(this.pool, rotateSecret, [userId, newWebhookSecret()]);
     return secretOf(row!);
   }
 }
@@ -159,29 +147,17 @@ export function createCallbackActivities({ pool, toolSettings }: CallbackActivit
       }
       const body = JSON.stringify({ event, ...asyncJobView(row, false) });
       const id = `msg_${row.id}`;
-      const timestamp = Math.floor(Date.now() / 1000);
       const { secret, previousSecret } = await secrets.current(row.user_id);
-      const signature = [secret, previousSecret]
-        .filter((key): key is string => key !== undefined)
-        .map((key) => signCallback(key, id, timestamp, body))
-        .join(' ');
       await run(pool, countAttempt, [jobId]);
       let status: number;
       try {
-        ({ status } = await guardedFetch(row.callback_url, {
-          method: 'POST',
+        status = await postSignedWebhook({
+          url: row.callback_url,
+          id,
           body,
-          headers: {
-            'content-type': 'application/json',
-            'user-agent': 'Tessera-Webhooks/1',
-            'webhook-id': id,
-            'webhook-timestamp': String(timestamp),
-            'webhook-signature': signature,
-          },
+          secrets: [secret, ...(previousSecret ? [previousSecret] : [])],
           allowedHosts: toolSettings.fetchAllowedHosts,
-          timeoutMs: 10_000,
-          maxBytes: 1024 * 1024,
-        }));
+        });
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
         await run(pool, attemptFailed, [jobId, message]);
