@@ -11,7 +11,9 @@
  *   twice is not an error). Cookie-authenticated, so the CSRF origin check applies.
  * - `GET /auth/me`: `{logged_in: false, ai_name}` for an anonymous caller (a page asks it to decide what to show).
  * - `GET /auth/google` and its callback `GET /auth/google/callback` (the login itself; 503 without GOOGLE_CLIENT_ID).
- * Login required: `GET /auth/google/status`, `GET /link/code`, `POST /link/verify`, `POST /api/keys`, `GET /api/keys`.
+ * Login required: `GET /auth/google/status` (`{connected, email, scopes, workspace_scopes_granted, missing_scopes,
+ * agents}`: which workspace agents the granted scopes enable), `GET /link/code`, `POST /link/verify`, `POST /api/keys`,
+ * `GET /api/keys`.
  *
  * Links built for a browser (the magic link, the OAuth redirect URI) use AGENT_PUBLIC_URL; without it, the request's
  * own origin, but only when that is a loopback address or one of AGENT_ALLOWED_ORIGINS: a Host (or
