@@ -54,8 +54,8 @@ export interface CallerState extends Partial<AuthState> {
 }
 
 /**
- * The agent service's authentication: an `Authorization: Bearer te_…` key, `X-API-Key` on `/api/v1/*` (spec 5) and the A2A
- * endpoints `/a2a` and `/a2a/*` (their card declares it), or
+ * The agent service's authentication: an `Authorization: Bearer te_…` key, `X-API-Key` on `/api/v1/*` (spec 5), the A2A
+ * endpoints `/a2a` and `/a2a/*` (their card declares it) and `/automation/*` (what automation tools send), or
  * the web session cookie. A credential that is sent must be valid (401 otherwise); a request with none goes on
  * without a principal, and each route decides (`requireCaller`). A cookie-authenticated request that changes
  * something (any method but GET, HEAD, OPTIONS) must come from an allowed origin (`sameOrigin`): the cookie is
@@ -69,7 +69,7 @@ export function authenticateCaller(
 ): Middleware<CallerState> {
   return async (context, next) => {
     const header = context.get('authorization');
-    const apiKey = /^\/(?:api\/v1\/|a2a(?:\/|$))/.test(context.path) ? context.get('x-api-key') : '';
+    const apiKey = /^\/(?:api\/v1\/|a2a(?:\/|$)|automation\/)/.test(context.path) ? context.get('x-api-key') : '';
     if (header || apiKey) {
       const match = header ? /^Bearer\s+(\S+)$/i.exec(header) : ([apiKey, apiKey] as const);
       if (!match) throw new ApiError('authentication_error', 'Send Authorization: Bearer <API_KEY>');

@@ -6,12 +6,25 @@ import type { IncomingMessage } from 'node:http';
 import type { z } from 'zod';
 import { ApiError, invalidRequest } from './errors.ts';
 
-export async function readRawBody(request: IncomingMessage, limit: number): Promise<Buffer> {
+/**
+ * The body's bytes, refused past `limit` (400, or `413 payload_too_large` with `tooLarge`, which names the limit; a
+ * declared Content-Length past it is refused before anything is read).
+ */
+export async function readRawBody(
+  request: IncomingMessage,
+  limit: number,
+  tooLarge?: { status: 413; what: string },
+): Promise<Buffer> {
+  const refuse = () =>
+    tooLarge
+      ? new ApiError('payload_too_large', `${tooLarge.what} may be ${limit} bytes at most`)
+      : new ApiError('invalid_request', 'Request body too large');
+  if (Number(request.headers['content-length'] ?? 0) > limit) throw refuse();
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of request as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > limit) throw new ApiError('invalid_request', 'Request body too large');
+    if (size > limit) throw refuse();
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);

@@ -4,8 +4,8 @@
  * task queue sharing one NativeConnection with the client, so turns and completions start eagerly in this process.
  * `API_SERVICES` picks the services (`gateway`, `agents`, or both, the default). `npm run api`.
  * Serving the agent service, the process also runs an activity-only worker on `<task queue>-agents` (the activities
- * of scheduled runs that need the agent service: api/services/schedules/activities.ts), and at start reconciles the
- * scheduled tasks with their Temporal schedules.
+ * of scheduled and webhook runs that need the agent service: api/services/schedules/activities.ts,
+ * api/services/webhooks/activities.ts), and at start reconciles the scheduled tasks with their Temporal schedules.
  * SIGTERM drains: stop accepting, let open streams finish (up to SHUTDOWN_GRACE_MS), stop the worker.
  */
 import { Client } from '@temporalio/client';
@@ -122,7 +122,7 @@ export async function startGateway(
       connection,
       namespace: settings.TEMPORAL_NAMESPACE,
       taskQueue: agentsTaskQueue(settings.TEMPORAL_TASK_QUEUE),
-      activities: service.scheduleActivities,
+      activities: service.agentsActivities,
       shutdownGraceTime: `${settings.SHUTDOWN_GRACE_MS}ms`,
     });
     agentsWorker = { worker, run: worker.run() };

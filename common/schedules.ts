@@ -4,7 +4,7 @@
  * `ScheduledRunInput`; each run is a turn of the task's own session `schedule:<task id>`, owned by the task's owner.
  */
 import type { MessengerTarget } from '../activities/messengers/messenger.ts';
-import type { ChatTurnInput } from './chat-turn.ts';
+import { runDeliveryId, type PreparedAgentTurn, type RefusedAgentTurn } from './agent-runs.ts';
 
 export const schedulePrefix = 'schedule-';
 
@@ -26,7 +26,7 @@ export function agentsTaskQueue(taskQueue: string): string {
 
 /** The send of a run's answer to one linked chat: its `messenger_events` row and idempotency key (sent once). */
 export function scheduledDeliveryId(turnId: string, chat: MessengerTarget): string {
-  return `schedule:${turnId}:${chat.platform}:${chat.to}`;
+  return runDeliveryId('schedule', turnId, chat);
 }
 
 export interface ScheduledRunInput {
@@ -39,9 +39,9 @@ export type PreparedScheduledRun =
   /** The task is gone or paused since the schedule fired: nothing runs. */
   | { kind: 'skipped'; reason: string }
   /** The turn was refused before it started (no credits, agent gone, model not in the plan): the run failed. */
-  | { kind: 'refused'; errorType: string; message: string; turnId: string | null }
+  | RefusedAgentTurn
   /** The turn, ready to run as a child workflow, and the owner's linked messaging app chats its answer also goes to. */
-  | { kind: 'turn'; turn: ChatTurnInput; agentName: string; deliverTo: MessengerTarget[] };
+  | PreparedAgentTurn;
 
 export type ScheduledRunStatus = 'running' | 'done' | 'failed';
 

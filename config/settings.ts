@@ -234,6 +234,20 @@ const settingsSchema = z.object({
   TELEGRAM_BOT_TOKEN: optionalText(z.string()),
   TELEGRAM_WEBHOOK_SECRET: optionalText(z.string().regex(/^[A-Za-z0-9_-]{1,256}$/, 'Telegram allows A-Z a-z 0-9 _ -')),
   TELEGRAM_API_BASE_URL: z.url().default('https://api.telegram.org'),
+  // Slack (README, "Inbound webhooks: Slack"): an app installed in one workspace. Both or neither.
+  SLACK_SIGNING_SECRET: optionalText(z.string()),
+  /** The app's bot token (`xoxb-…`). */
+  SLACK_BOT_TOKEN: optionalText(z.string()),
+  /** Slack's Web API (the simulator's `${sim}/slack/api` under `npm start`). */
+  SLACK_API_BASE_URL: z.url({ protocol: /^https?$/ }).default('https://slack.com/api'),
+  // Inbound webhooks (README, "Inbound webhooks").
+  /** GitHub's REST API, where the github_comment tool posts (the simulator's `${sim}/github` under `npm start`). */
+  GITHUB_API_BASE_URL: z.url({ protocol: /^https?$/ }).default('https://api.github.com'),
+  /**
+   * How long `POST /automation/trigger` waits for its run to finish before it answers 202 and calls back (a Temporal
+   * duration). Zapier and Make give up on a webhook after 30 s or more, so the default leaves room.
+   */
+  AUTOMATION_SYNC_WAIT: durationMilliseconds('25s'),
   /**
    * host or host:port entries web_fetch may reach although they are not public (a local test server); a bare host
    * allows its default ports (80 and 443) only.
@@ -375,7 +389,8 @@ export function googleWorkspaceConfigured(settings: Settings): boolean {
 
 /**
  * The messaging apps this deployment answers on: each needs both of its credentials (LINE: channel secret and
- * access token; Telegram: bot token and webhook secret). One without the other is refused at start-up.
+ * access token; Telegram: bot token and webhook secret; Slack: bot token and signing secret). One without the other
+ * is refused at start-up.
  */
 export function messengerSettingsOf(settings: Settings): MessengerSettings {
   const line = settings.LINE_CHANNEL_SECRET || settings.LINE_CHANNEL_ACCESS_TOKEN;
@@ -390,7 +405,20 @@ export function messengerSettingsOf(settings: Settings): MessengerSettings {
       'invalid setting TELEGRAM_WEBHOOK_SECRET: Telegram needs both TELEGRAM_BOT_TOKEN and TELEGRAM_WEBHOOK_SECRET',
     );
   }
+  const slack = settings.SLACK_BOT_TOKEN || settings.SLACK_SIGNING_SECRET;
+  if (slack && !(settings.SLACK_BOT_TOKEN && settings.SLACK_SIGNING_SECRET)) {
+    throw new Error('invalid setting SLACK_SIGNING_SECRET: Slack needs both SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET');
+  }
   return {
+    ...(settings.SLACK_BOT_TOKEN && settings.SLACK_SIGNING_SECRET
+      ? {
+          slack: {
+            botToken: settings.SLACK_BOT_TOKEN,
+            signingSecret: settings.SLACK_SIGNING_SECRET,
+            apiBaseUrl: settings.SLACK_API_BASE_URL,
+          },
+        }
+      : {}),
     ...(settings.LINE_CHANNEL_SECRET && settings.LINE_CHANNEL_ACCESS_TOKEN
       ? {
           line: {

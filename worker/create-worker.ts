@@ -49,6 +49,8 @@ import { createLogger } from '../process/logger.ts';
 import { EmbeddingCalls, EmbeddingHandover } from '../activities/embeddings/embedding-calls.ts';
 import { createEmbeddingService } from '../activities/embeddings/embedding-service.ts';
 import { LocalEmbeddingEngine } from '../activities/embeddings/local-engine.ts';
+import { webhookEncryptionKey, WebhookStore } from '../activities/webhooks/webhook-store.ts';
+import { githubCommentService } from '../activities/webhooks/github.ts';
 import { GoogleAccounts } from '../activities/google/google-accounts.ts';
 import { GoogleApi } from '../activities/google/google-api.ts';
 import { GoogleOAuthClient } from '../activities/google/oauth-client.ts';
@@ -155,6 +157,8 @@ export interface WorkerDependencies {
   /** The RAG index's tables, and the embedding model new indexes use (activities/rag/). */
   rag: RagStore;
   ragModel: RagModel;
+  /** Inbound webhooks' configuration (secrets, GitHub tokens); null without TOKEN_ENCRYPTION_KEY. */
+  webhooks: WebhookStore | null;
   /** Users' Google accounts (the login stores them, the workspace tools use their tokens); null unless configured. */
   google: GoogleAccounts | null;
 }
@@ -265,6 +269,10 @@ export function createWorkerDependencies(
           loginUrl: toolSettings.google.loginUrl,
         })
       : undefined;
+  // Inbound webhooks' secrets and GitHub tokens, encrypted at rest: unavailable without TOKEN_ENCRYPTION_KEY.
+  const webhooks = settings.TOKEN_ENCRYPTION_KEY
+    ? new WebhookStore(pool, new TokenCipher(webhookEncryptionKey(settings.TOKEN_ENCRYPTION_KEY)))
+    : null;
   const ragModel = ragModelOf(
     catalogue.catalogue,
     settings.RAG_EMBEDDING_MODEL,
@@ -284,9 +292,11 @@ export function createWorkerDependencies(
       sites,
       sql: userData,
       ...(mail ? { mail } : {}),
+      ...(webhooks ? { github: githubCommentService(webhooks, settings.GITHUB_API_BASE_URL) } : {}),
       ...(googleApi ? { google: googleApi } : {}),
     },
     google,
+    webhooks,
     pool,
     conversations,
     toolSettings,

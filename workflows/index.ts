@@ -8,6 +8,7 @@ export { messengerMessage } from './messenger-message.workflow.ts';
 export { a2aTask } from './a2a-task.workflow.ts';
 export { teamBroadcast } from './team-broadcast.workflow.ts';
 export { scheduledRun } from './scheduled-run.workflow.ts';
+export { webhookRun } from './webhook-run.workflow.ts';
 export { mediaJob } from './media.workflow.ts';
 export { mediaMusic, mediaVideo } from './media-async.workflow.ts';
 export { mediaFilesSweep } from './media-sweep.workflow.ts';

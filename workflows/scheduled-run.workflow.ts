@@ -9,30 +9,18 @@
  * 3. The outcome is recorded on the task row (`last_run`), and the answer is sent to each messaging app chat linked
  *    to the owner's account (`ConversationStore.linkedChats`, as team broadcasts reach them), by the messengers'
  *    activity keyed by the turn and the chat: sent once.
+ * Steps 2 and 3's running and sending are the one path every unattended agent run takes (agent-run.ts).
  */
-import {
-  ApplicationFailure,
-  ChildWorkflowFailure,
-  executeChild,
-  proxyActivities,
-  workflowInfo,
-} from '@temporalio/workflow';
-import type { createMessengerActivities } from '../activities/messengers/messenger-activities.ts';
+import { ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { PreparedScheduledRun, ScheduledRunInput, ScheduledRunRecord } from '../common/schedules.ts';
 import { scheduledDeliveryId } from '../common/schedules.ts';
-import { kindKey, modelKey, userKey } from '../common/search-attributes.ts';
-import type { chatTurn } from './chat-turn.workflow.ts';
+import { deliverToChats, runAgentTurn } from './agent-run.ts';
 
 /** The activities the agent service serves on its own task queue (api/services/schedules/activities.ts). */
 export interface ScheduleActivities {
   prepareScheduledTurn(input: { taskId: string; runId: string }): Promise<PreparedScheduledRun>;
   recordScheduledRun(record: ScheduledRunRecord): Promise<void>;
 }
-
-const { sendMessengerText } = proxyActivities<ReturnType<typeof createMessengerActivities>>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 20 },
-});
 
 export async function scheduledRun(input: ScheduledRunInput): Promise<{ status: string; turnId: string | null }> {
   const { prepareScheduledTurn, recordScheduledRun } = proxyActivities<ScheduleActivities>({
@@ -56,37 +44,24 @@ export async function scheduledRun(input: ScheduledRunInput): Promise<{ status: 
   }
   const { turn } = prepared;
   await recordScheduledRun({ taskId: input.taskId, status: 'running', at, turnId: turn.turnId });
-  let text: string;
-  try {
-    const result = await executeChild<typeof chatTurn>('chatTurn', {
-      workflowId: turn.turnId,
-      args: [turn],
-      typedSearchAttributes: [
-        { key: kindKey, value: 'agent-turn' },
-        { key: userKey, value: turn.userId },
-        { key: modelKey, value: turn.requestedModel },
-      ],
-      staticSummary: `Scheduled task ${input.taskId}: turn ${turn.turn} of ${turn.sessionKey} (${prepared.agentName})`,
-    });
-    text = result.response;
-  } catch (error) {
-    const cause = error instanceof ChildWorkflowFailure ? error.cause : error;
-    const failure = cause instanceof ApplicationFailure ? cause : null;
-    const message = failure?.message ?? (cause instanceof Error ? cause.message : 'an internal error');
+  const outcome = await runAgentTurn(
+    turn,
+    `Scheduled task ${input.taskId}: turn ${turn.turn} of ${turn.sessionKey} (${prepared.agentName})`,
+  );
+  if (!outcome.ok) {
     await recordScheduledRun({
       taskId: input.taskId,
       status: 'failed',
       at,
       turnId: turn.turnId,
-      error: failure?.type ? `${failure.type}: ${message}` : message,
+      error: outcome.errorType ? `${outcome.errorType}: ${outcome.message}` : outcome.message,
     });
-    throw ApplicationFailure.nonRetryable(`The scheduled turn ${turn.turnId} failed: ${message}`, 'ScheduledRunFailed');
+    throw ApplicationFailure.nonRetryable(
+      `The scheduled turn ${turn.turnId} failed: ${outcome.message}`,
+      'ScheduledRunFailed',
+    );
   }
   await recordScheduledRun({ taskId: input.taskId, status: 'done', at, turnId: turn.turnId });
-  if (text) {
-    for (const chat of prepared.deliverTo) {
-      await sendMessengerText({ ...chat, eventId: scheduledDeliveryId(turn.turnId, chat), text });
-    }
-  }
+  await deliverToChats(prepared.deliverTo, (chat) => scheduledDeliveryId(turn.turnId, chat), outcome.text);
   return { status: 'done', turnId: turn.turnId };
 }

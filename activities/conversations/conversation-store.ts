@@ -110,7 +110,7 @@ export const searchMarkers = { start: '«', stop: '»' } as const;
 const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('base64url')}`;
 
 /** The channels of messaging apps: their sessions are made by the webhooks, never by an API client. */
-export const messengerChannels = ['line', 'telegram'];
+export const messengerChannels = ['line', 'telegram', 'slack'];
 
 /** How long a link code lives (spec 4.9 leaves it open; the issue says 10 minutes). */
 export const linkCodeLifetimeMs = 10 * 60_000;
@@ -642,8 +642,9 @@ export class ConversationStore {
   }
 
   /**
-   * The messaging app chats linked to the owner's conversations: every LINE or Telegram session in a conversation
-   * the owner holds (a chat's key is `<platform>:<chat id>`, api/gateway/routes/webhooks/inbound.ts). What `/auth/me`
+   * The messaging app chats linked to the owner's conversations: every LINE, Telegram or Slack session in a
+   * conversation the owner holds (a chat's key is `<platform>:<chat id>`, api/gateway/routes/webhooks/inbound.ts; a
+   * Slack channel's `slack:<channel id>`, api/services/webhooks/slack-events.ts). What `/auth/me`
    * reports as `linked_apps`, and where team broadcasts and scheduled runs reach an account's chats.
    */
   async linkedChats(owner: string): Promise<MessengerTarget[]> {

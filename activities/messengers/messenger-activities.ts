@@ -1,9 +1,9 @@
 /**
  * The activity that sends an answer to a messaging app (workflows/messenger-message.workflow.ts). It is retried
- * by the workflow; what a retry must not repeat is kept: LINE deduplicates by retry key, and for Telegram the
- * parts already delivered are counted on the event's row (`messenger_events.replied_parts`) and skipped. A crash
- * between Telegram accepting a part and that count being written can still repeat that one part: Telegram's API
- * offers nothing to close the gap.
+ * by the workflow; what a retry must not repeat is kept: LINE deduplicates by retry key, and for Telegram and Slack
+ * the parts already delivered are counted on the event's row (`messenger_events.replied_parts`) and skipped. A crash
+ * between the platform accepting a part and that count being written can still repeat that one part: neither
+ * Telegram's Bot API nor Slack's chat.postMessage offers an idempotency key to close the gap.
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Pool } from '../../db/pool.ts';
@@ -16,6 +16,7 @@ import {
   type MessengerSettings,
   type MessengerTarget,
 } from './messenger.ts';
+import { SlackClient } from './slack.ts';
 import { TelegramClient } from './telegram.ts';
 
 /** The clients of the platforms this deployment has configured. */
@@ -23,6 +24,7 @@ export function messengerClients(settings: MessengerSettings): Partial<Record<Me
   return {
     ...(settings.line ? { line: new LineClient(settings.line) } : {}),
     ...(settings.telegram ? { telegram: new TelegramClient(settings.telegram) } : {}),
+    ...(settings.slack ? { slack: new SlackClient(settings.slack) } : {}),
   };
 }
 
@@ -44,12 +46,19 @@ export function createMessengerActivities(dependencies: {
       );
       const firstPart = rows[0]?.replied_parts ?? 0;
       try {
-        await client.send(input.to, parts, firstPart, input.eventId, async (delivered) => {
-          await dependencies.pool.query('update messenger_events set replied_parts = $2 where id = $1', [
-            input.eventId,
-            delivered,
-          ]);
-        });
+        await client.send(
+          input.to,
+          parts,
+          firstPart,
+          input.eventId,
+          async (delivered) => {
+            await dependencies.pool.query('update messenger_events set replied_parts = $2 where id = $1', [
+              input.eventId,
+              delivered,
+            ]);
+          },
+          input.thread,
+        );
       } catch (error) {
         if (error instanceof MessengerRejection) {
           throw ApplicationFailure.nonRetryable(error.message, 'MessengerRejected');

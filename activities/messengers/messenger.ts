@@ -1,22 +1,27 @@
 /**
- * The messaging apps (LINE and Telegram) as the chat sees them: where an answer goes (`MessengerTarget`), how a
+ * The messaging apps (LINE, Telegram and Slack) as the chat sees them: where an answer goes (`MessengerTarget`), how a
  * platform takes text (`MessengerClient`), and their settings. Each platform's wire protocol is in its own file;
- * the webhooks that receive messages are in api/gateway/routes/webhooks/, and the activity that sends answers in
- * messenger-activities.ts. Both the gateway and the agent service send through these.
+ * the webhooks that receive messages are in api/gateway/routes/webhooks/ (LINE, Telegram) and
+ * api/agents/routes/webhooks/ (Slack's Events API), and the activity that sends answers in messenger-activities.ts.
+ * Both the gateway and the agent service send through these.
  */
-export type MessengerPlatform = 'line' | 'telegram';
+export type MessengerPlatform = 'line' | 'telegram' | 'slack';
 
-export const messengerPlatforms: MessengerPlatform[] = ['line', 'telegram'];
+export const messengerPlatforms: MessengerPlatform[] = ['line', 'telegram', 'slack'];
 
-/** Where an answer goes: a LINE user, group or room id, or a Telegram chat id. */
+/** Where an answer goes: a LINE user, group or room id, a Telegram chat id, or a Slack channel (DM or channel) id. */
 export interface MessengerTarget {
   platform: MessengerPlatform;
   to: string;
+  /** Slack: the thread the answer goes in (the `ts` of the thread's first message); other platforms have none. */
+  thread?: string;
 }
 
 export interface MessengerSettings {
   line?: { channelSecret: string; channelAccessToken: string; apiBaseUrl: string };
   telegram?: { botToken: string; webhookSecret: string; apiBaseUrl: string };
+  /** A Slack app installed in one workspace: its bot token (xoxb-), its signing secret, and Web API base URL. */
+  slack?: { botToken: string; signingSecret: string; apiBaseUrl: string };
 }
 
 export interface MessengerClient {
@@ -24,7 +29,8 @@ export interface MessengerClient {
   readonly maxMessageChars: number;
   /**
    * Sends `parts` in order, from `firstPart` on, calling `sent(n)` after each delivered part (n: parts delivered).
-   * `idempotencyKey` names this answer: a platform with idempotent sends (LINE's retry key) uses it.
+   * `idempotencyKey` names this answer: a platform with idempotent sends (LINE's retry key) uses it. `thread`: the
+   * thread to answer in, where the platform has threads (Slack).
    */
   send(
     to: string,
@@ -32,6 +38,7 @@ export interface MessengerClient {
     firstPart: number,
     idempotencyKey: string,
     sent: (delivered: number) => Promise<void>,
+    thread?: string,
   ): Promise<void>;
   /** The link that opens a chat with the bot carrying `payload` (a deep link), or null when the platform has none. */
   deepLink(payload: string): Promise<string | null>;

@@ -8,6 +8,7 @@ import { delegateAgentTool } from './delegate-agent.ts';
 import { fileListTool } from './file-list.ts';
 import { fileReadTool } from './file-read.ts';
 import { fileWriteTool } from './file-write.ts';
+import { githubCommentTool } from './github-comment.ts';
 import { publishSiteTool } from './publish-site.ts';
 import { ragSearchTool } from './rag-search.ts';
 import { readUploadTool } from './read-upload.ts';
@@ -59,6 +60,7 @@ export const builtInTools: ToolDefinition[] = [
   sqlQueryTool,
   ragSearchTool,
   readUploadTool,
+  githubCommentTool,
   // The workspace suite (./google/): the user's Gmail, Calendar, Drive, Sheets, Docs, Contacts and Tasks.
   gmailSearchTool,
   gmailReadTool,

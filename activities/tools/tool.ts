@@ -78,6 +78,17 @@ export interface ToolServices {
    */
   google?: GoogleWorkspaceService;
   /**
+   * GitHub comments with the owner's token for a repository they connected (activities/webhooks/): once per
+   * `callKey`. Throws GitHubRejection for a refusal retrying cannot change.
+   */
+  github?: {
+    comment(
+      userId: string,
+      comment: { repository: string; issueNumber: number; body: string },
+      callKey: string,
+    ): Promise<{ url: string; alreadyPosted: boolean }>;
+  };
+  /**
    * Published sites (activities/sites/site-store.ts): publishes or replaces the user's own site; once per `callKey`.
    * Throws RangeError for a refused name, title or html.
    */

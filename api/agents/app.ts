@@ -11,10 +11,13 @@
  * agents), chat (routed streaming chat, agent loops, approvals), history (sessions, search, usage), suggest
  * (follow-up questions), memory, schedule (scheduled tasks), billing, sites (publishing, `/deploy/*`), uploads
  * (files), rag (indexing and search), sql (read-only queries, table imports), a2a (agent card and the A2A JSON-RPC
- * endpoint), teams (members, invitations, broadcasts).
+ * endpoint), teams (members, invitations, broadcasts), webhooks (inbound webhooks: the signed receivers of
+ * `/webhook/*` and `/slack/events`, mounted before the body parser, and their management and runs), automation
+ * (`/automation/*`), messengers (`/send-to-messenger`).
  *
  * `createAgentService` also returns what the process wires beside the app: the scheduled tasks' service (reconciled
- * with Temporal at start) and the activities a scheduled run needs from this service (served on its own task queue).
+ * with Temporal at start) and the activities scheduled and webhook runs need from this service (served on its own
+ * task queue).
  *
  * Callers (api/auth.ts): the `tessera_session` cookie of a magic-link or Google login (api/services/logins/), an
  * `Authorization: Bearer te_…` key, or `X-API-Key` on `/api/v1/*` and `/a2a*`.
@@ -80,7 +83,18 @@ import { scheduleRoutes } from './routes/schedule/routes.ts';
 import { ScheduleService } from '../services/schedules/service.ts';
 import { createScheduleActivities } from '../services/schedules/activities.ts';
 import type { ScheduleActivities } from '../../workflows/scheduled-run.workflow.ts';
+import type { WebhookActivities } from '../../workflows/webhook-run.workflow.ts';
 import type { MessengerPlatform } from '../../activities/messengers/messenger.ts';
+import { SlackClient } from '../../activities/messengers/slack.ts';
+import { messengerSettingsOf } from '../../config/settings.ts';
+import { agentsTaskQueue } from '../../common/schedules.ts';
+import { AgentRuns } from '../services/agent-runs/prepare.ts';
+import { WebhookRuns } from '../services/webhooks/runs.ts';
+import { createWebhookActivities } from '../services/webhooks/activities.ts';
+import { webhookDeliveryRoutes } from './routes/webhooks/deliveries.ts';
+import { webhookRoutes } from './routes/webhooks/routes.ts';
+import { automationRoutes } from './routes/automation/routes.ts';
+import { messengerRoutes } from './routes/messengers/routes.ts';
 
 export interface AgentAppDependencies extends AppDependencies {
   settings: Settings;
@@ -105,7 +119,7 @@ export interface AgentService {
   app: Koa;
   schedules: ScheduleService;
   /** Served by an activity-only worker on `agentsTaskQueue(taskQueue)` (api/server.ts). */
-  scheduleActivities: ScheduleActivities;
+  agentsActivities: ScheduleActivities & WebhookActivities;
 }
 
 export function createAgentService(dependencies: AgentAppDependencies): AgentService {
@@ -136,9 +150,7 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
   // Signed by Stripe over the raw body: before the body parser.
   const webhook = billingWebhookRoutes(billing);
   app.use(webhook.routes()).use(webhook.allowedMethods({ throw: true }));
-
-  app.use(bodyParser({ enableTypes: ['json'], jsonLimit: '12mb', encoding: 'utf-8' }));
-  app.use(bodyText());
+  // Inbound webhooks, each signed by its sender over the raw body: before the body parser too.
   const keys = new ApiKeyService({
     orm: dependencies.orm,
     pool: dependencies.pool,
@@ -146,7 +158,33 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
     accounts: dependencies.accounts,
     principals: dependencies.principals,
   });
+  const webhookRuns = new WebhookRuns({
+    pool: dependencies.pool,
+    client: dependencies.client,
+    taskQueue: dependencies.taskQueue,
+    agentsTaskQueue: agentsTaskQueue(dependencies.taskQueue),
+    journal: dependencies.journal,
+  });
+  const slackClient = dependencies.messengers.slack instanceof SlackClient ? dependencies.messengers.slack : null;
+  const deliveries = webhookDeliveryRoutes({
+    store: dependencies.webhooks,
+    runs: webhookRuns,
+    limits: dependencies.rateLimits,
+    principalForUser: (userId) => keys.principalForUser(userId),
+    slack: messengerSettingsOf(settings).slack,
+    slackClient,
+  });
+  app.use(deliveries.routes()).use(deliveries.allowedMethods({ throw: true }));
+
+  app.use(bodyParser({ enableTypes: ['json'], jsonLimit: '12mb', encoding: 'utf-8' }));
+  app.use(bodyText());
   const sessions = new WebSessions(dependencies.pool);
+  const linking = new Linking({
+    conversations: dependencies.conversations,
+    limits: dependencies.rateLimits,
+    toolSettings: dependencies.toolSettings,
+    messengers: dependencies.messengers,
+  });
   const isAllowed = allowedOrigins(settings);
   // On every request, not as router middleware (which runs only when a route matches): a credential that is sent is
   // checked before routing, so a bad key is a 401 on any path (X-API-Key on an unknown /api/v1/ path too).
@@ -189,12 +227,7 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
       ...googleLogin(dependencies, keys),
       ledger: dependencies.ledger,
       conversations: dependencies.conversations,
-      linking: new Linking({
-        conversations: dependencies.conversations,
-        limits: dependencies.rateLimits,
-        toolSettings: dependencies.toolSettings,
-        messengers: dependencies.messengers,
-      }),
+      linking,
       limits: dependencies.rateLimits,
       log: (fields, message) => logger.error(fields, message),
     }).routes(),
@@ -354,16 +387,46 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
     log: (fields, message) => logger.info(fields, message),
   });
   routes.use(scheduleRoutes(schedules).routes());
+  routes.use(
+    webhookRoutes({
+      store: dependencies.webhooks,
+      runs: webhookRuns,
+      publicUrl: settings.AGENT_PUBLIC_URL,
+      hasAgent: async (principal, agentId) => (await agents.get(principal, agentId)) !== null,
+    }).routes(),
+  );
+  routes.use(
+    automationRoutes({
+      agents,
+      runs: webhookRuns,
+      limits: dependencies.rateLimits,
+      syncWaitMs: settings.AUTOMATION_SYNC_WAIT,
+    }).routes(),
+  );
+  routes.use(messengerRoutes({ pool, conversations, messengers: dependencies.messengers }).routes());
   app.use(routes.routes()).use(routes.allowedMethods({ throw: true }));
-  const scheduleActivities = createScheduleActivities({
+  // Unattended agent runs (scheduled tasks, webhooks) are prepared here, by the API's own chat preparation.
+  const agentRuns = new AgentRuns({
     pool,
-    schedules,
     agentChat,
     conversations,
     principalForUser: (userId) => keys.principalForUser(userId),
     platforms: Object.keys(dependencies.messengers) as MessengerPlatform[],
   });
-  return { app, schedules, scheduleActivities };
+  const agentsActivities = {
+    ...createScheduleActivities({ schedules, runs: agentRuns }),
+    ...createWebhookActivities({
+      pool,
+      runs: webhookRuns,
+      agentRuns,
+      conversations,
+      linking,
+      limits: dependencies.rateLimits,
+      principalForUser: (userId) => keys.principalForUser(userId),
+      fetchAllowedHosts: settings.FETCH_ALLOWED_HOSTS,
+    }),
+  };
+  return { app, schedules, agentsActivities };
 }
 
 /**

@@ -8,6 +8,7 @@ import { ConversationShare } from './conversation-share.entity.ts';
 import { AgentModelChoice, CustomAgent } from './custom-agent.entity.ts';
 import { CreditHold } from './credit-hold.entity.ts';
 import { CreditLedgerEntry } from './credit-ledger-entry.entity.ts';
+import { InboundWebhook, WebhookRun } from './inbound-webhook.entity.ts';
 import { Memory } from './memory.entity.ts';
 import { LoginToken } from './login-token.entity.ts';
 import { MessengerEvent } from './messenger-event.entity.ts';
@@ -40,6 +41,7 @@ export {
   CreditHold,
   CreditLedgerEntry,
   CustomAgent,
+  InboundWebhook,
   Memory,
   LoginToken,
   MediaCallbackSecret,
@@ -63,6 +65,7 @@ export {
   Upload,
   User,
   WebSession,
+  WebhookRun,
   WorkspaceWrite,
 };
 
@@ -100,6 +103,8 @@ export const entities = [
   MediaJob,
   Upload,
   TableImport,
+  InboundWebhook,
+  WebhookRun,
   WorkspaceWrite,
   ConversationShare,
 ];

@@ -35,6 +35,8 @@ export function simulatedToolServices(
     FETCH_ALLOWED_HOSTS: [environment.FETCH_ALLOWED_HOSTS, host].filter(Boolean).join(','),
     ...simulatedMessengers(simulatorUrl, environment),
     ...simulatedMediaProviders(simulatorUrl, environment),
+    // Where the github_comment tool posts (simulator/services/github.ts), unless the deployment names GitHub's.
+    ...(configured('GITHUB_API_BASE_URL') ? {} : { GITHUB_API_BASE_URL: `${simulatorUrl}/github` }),
   };
 }
 
@@ -59,12 +61,14 @@ export const simulatedMessengerCredentials = {
   LINE_CHANNEL_ACCESS_TOKEN: 'sim-line-access-token',
   TELEGRAM_BOT_TOKEN: '123456789:SIMsimSIMsimSIMsimSIMsimSIMsimSIMsi',
   TELEGRAM_WEBHOOK_SECRET: 'sim-telegram-webhook-secret',
+  SLACK_BOT_TOKEN: 'xoxb-simulated-bot-token',
+  SLACK_SIGNING_SECRET: 'sim-slack-signing-secret',
 } as const;
 
 /**
- * LINE and Telegram played by the simulator, each unless the deployment configured the real one: webhooks are then
- * delivered by the simulator's `/line/_deliver` and `/telegram/_deliver` (simulator/services/messengers.ts), and
- * answers land in its `/_sent` logs.
+ * LINE, Telegram and Slack played by the simulator, each unless the deployment configured the real one: webhooks
+ * (Slack's events) are then delivered by the simulator's `/line/_deliver`, `/telegram/_deliver` and `/slack/_deliver`
+ * (simulator/services/messengers.ts, slack.ts), and answers land in its `/_sent` logs.
  */
 export function simulatedMessengers(
   simulatorUrl: string,
@@ -72,6 +76,7 @@ export function simulatedMessengers(
 ): Record<string, string> {
   const lineConfigured = !!(environment.LINE_CHANNEL_SECRET || environment.LINE_CHANNEL_ACCESS_TOKEN);
   const telegramConfigured = !!(environment.TELEGRAM_BOT_TOKEN || environment.TELEGRAM_WEBHOOK_SECRET);
+  const slackConfigured = !!(environment.SLACK_BOT_TOKEN || environment.SLACK_SIGNING_SECRET);
   const credentials = simulatedMessengerCredentials;
   return {
     ...(lineConfigured
@@ -88,24 +93,12 @@ export function simulatedMessengers(
           TELEGRAM_WEBHOOK_SECRET: credentials.TELEGRAM_WEBHOOK_SECRET,
           TELEGRAM_API_BASE_URL: `${simulatorUrl}/telegram`,
         }),
-  };
-}
-
-/**
- * Google played by the simulator (simulator/services/google/), unless the deployment set GOOGLE_CLIENT_ID: the
- * simulator is then the OpenID provider (its consent page signs in any address) and serves the workspace APIs, so the
- * Google login and the workspace agents can be tried without a Google Cloud project. Its sign-in page is on the
- * simulator's loopback address: only a browser on this machine can reach it.
- */
-export function simulatedGoogle(
-  simulatorUrl: string,
-  environment: Record<string, string | undefined>,
-): Record<string, string> {
-  if (environment.GOOGLE_CLIENT_ID) return {};
-  return {
-    GOOGLE_CLIENT_ID: 'tessera-simulated.apps.googleusercontent.com',
-    GOOGLE_CLIENT_SECRET: 'simulated-client-secret',
-    GOOGLE_ISSUER: `${simulatorUrl}/google`,
-    GOOGLE_API_BASE_URL: `${simulatorUrl}/google`,
+    ...(slackConfigured
+      ? {}
+      : {
+          SLACK_BOT_TOKEN: credentials.SLACK_BOT_TOKEN,
+          SLACK_SIGNING_SECRET: credentials.SLACK_SIGNING_SECRET,
+          SLACK_API_BASE_URL: `${simulatorUrl}/slack/api`,
+        }),
   };
 }

@@ -1,13 +1,14 @@
 /**
  * The services built-in tools call, played by the simulator beside the model APIs (pages to fetch, a search engine,
- * a weather API, Google's sign-in and workspace APIs: ./google/), and the two messaging platforms: each handles the
- * paths under its prefix. The server dispatches here before the model routes.
+ * a weather API), the messaging platforms (LINE, Telegram, Slack) and GitHub (inbound webhooks and comments): each
+ * handles the paths under its prefix. The server dispatches here before the model routes.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { googleService } from './google/index.ts';
+import { githubService } from './github.ts';
 import { lineControlService, lineService, telegramService } from './messengers.ts';
 import { pagesService } from './pages.ts';
 import { braveService, searxngService, tavilyService } from './search.ts';
+import { slackService } from './slack.ts';
 import { openMeteoService } from './weather.ts';
 
 export interface SimulatedService {
@@ -25,5 +26,6 @@ export const simulatedServices: SimulatedService[] = [
   lineService,
   lineControlService,
   telegramService,
-  googleService,
+  slackService,
+  githubService,
 ];

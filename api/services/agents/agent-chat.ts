@@ -13,6 +13,7 @@ import { resolveModel, type Catalogue } from '../../../common/catalogue.ts';
 import type { ToolSettings } from '../../../activities/tools/tool.ts';
 import { turnOfApproval } from '../../../common/agent-turn.ts';
 import type { ChatTurnInput, RoutedAgent } from '../../../common/chat-turn.ts';
+import type { SessionRef } from '../../../activities/conversations/conversation-store.ts';
 import type { ErrorType } from '../../../common/errors.ts';
 import { errorStatus } from '../../../common/errors.ts';
 import { cancelLoopUpdate, decideApprovalUpdate } from '../../../workflows/chat-turn.workflow.ts';
@@ -49,8 +50,18 @@ export interface AgentChatSettings {
 
 export interface AgentMessage {
   sessionKey: string;
-  /** `schedule`: a scheduled task's run (api/services/schedules/). */
-  channel: 'web' | 'api' | 'schedule';
+  /**
+   * `schedule`: a scheduled task's run (api/services/schedules/); `webhook`, `github`, `slack`, `automation`: an
+   * inbound webhook's run (api/services/webhooks/).
+   */
+  channel: 'web' | 'api' | 'schedule' | 'webhook' | 'github' | 'slack' | 'automation';
+  /** The session the turn is in when it is not the owner's own `sessionKey` (a linked Slack channel's). */
+  session?: SessionRef;
+  /**
+   * Tools offered beside the agent's own for this turn only, each with its approval rule (the github_comment tool of
+   * a GitHub delivery, which needs approval unless the repository's owner allowed it).
+   */
+  extraTools?: Array<{ name: string; needsApproval: boolean }>;
   message: string;
   images?: string[];
   preferredAgents?: string[];
@@ -133,6 +144,12 @@ export class AgentChat {
       const tool = toolByName(name);
       return tool && tool.configured(this.dependencies.toolSettings) ? [offeredTool(tool)] : [];
     });
+    for (const extra of request.extraTools ?? []) {
+      const tool = toolByName(extra.name);
+      if (!tool || tools.some((offered) => offered.name === extra.name)) continue;
+      const { needsApproval: _rule, ...offered } = offeredTool(tool);
+      tools.push({ ...offered, ...(extra.needsApproval ? { needsApproval: true } : {}) });
+    }
     const systemPrompt = request.presetInstruction
       ? `${agent.systemPrompt}\n\n${request.presetInstruction}`
       : agent.systemPrompt;
@@ -149,7 +166,7 @@ export class AgentChat {
       { principal },
       { message: request.message, session_id: request.sessionKey, channel: request.channel, model },
       true,
-      undefined,
+      request.session,
       {
         agent: {
           ...routed,

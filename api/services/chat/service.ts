@@ -91,7 +91,8 @@ export class ChatService {
 
   /** An agent's tool offer, built once per set of tools (agents share a few sets; counting tokens costs ms). */
   private agentOffer(list: OfferedTool[]): ToolOffer {
-    const key = list.map((tool) => tool.name).join(',');
+    // A tool's approval rule may differ between turns (github_comment), so it is part of the set's name.
+    const key = list.map((tool) => `${tool.name}${tool.needsApproval ? '!' : ''}`).join(',');
     let offer = this.agentOffers.get(key);
     if (!offer) {
       if (this.agentOffers.size >= cachedEntries) this.agentOffers.clear();
