@@ -22,7 +22,7 @@ import { migrate, openOrm } from '../db/orm.ts';
 import { startSimulator } from '../simulator/server.ts';
 import { ensureDatabase } from './lib/database.ts';
 import { ensureTemporalServer } from './lib/temporal-server.ts';
-import { simulatedProviders, simulatedToolServices } from './lib/simulated-providers.ts';
+import { simulatedGoogle, simulatedProviders, simulatedToolServices } from './lib/simulated-providers.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 // Local state (dev server store, embedded PostgreSQL, master key, sandboxes); the bench points it elsewhere.
@@ -57,6 +57,8 @@ const anyKey = loadCatalogue(environment).endpoints.size > 0;
 if (!anyKey) {
   simulator = await startSimulator({ port: Number(environment.SIMULATOR_PORT ?? 4010) });
   Object.assign(environment, simulatedProviders(simulator.url), simulatedToolServices(simulator.url, environment));
+  // Google's sign-in and workspace APIs too, unless GOOGLE_CLIENT_ID is set (scripts/lib/simulated-providers.ts).
+  Object.assign(environment, simulatedGoogle(simulator.url, environment));
   // Simulated vectors are hashed words: RAG (which embeds with the default model) gets real ones from the local engine.
   environment.EMBEDDING_MODEL ||= 'local-embedding';
 }
@@ -67,7 +69,7 @@ if (!environment.MASTER_KEY) {
   environment.MASTER_KEY = readFileSync(keyFile, 'utf8').trim();
 }
 
-// Encrypts OAuth refresh tokens at rest (api/services/logins/token-cipher.ts): generated once, like the master key.
+// Encrypts OAuth refresh tokens at rest (activities/google/token-cipher.ts): generated once, like the master key.
 if (!environment.TOKEN_ENCRYPTION_KEY) {
   const keyFile = `${dataDir}/token-key`;
   if (!existsSync(keyFile)) writeFileSync(keyFile, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600 });
@@ -89,7 +91,7 @@ const banner = [
   `  Gateway API        ${gateway.url}   (OpenAI SDK base URL: ${gateway.url}/v1)`,
   `  Agent service      ${gateway.agents?.url ?? 'off (API_SERVICES)'}`,
   `  Login e-mail       ${environment.SMTP_URL ? `SMTP (${new URL(environment.SMTP_URL).host})` : 'no SMTP_URL: magic links are written to this log instead of sent'}`,
-  `  Google login       ${environment.GOOGLE_CLIENT_ID ? `on (${environment.GOOGLE_ISSUER ?? 'https://accounts.google.com'})` : 'off (set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET)'}`,
+  `  Google login       ${googleLine()}`,
   `  Temporal Web UI    http://127.0.0.1:${environment.TEMPORAL_UI_PORT ?? 8233}${temporal.startedHere ? '' : '   (existing server)'}`,
   `  Temporal server    ${temporal.address}`,
   `  Database           ${database.embedded ? `embedded PostgreSQL under ${dataDir}/postgres` : 'DATABASE_URL'}`,
@@ -115,6 +117,15 @@ stopOnSignals(async () => {
   await temporal.stop();
   await database.stop();
 });
+
+/** The banner's line on Google: real, simulated (sign in with any address, from this machine), or off. */
+function googleLine(): string {
+  if (!environment.GOOGLE_CLIENT_ID) return 'off (set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET)';
+  if (simulator && environment.GOOGLE_ISSUER?.startsWith(simulator.url)) {
+    return `SIMULATED at ${environment.GOOGLE_ISSUER}: "Log in with Google" (${gateway.agents?.url ?? ''}/auth/google) takes any address, and the workspace agents use the simulated Gmail, Calendar, Drive, Sheets, Docs, Contacts and Tasks`;
+  }
+  return `on (${environment.GOOGLE_ISSUER ?? 'https://accounts.google.com'})`;
+}
 
 /** The banner's line on embeddings: the default model (RAG's), and whether it runs here. */
 function embeddingLine(): string {

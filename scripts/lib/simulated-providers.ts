@@ -102,3 +102,22 @@ export function simulatedMessengers(
         }),
   };
 }
+
+/**
+ * Google played by the simulator (simulator/services/google/), unless the deployment set GOOGLE_CLIENT_ID: the
+ * simulator is then the OpenID provider (its consent page signs in any address) and serves the workspace APIs, so the
+ * Google login and the workspace agents can be tried without a Google Cloud project. Its sign-in page is on the
+ * simulator's loopback address: only a browser on this machine can reach it.
+ */
+export function simulatedGoogle(
+  simulatorUrl: string,
+  environment: Record<string, string | undefined>,
+): Record<string, string> {
+  if (environment.GOOGLE_CLIENT_ID) return {};
+  return {
+    GOOGLE_CLIENT_ID: 'tessera-simulated.apps.googleusercontent.com',
+    GOOGLE_CLIENT_SECRET: 'simulated-client-secret',
+    GOOGLE_ISSUER: `${simulatorUrl}/google`,
+    GOOGLE_API_BASE_URL: `${simulatorUrl}/google`,
+  };
+}
