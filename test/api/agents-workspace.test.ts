@@ -128,6 +128,19 @@ async function status(user: User): Promise<Json> {
   return (await response.json()) as Json;
 }
 
+/** The token store as the worker builds it (activities/google/google-accounts.ts), on `pool`. */
+function tokenStore(pool: pg.Pool): GoogleAccounts {
+  return new GoogleAccounts({
+    pool,
+    cipher: new TokenCipher(encryptionKey),
+    oauth: new GoogleOAuthClient({
+      clientId: google.GOOGLE_CLIENT_ID!,
+      clientSecret: google.GOOGLE_CLIENT_SECRET!,
+      issuer: google.GOOGLE_ISSUER!,
+    }),
+  });
+}
+
 class StreamReader {
   readonly events: Json[] = [];
   private readonly iterator: AsyncIterator<{ data: string }>;
@@ -562,15 +575,7 @@ describe('writes wait for approval: refused, nothing changes; approved, they hap
       [other.userId],
     );
     expect(rows).toHaveLength(1);
-    const accounts = new GoogleAccounts({
-      pool: database,
-      cipher: new TokenCipher(encryptionKey),
-      oauth: new GoogleOAuthClient({
-        clientId: google.GOOGLE_CLIENT_ID!,
-        clientSecret: google.GOOGLE_CLIENT_SECRET!,
-        issuer: google.GOOGLE_ISSUER!,
-      }),
-    });
+    const accounts = tokenStore(database);
     const service = new GoogleApi({
       accounts,
       writes: new WorkspaceWrites(database),
@@ -697,6 +702,25 @@ describe('tokens: refresh and revocation', () => {
     );
     for (const events of turns) expect(resultOf(events, 'gmail_search')).toMatchObject({ ok: true });
     expect((await googleState(user.email)).refresh_grants).toBe(1);
+  });
+
+  it('callers refreshing one rejected token at once wait for the first refresh and use its token', async () => {
+    const user = await googleLogin();
+    const pool = new pg.Pool({ connectionString: platform.databaseUrl, max: 8 });
+    try {
+      const accounts = tokenStore(pool);
+      const rejected = await accounts.accessToken(user.userId);
+      await fetch(`${platform.simulatorUrl}/google/_accounts/${user.email}/expire`, { method: 'POST' });
+      // Six tools whose calls Google answered 401 at the same moment, each asking for a token other than that one.
+      const tokens = await Promise.all(
+        Array.from({ length: 6 }, () => accounts.accessToken(user.userId, { rejected })),
+      );
+      expect(new Set(tokens).size).toBe(1);
+      expect(tokens[0]).not.toBe(rejected);
+      expect((await googleState(user.email)).refresh_grants).toBe(1);
+    } finally {
+      await pool.end();
+    }
   });
 
   it('a login Google revoked makes the agent ask for a new login instead of failing; a new login works', async () => {
