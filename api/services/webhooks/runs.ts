@@ -100,7 +100,7 @@ const statements = {
     text: `insert into webhook_runs (id, user_id, source, webhook_id, agent_id, delivery_id, session_key, message,
              options, callback_url, callback_wanted, callback_attempts, status, created_at)
            values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, false, 0, 'queued', now())
-           on conflict (id) do nothing`,
+           on conflict (id) do nothing returning ${columns}`,
   },
   select: { name: 'webhook-runs-select', text: `select ${columns} from webhook_runs where id = $1` },
   wantCallback: {
@@ -154,7 +154,8 @@ export class WebhookRuns {
       ],
     });
     await this.launch(run.id, run.userId);
-    const row = await this.row(run.id);
+    // Inserted here, or (a delivery racing its own retry) by the other request a moment ago.
+    const row = (inserted.rows[0] as WebhookRunRow | undefined) ?? (await this.row(run.id));
     if (!row) throw new Error(`the run ${run.id} was recorded but cannot be read`);
     return { row, duplicate: inserted.rowCount === 0 };
   }
