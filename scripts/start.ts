@@ -23,6 +23,7 @@ import { startSimulator } from '../simulator/server.ts';
 import { ensureDatabase } from './lib/database.ts';
 import { ensureTemporalServer } from './lib/temporal-server.ts';
 import { simulatedGoogle, simulatedProviders, simulatedToolServices } from './lib/simulated-providers.ts';
+import { ensureWebBuild } from './lib/web-build.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 // Local state (dev server store, embedded PostgreSQL, master key, sandboxes); the bench points it elsewhere.
@@ -76,6 +77,8 @@ if (!environment.TOKEN_ENCRYPTION_KEY) {
   environment.TOKEN_ENCRYPTION_KEY = readFileSync(keyFile, 'utf8').trim();
 }
 
+// The web app the agent service serves at / (web/): built when its output is missing or older than its sources.
+await ensureWebBuild(log);
 const gateway = await startGateway(environment);
 // The worker runs with this process's Node flags (bootstrap.sh sets the heap's young generation).
 const worker = spawn(process.execPath, [...process.execArgv, `${root}worker/main.ts`], {

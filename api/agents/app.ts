@@ -30,6 +30,7 @@ import { loadAgents } from '../../config/load-agents.ts';
 import type { Settings } from '../../config/settings.ts';
 import { authenticateCaller, serviceOrigin, type CallerState } from '../auth.ts';
 import { errorRenderer } from '../errors.ts';
+import { webApp } from './web.ts';
 import { forwardedFromTrustedProxies } from '../forwarding.ts';
 import { bodyText, urlText } from '../text-policy.ts';
 import type { AppDependencies } from '../gateway/app.ts';
@@ -137,6 +138,8 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
   app.use(siteHost(dependencies.sites, dependencies.sites.urls));
   app.use(errorRenderer(logger));
   app.use(urlText());
+  // The web app (web/): its hashed assets and, for a browser asking for one of its pages, index.html (web.ts).
+  app.use(webApp());
   if (dependencies.rateLimits && settings.AGENT_IP_LIMIT_PER_MINUTE > 0) {
     app.use(limitPerIp(dependencies.rateLimits, settings.AGENT_IP_LIMIT_PER_MINUTE));
   }
@@ -285,7 +288,7 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
   );
   const { conversations, pool } = dependencies;
   const usage = new UsageService({ pool, conversations, catalogue: dependencies.catalogue.catalogue });
-  routes.use(historyRoutes({ conversations, usage }).routes());
+  routes.use(historyRoutes({ conversations, usage, chat }).routes());
   routes.use(
     sharingRoutes({
       sharing: new SharingService({ pool, conversations, usage }),

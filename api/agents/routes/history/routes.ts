@@ -15,6 +15,9 @@
  *   in « and ».
  * - `GET /usage/{session_id}`: `{session_id, turns, input_tokens, output_tokens, credits, cost_usd, by_model}`
  *   (api/services/usage/service.ts).
+ * - `DELETE /sessions/{session_id}`: deletes the session as the gateway's `DELETE /api/v1/sessions/{id}` does (the same
+ *   `ChatService.deleteSession`: its messages, and the conversation when no other session shares it); 409 while a
+ *   turn of it runs. `{session_id, deleted: true}`.
  */
 import Router from '@koa/router';
 import type { Context } from 'koa';
@@ -22,6 +25,7 @@ import type { ConversationStore } from '../../../../activities/conversations/con
 import { requireCaller, type CallerState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
 import type { UsageService } from '../../../services/usage/service.ts';
+import type { ChatService } from '../../../services/chat/service.ts';
 import { historyQuerySchema, searchQuerySchema, sessionIdSchema } from './schema.ts';
 
 type HistoryContext = Context & { state: CallerState; params: Record<string, string> };
@@ -38,7 +42,11 @@ function sessionOf(context: HistoryContext): { owner: string; key: string } {
 
 const noSuchSession = (key: string) => new ApiError('not_found', `No session ${key}`, { param: 'session_id' });
 
-export function historyRoutes(dependencies: { conversations: ConversationStore; usage: UsageService }) {
+export function historyRoutes(dependencies: {
+  conversations: ConversationStore;
+  usage: UsageService;
+  chat: Pick<ChatService, 'deleteSession'>;
+}) {
   const { conversations, usage } = dependencies;
   const router = new Router<CallerState>();
 
@@ -81,6 +89,15 @@ export function historyRoutes(dependencies: { conversations: ConversationStore; 
     const found = await usage.forSession(owner, key);
     if (!found) throw noSuchSession(key);
     context.body = found;
+  });
+
+  router.delete('/sessions/:session_id', async (context) => {
+    const { key } = sessionOf(context);
+    const deleted = await dependencies.chat.deleteSession({ principal: requireCaller(context.state) }, key);
+    if (deleted === 'not_found') throw noSuchSession(key);
+    if (deleted === 'busy')
+      throw new ApiError('conflict', `Session ${key} has a turn still running; delete it once it ends`);
+    context.body = { session_id: key, deleted: true };
   });
 
   return router;

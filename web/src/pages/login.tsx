@@ -1,0 +1,58 @@
+/** Logging in: a magic link by mail (`POST /auth/register`), or Google (`GET /auth/google`, a full-page visit). */
+import { useEffect, useState } from 'preact/hooks';
+import { api, data } from '../api/client.ts';
+import { ErrorNote, useAction } from '../components/ui.tsx';
+
+export function LoginPage({ aiName }: { aiName: string }) {
+  const [email, setEmail] = useState('');
+  const [sentTo, setSentTo] = useState<string | null>(null);
+  const action = useAction();
+  useEffect(() => {
+    document.title = `Log in · ${aiName}`;
+  }, [aiName]);
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const address = email.trim();
+    if (await action.run(() => data(api.POST('/auth/register', { body: { email: address } })))) setSentTo(address);
+  };
+
+  return (
+    <main id="main" class="login">
+      <section class="card login-card" aria-labelledby="login-title">
+        <h1 id="login-title">Log in to {aiName}</h1>
+        {sentTo ? (
+          <div role="status">
+            <p>
+              We sent a login link to <strong>{sentTo}</strong>. Open it on this device within 15 minutes.
+            </p>
+            <button type="button" class="secondary" onClick={() => setSentTo(null)}>
+              Use another address
+            </button>
+          </div>
+        ) : (
+          <form onSubmit={submit}>
+            <label for="login-email">E-mail address</label>
+            <input
+              id="login-email"
+              type="email"
+              name="email"
+              autocomplete="email"
+              required
+              value={email}
+              onInput={(event) => setEmail((event.target as HTMLInputElement).value)}
+            />
+            <button type="submit" disabled={action.busy}>
+              {action.busy ? 'Sending…' : 'Send me a login link'}
+            </button>
+            <ErrorNote error={action.error} />
+          </form>
+        )}
+        <p class="divider">or</p>
+        <a class="button secondary" href="/auth/google">
+          Log in with Google
+        </a>
+      </section>
+    </main>
+  );
+}

@@ -1,0 +1,21 @@
+/** The models the caller's plan allows, from `GET /billing/plans` (for choosing an agent's model). */
+import { api, data } from '../api/client.ts';
+
+export interface Plan {
+  id: string;
+  price_usd_month: number;
+  monthly_credits: number;
+  models: string[] | string;
+  purchasable: boolean;
+}
+
+export async function loadPlans(): Promise<Plan[]> {
+  return (await data(api.GET('/billing/plans'))).plans as Plan[];
+}
+
+export async function modelsForPlan(plan: string | undefined): Promise<string[]> {
+  const plans = await loadPlans();
+  const all = [...new Set(plans.flatMap((item) => (Array.isArray(item.models) ? item.models : [])))].sort();
+  const mine = plans.find((item) => item.id === plan);
+  return mine && Array.isArray(mine.models) && mine.models.length ? [...mine.models].sort() : all;
+}
