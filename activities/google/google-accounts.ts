@@ -20,6 +20,7 @@
  *   (the model tells the user to log in again). A new login clears the mark.
  * - The provider unreachable (discovery, a 5xx, a network failure) leaves everything as it was: the caller may retry.
  */
+import type { PoolClient } from 'pg';
 import type { Pool } from '../../db/pool.ts';
 import { agentsEnabledBy, workspaceScopes } from './scopes.ts';
 import type { GoogleOAuthClient } from './oauth-client.ts';
@@ -159,61 +160,67 @@ export class GoogleAccounts {
 
   private async refresh(identityId: string, rejected: string | undefined): Promise<string> {
     const client = await this.pool.connect();
+    let outcome: { token: string } | { refused: GoogleNotConnectedError };
     try {
       await client.query('begin');
-      const { rows } = await client.query<IdentityRow>(
-        `select id, refresh_token_encrypted, access_token_encrypted, access_token_expires_at, revoked_at
-         from oauth_identities where id = $1 for update`,
-        [identityId],
-      );
-      const identity = rows[0];
-      if (!identity?.refresh_token_encrypted) {
-        await client.query('rollback');
-        throw new GoogleNotConnectedError(!!identity?.revoked_at);
-      }
-      // Someone else refreshed while this waited for the lock.
-      const fresh = this.usable(identity, rejected);
-      if (fresh) {
-        await client.query('commit');
-        return fresh;
-      }
-      let answer: Awaited<ReturnType<GoogleOAuthClient['refresh']>>;
-      try {
-        answer = await this.oauth.refresh(this.cipher.decrypt(identity.refresh_token_encrypted));
-      } catch (error) {
-        if (!isInvalidGrant(error)) throw error;
-        await client.query(
-          `update oauth_identities set refresh_token_encrypted = null, access_token_encrypted = null,
-             access_token_expires_at = null, revoked_at = now(), updated_at = now()
-           where id = $1`,
-          [identityId],
-        );
-        await client.query('commit');
-        throw new GoogleNotConnectedError(true);
-      }
-      const scopes = answer.scope?.split(/\s+/).filter(Boolean);
-      await client.query(
-        `update oauth_identities set access_token_encrypted = $2, access_token_expires_at = $3,
-           refresh_token_encrypted = coalesce($4, refresh_token_encrypted),
-           scopes = coalesce($5::jsonb, scopes)
-         where id = $1`,
-        [
-          identityId,
-          this.cipher.encrypt(answer.access_token),
-          expiry(answer.expiresIn()),
-          // Google keeps the refresh token; a provider that rotates it sends a new one, which replaces the old.
-          answer.refresh_token ? this.cipher.encrypt(answer.refresh_token) : null,
-          scopes?.length ? JSON.stringify(scopes) : null,
-        ],
-      );
+      outcome = await this.refreshLocked(client, identityId, rejected);
+      // Committed in both cases: a refused refresh token is marked revoked for good.
       await client.query('commit');
-      return answer.access_token;
     } catch (error) {
       await client.query('rollback').catch(() => undefined);
       throw error;
     } finally {
       client.release();
     }
+    if ('refused' in outcome) throw outcome.refused;
+    return outcome.token;
+  }
+
+  /** Within the transaction: the identity locked, then a token someone else stored, a refreshed one, or why not. */
+  private async refreshLocked(
+    client: PoolClient,
+    identityId: string,
+    rejected: string | undefined,
+  ): Promise<{ token: string } | { refused: GoogleNotConnectedError }> {
+    const { rows } = await client.query<IdentityRow>(
+      `select id, refresh_token_encrypted, access_token_encrypted, access_token_expires_at, revoked_at
+       from oauth_identities where id = $1 for update`,
+      [identityId],
+    );
+    const identity = rows[0];
+    if (!identity?.refresh_token_encrypted) return { refused: new GoogleNotConnectedError(!!identity?.revoked_at) };
+    // Someone else refreshed while this waited for the lock.
+    const fresh = this.usable(identity, rejected);
+    if (fresh) return { token: fresh };
+    let answer: Awaited<ReturnType<GoogleOAuthClient['refresh']>>;
+    try {
+      answer = await this.oauth.refresh(this.cipher.decrypt(identity.refresh_token_encrypted));
+    } catch (error) {
+      if (!isInvalidGrant(error)) throw error;
+      await client.query(
+        `update oauth_identities set refresh_token_encrypted = null, access_token_encrypted = null,
+           access_token_expires_at = null, revoked_at = now(), updated_at = now()
+         where id = $1`,
+        [identityId],
+      );
+      return { refused: new GoogleNotConnectedError(true) };
+    }
+    const scopes = answer.scope?.split(/\s+/).filter(Boolean);
+    await client.query(
+      `update oauth_identities set access_token_encrypted = $2, access_token_expires_at = $3,
+         refresh_token_encrypted = coalesce($4, refresh_token_encrypted),
+         scopes = coalesce($5::jsonb, scopes)
+       where id = $1`,
+      [
+        identityId,
+        this.cipher.encrypt(answer.access_token),
+        expiry(answer.expiresIn()),
+        // Google keeps the refresh token; a provider that rotates it sends a new one, which replaces the old.
+        answer.refresh_token ? this.cipher.encrypt(answer.refresh_token) : null,
+        scopes?.length ? JSON.stringify(scopes) : null,
+      ],
+    );
+    return { token: answer.access_token };
   }
 }
 
