@@ -184,6 +184,10 @@ function AgentForm(props: {
   const [prompt, setPrompt] = useState(agent?.system_prompt ?? '');
   const [model, setModel] = useState(agent?.configured_model ?? agent?.model ?? '');
   const [tools, setTools] = useState<string[]>(agent?.tools ?? []);
+  // Tools no listed agent has yet (the agent service's own, such as publish_site or send_email), by name.
+  const [otherTools, setOtherTools] = useState(
+    (agent?.tools ?? []).filter((tool) => !props.tools.includes(tool)).join(', '),
+  );
   const action = useAction();
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -191,7 +195,15 @@ function AgentForm(props: {
       name: name.trim(),
       description: description.trim(),
       system_prompt: prompt.trim(),
-      tools,
+      tools: [
+        ...new Set([
+          ...tools.filter((tool) => props.tools.includes(tool)),
+          ...otherTools
+            .split(',')
+            .map((tool) => tool.trim())
+            .filter(Boolean),
+        ]),
+      ],
       ...(model ? { model } : {}),
     };
     const saved = await action.run(() =>
@@ -263,6 +275,13 @@ function AgentForm(props: {
             </label>
           ))}
         </div>
+        <label for="agent-other-tools">Other tools, by name (comma-separated)</label>
+        <input
+          id="agent-other-tools"
+          value={otherTools}
+          placeholder="publish_site, send_email"
+          onInput={(e) => setOtherTools((e.target as HTMLInputElement).value)}
+        />
       </fieldset>
       <div class="button-row">
         <button type="submit" disabled={action.busy}>

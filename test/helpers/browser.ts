@@ -1,0 +1,42 @@
+/**
+ * A real browser for the web app's tests (test/web/): Debian's Chromium (`npm test` installs it) driven by
+ * playwright-core, the web app built first when its output is missing or stale (scripts/lib/web-build.ts, under a
+ * lock, so test files running side by side build it once), and axe-core injected from node_modules to check a page.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { spawnSync } from 'node:child_process';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { ensureWebBuild } from '../../scripts/lib/web-build.ts';
+
+const require = createRequire(import.meta.url);
+const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+
+export async function launchBrowser(): Promise<Browser> {
+  await ensureWebBuild();
+  const executablePath = spawnSync('sh', ['-c', 'command -v chromium']).stdout.toString().trim() || '/usr/bin/chromium';
+  return chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+}
+
+export interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: Array<{ target: string[] }>;
+}
+
+/**
+ * The page's serious and critical accessibility violations by axe-core (WCAG 2.x A and AA rules and best practices).
+ * Injected through the DevTools protocol, so the page's CSP (script-src 'self') does not stop it.
+ */
+export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
+  await page.evaluate(axeSource);
+  const violations = (await page.evaluate(async () => {
+    const axe = (globalThis as unknown as { axe: { run(context: unknown, options: unknown): Promise<unknown> } }).axe;
+    const result = (await axe.run(document, { resultTypes: ['violations'] })) as { violations: unknown[] };
+    return result.violations;
+  })) as AxeViolation[];
+  return violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map(({ id, impact, help, nodes }) => ({ id, impact, help, nodes: nodes.map(({ target }) => ({ target })) }));
+}
