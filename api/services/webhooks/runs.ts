@@ -1,9 +1,10 @@
 /**
  * Inbound webhook runs (common/webhooks.ts): the `webhook_runs` row a delivery is recorded in once it is verified,
  * and its workflow `webhookRun` (same id). A redelivery (the same delivery id) finds the row and is answered with the
- * first run; the workflow's start is then repeated too, which Temporal answers with the run that exists (running or
- * done), so a process that died between recording a delivery and starting its run is covered by the sender's retry,
- * and nothing ever runs twice (the id is taken once, and a closed workflow's id is not reused).
+ * first run; while that run has not ended its workflow's start is repeated too, which Temporal answers with the run
+ * that exists, so a process that died between recording a delivery and starting its run is covered by the sender's
+ * retry, and nothing ever runs twice (the id is taken once, a closed workflow's id is not reused, and a run the row
+ * says has ended is never started again).
  */
 import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
@@ -134,7 +135,9 @@ export class WebhookRuns {
     const { pool } = this.dependencies;
     const earlier = await this.row(run.id);
     if (earlier) {
-      await this.launch(earlier.id, earlier.user_id);
+      // Started again only while it has not ended: an ended run's workflow is gone from Temporal after the
+      // namespace's retention, and a start then would run the delivery a second time.
+      if (earlier.status === 'queued' || earlier.status === 'running') await this.launch(earlier.id, earlier.user_id);
       return { row: earlier, duplicate: true };
     }
     await admit();
