@@ -442,9 +442,10 @@ describe('a large CSV', () => {
   }
 
   it('is answered 202, streams in twice, and loads every row with bounded memory', async () => {
-    const rows = 700_000;
+    // Large enough that holding it (or its rows) would show far above the bound; the 100 MB case is bench:rag's.
+    const rows = 250_000;
     const { fileId, bytes } = await uploadLargeCsv(rows);
-    expect(bytes).toBeGreaterThan(20 * 1000 * 1000);
+    expect(bytes).toBeGreaterThan(7 * 1000 * 1000);
 
     // What this process (the API and its worker run in it) holds while the import runs, measured after a full
     // collection every second so that garbage already let go does not count. A reader that kept the file, or its
@@ -479,7 +480,8 @@ describe('a large CSV', () => {
           const followed = await call(`/sql/imports/${running.id}`, { key: owner.key });
           return followed.body.status === 'completed' || followed.body.status === 'failed' ? followed.body : null;
         },
-        240_000,
+        // A bound against a hang, not a speed test: a busy two-core machine may take minutes.
+        600_000,
       );
       expect(done).toMatchObject({ status: 'completed', rows_read: rows, result: { rows, bad_rows: 0 } });
     } finally {
@@ -488,7 +490,7 @@ describe('a large CSV', () => {
     expect(peak).toBeLessThan(bytes / 2);
     const totals = await query(owner.key, 'select count(*), max(day) from big');
     expect(totals.body.rows).toEqual([[rows, '2024-01-28']]);
-  }, 300_000);
+  }, 660_000);
 });
 
 describe('an agent answering from SQL', () => {

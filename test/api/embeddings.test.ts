@@ -23,6 +23,7 @@ import { StreamJournal } from '../../activities/streaming/stream-journal.ts';
 import { EmbeddingHandover } from '../../activities/embeddings/embedding-calls.ts';
 import { createEmbeddingService, EmbeddingError } from '../../activities/embeddings/embedding-service.ts';
 import type { EmbeddingResult } from '../../common/embeddings.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 let platform: TestPlatform;
@@ -276,7 +277,12 @@ describe('metering and limits', () => {
     const { data, response } = await client.embeddings
       .create({ model: 'text-embedding-3-small', input: ['one text to charge', 'and another'] })
       .withResponse();
-    const ledger = await ledgerOf(response.headers.get('x-request-id')!);
+    // The vectors are handed over before the attempt's settlement is written: wait for it, then check it is the one.
+    const requestId = response.headers.get('x-request-id')!;
+    const ledger = await waitFor('the settlement', async () => {
+      const rows = await ledgerOf(requestId);
+      return rows.some((row) => row.kind === 'settle') && rows;
+    });
     expect(ledger.map((row) => row.kind)).toEqual(['reserve', 'settle']);
     // 0.053 credits per 1,000 tokens: any small request costs the minimum, 1 credit.
     expect(ledger[1]).toMatchObject({
