@@ -1,6 +1,17 @@
-# Tessera gateway image. Node 24 runs the TypeScript sources directly (type stripping), so there is no build step.
+# Tessera gateway image. Node 24 runs the TypeScript sources directly (type stripping); the one build is the web app's
+# (web/, README "Web app"), made in its own stage with the dev dependencies (Vite and the app's libraries) and copied
+# into the image as web/dist, which the agent service serves.
 # Default command: the API (with its in-process worker); the compose `worker` service runs `node worker/main.ts`.
 # Both with 64 MiB V8 semi-spaces, as `npm run api` / `npm run worker` (scripts/bootstrap.sh says why).
+FROM node:24-bookworm-slim AS web
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund || npm install --no-audit --no-fund
+COPY web ./web
+COPY scripts/build-web.ts ./scripts/build-web.ts
+COPY scripts/lib/web-build.ts ./scripts/lib/web-build.ts
+RUN node scripts/build-web.ts --force
+
 FROM node:24-bookworm-slim
 
 ENV NODE_ENV=production
@@ -15,6 +26,7 @@ RUN (npm ci --omit=dev --no-audit --no-fund || npm install --omit=dev --no-audit
   && npm cache clean --force
 
 COPY . .
+COPY --from=web /app/web/dist ./web/dist
 
 # Conversations' sandboxes (SANDBOX_DIR; compose mounts a volume here, shared by the API and the worker). code_execute
 # uses util-linux's prlimit and unshare when present (both are in the base image).

@@ -103,7 +103,7 @@ describe('the web app', () => {
     await page.getByText(email).waitFor();
     await expect(page.getByTestId('credit-balance').textContent()).resolves.toMatch(/\d/);
     // The session is the HttpOnly cookie only: nothing a script could read.
-    expect(await page.evaluate(() => document.cookie)).toBe('');
+    expect(await page.evaluate('document.cookie')).toBe('');
     expect(await page.evaluate(() => Object.keys(localStorage))).toEqual([]);
   });
 
@@ -267,7 +267,7 @@ describe('the web app', () => {
         await page.waitForLoadState('networkidle');
         expect(await seriousViolations(page)).toEqual([]);
         // Nothing wider than the screen.
-        expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+        expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
         if (screenshots) await page.screenshot({ path: `${screenshots}/${name.toLowerCase()}-${width}.png` });
       }
     }

@@ -162,7 +162,7 @@ function AccountMenu({ me }: { me: Me }) {
         <span class="email">{me.user?.email ?? 'Signed in'}</span>
         <span class="credits">
           <span data-testid="credit-balance">{formatNumber(me.credits?.balance)}</span> credits ·{' '}
-          <span class="plan">{me.user?.plan ?? '—'}</span> plan
+          <span class="plan-name">{me.user?.plan ?? '—'}</span> plan
         </span>
       </p>
       <label class="theme-switch">

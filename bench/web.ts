@@ -1,0 +1,234 @@
+/**
+ * `npm run bench:web`: the web app's weight and speed in a real browser (Debian's Chromium, playwright-core) on
+ * `npm start` as shipped (bench/shipped-run.ts: the provider simulator as the upstream), writing bench/web-results.md.
+ *
+ * - First load of `/` by a logged-in person, each in a fresh browser context (empty cache): bytes transferred (as
+ *   the network sent them, compressed), of which JavaScript, and the time to interactive on loopback (navigation
+ *   start to the chat's message box being usable, which needs the app's code run and `/auth/me` answered).
+ * - Send to first token drawn: the time from the Send button's click to the frame that shows the answer's first
+ *   token (User Timing marks the app sets: `tessera:first-token-received` when the stream's first token is parsed,
+ *   `tessera:first-token-drawn` in the frame after it is in the DOM), and the part of it the page adds (drawn −
+ *   received); beside it, in the same run and alternating with it, the API's own time to first token
+ *   (`POST /chat/stream/{session}` from this process to the first `token` event).
+ *
+ * Aim (issue 20): under 300 KB of compressed JavaScript on first load, under 16 ms added from first token to screen.
+ */
+import { randomBytes } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
+import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+import { benchLog, endBench, quick } from './bench-process.ts';
+import { percentile } from './load.ts';
+import { failureLines, reportLead, writeResults } from './report.ts';
+import { waitForIdlePlatform, withShippedRun } from './shipped-run.ts';
+import { startTestSmtp } from '../test/helpers/smtp.ts';
+
+const log = benchLog('bench:web');
+const startedAt = Date.now();
+const ports = { upstream: 19090, shipped: 18020, temporal: 17313, postgres: 15512 };
+const samples = quick ? 3 : 15;
+
+interface LoadSample {
+  bytes: number;
+  javascriptBytes: number;
+  interactiveMs: number;
+}
+
+interface TokenSample {
+  sendToDrawnMs: number;
+  addedMs: number;
+}
+
+const smtp = await startTestSmtp();
+const loads: LoadSample[] = [];
+const tokens: TokenSample[] = [];
+const apiFirstToken: number[] = [];
+let browser: Browser | undefined;
+
+const failure = await withShippedRun(
+  { name: 'bench-web', ports, log, environment: { SMTP_URL: smtp.url } },
+  async ({ platform }) => {
+    const origin = platform.agentsUrl;
+    const cookie = await login(origin);
+    await waitForIdlePlatform(platform, log);
+    const executablePath = spawnSync('sh', ['-c', 'command -v chromium']).stdout.toString().trim() || 'chromium';
+    browser = await chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    const newContext = async (): Promise<BrowserContext> => {
+      const context = await browser!.newContext({ viewport: { width: 1280, height: 800 } });
+      await context.addCookies([{ name: 'tessera_session', value: cookie, url: origin }]);
+      return context;
+    };
+
+    for (let index = 0; index < samples; index++) {
+      const context = await newContext();
+      loads.push(await firstLoad(context, origin));
+      await context.close();
+    }
+    log(`first load: ${JSON.stringify(loads.at(-1))}`);
+
+    const context = await newContext();
+    for (let index = 0; index < samples; index++) {
+      apiFirstToken.push(await apiTimeToFirstToken(origin, cookie));
+      tokens.push(await sendToFirstToken(context, origin));
+    }
+    await context.close();
+    log(`send to first token: ${JSON.stringify(tokens.at(-1))}, API ${apiFirstToken.at(-1)} ms`);
+  },
+);
+await browser?.close();
+await smtp.close();
+
+/** A magic link through the bench's SMTP server; answers the session cookie's value. */
+async function login(origin: string): Promise<string> {
+  const email = `bench-web-${randomBytes(3).toString('hex')}@example.com`;
+  const register = await fetch(`${origin}/auth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin },
+    body: JSON.stringify({ email }),
+  });
+  if (!register.ok) throw new Error(`register: ${register.status} ${await register.text()}`);
+  const mail = await smtp.nextMail(email, 30_000);
+  const link = /http:\/\/[^\s"]+\/auth\/verify\?token=[A-Za-z0-9_-]+/.exec(mail.text)![0];
+  const verified = await fetch(link, { headers: { accept: 'application/json' } });
+  const setCookie = verified.headers.get('set-cookie') ?? '';
+  const value = /tessera_session=([^;]+)/.exec(setCookie)?.[1];
+  if (!value) throw new Error(`no session cookie: ${verified.status} ${await verified.text()}`);
+  return value;
+}
+
+async function firstLoad(context: BrowserContext, origin: string): Promise<LoadSample> {
+  const page = await context.newPage();
+  const session = await context.newCDPSession(page);
+  await session.send('Network.enable');
+  const types = new Map<string, string>();
+  let bytes = 0;
+  let javascriptBytes = 0;
+  session.on('Network.responseReceived', (event) => types.set(event.requestId, event.type));
+  session.on('Network.loadingFinished', (event) => {
+    bytes += event.encodedDataLength;
+    if (types.get(event.requestId) === 'Script') javascriptBytes += event.encodedDataLength;
+  });
+  await page.goto(origin);
+  await page.locator('#composer-message:enabled').waitFor();
+  const interactiveMs = await page.evaluate(() => performance.now());
+  await page.waitForLoadState('networkidle');
+  await page.close();
+  return { bytes, javascriptBytes, interactiveMs };
+}
+
+async function sendToFirstToken(context: BrowserContext, origin: string): Promise<TokenSample> {
+  const page = await context.newPage();
+  await page.goto(origin);
+  await page.locator('#composer-message').fill('Say hello to the benchmark in one short sentence.');
+  // Run in the page (a string: this file is typed for Node): the click, then the app's two User Timing marks.
+  const measured = (await page.evaluate(`(async () => {
+    const button = document.querySelector('.composer button[type="submit"]');
+    const sent = performance.now();
+    button.click();
+    for (;;) {
+      const drawn = performance.getEntriesByName('tessera:first-token-drawn')[0];
+      const received = performance.getEntriesByName('tessera:first-token-received')[0];
+      if (drawn && received) return { sendToDrawnMs: drawn.startTime - sent, addedMs: drawn.startTime - received.startTime };
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  })()`)) as TokenSample;
+  await page.locator('[data-testid="turn-cost"]').waitFor({ timeout: 60_000 });
+  await page.close();
+  return measured;
+}
+
+/** The API's own time to first token: the stream's `token` event, read by this process. */
+async function apiTimeToFirstToken(origin: string, cookie: string): Promise<number> {
+  const started = performance.now();
+  const response = await fetch(`${origin}/chat/stream/web:${randomBytes(8).toString('hex')}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie: `tessera_session=${cookie}`, origin },
+    body: JSON.stringify({ message: 'Say hello to the benchmark in one short sentence.' }),
+  });
+  if (!response.ok || !response.body) throw new Error(`chat stream: ${response.status} ${await response.text()}`);
+  let firstToken: number | undefined;
+  let text = '';
+  const decoder = new TextDecoder();
+  for await (const chunk of response.body) {
+    text += decoder.decode(chunk as Uint8Array, { stream: true });
+    if (firstToken === undefined && text.includes('"type":"token"')) firstToken = performance.now() - started;
+  }
+  if (firstToken === undefined) throw new Error('the stream had no token');
+  return firstToken;
+}
+
+const p = (values: number[], which: number) => percentile(values, which);
+const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
+const msCell = (value: number) => `${value.toFixed(1)} ms`;
+const lines = [
+  `${reportLead()}Debian's Chromium headless on loopback against \`npm start\` as shipped (simulated provider), ` +
+    `${samples} samples each.`,
+  '',
+  ...failureLines(failure),
+  '| first load of `/` (logged in, empty cache) | p50 | p95 |',
+  '| --- | --- | --- |',
+  `| bytes transferred | ${kb(
+    p(
+      loads.map((s) => s.bytes),
+      50,
+    ),
+  )} | ${kb(
+    p(
+      loads.map((s) => s.bytes),
+      95,
+    ),
+  )} |`,
+  `| of which JavaScript (compressed) | ${kb(
+    p(
+      loads.map((s) => s.javascriptBytes),
+      50,
+    ),
+  )} | ${kb(
+    p(
+      loads.map((s) => s.javascriptBytes),
+      95,
+    ),
+  )} |`,
+  `| time to interactive | ${msCell(
+    p(
+      loads.map((s) => s.interactiveMs),
+      50,
+    ),
+  )} | ${msCell(
+    p(
+      loads.map((s) => s.interactiveMs),
+      95,
+    ),
+  )} |`,
+  '',
+  '| chat | p50 | p95 |',
+  '| --- | --- | --- |',
+  `| API's time to first token (POST /chat/stream, this process) | ${msCell(p(apiFirstToken, 50))} | ${msCell(p(apiFirstToken, 95))} |`,
+  `| send to first token drawn (browser) | ${msCell(
+    p(
+      tokens.map((s) => s.sendToDrawnMs),
+      50,
+    ),
+  )} | ${msCell(
+    p(
+      tokens.map((s) => s.sendToDrawnMs),
+      95,
+    ),
+  )} |`,
+  `| added by the page: first token parsed to drawn | ${msCell(
+    p(
+      tokens.map((s) => s.addedMs),
+      50,
+    ),
+  )} | ${msCell(
+    p(
+      tokens.map((s) => s.addedMs),
+      95,
+    ),
+  )} |`,
+  '',
+  'Aim: under 300 KB of compressed JavaScript on first load; under 16 ms added from the first token to the screen.',
+  '',
+];
+process.stdout.write(lines.join('\n'));
+if (!quick && !failure) await writeResults('web-results.md', 'bench:web', lines, { startedAt, log });
+endBench(failure ? 1 : 0);
