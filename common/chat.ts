@@ -160,56 +160,74 @@ export type ToolCall = z.infer<typeof toolCallSchema>;
 export type ResponseFormat = z.infer<typeof responseFormatSchema>;
 export type ReasoningEffort = z.infer<typeof reasoningEffortSchema>;
 
-export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
+export const finishReasonSchema = z.enum(['stop', 'length', 'tool_calls', 'content_filter']);
+export type FinishReason = z.infer<typeof finishReasonSchema>;
 
-export interface Usage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-}
+export const usageSchema = z.strictObject({
+  prompt_tokens: z.number().int(),
+  completion_tokens: z.number().int(),
+  total_tokens: z.number().int(),
+});
+export type Usage = z.infer<typeof usageSchema>;
 
-export interface ChatCompletion {
-  id: string;
-  object: 'chat.completion';
-  created: number;
-  model: string;
-  choices: Array<{
-    index: number;
-    message: {
-      role: 'assistant';
-      content: string | null;
-      /** The model's reasoning, where its provider exposes it (DeepSeek's field name; never part of content). */
-      reasoning_content?: string;
-      tool_calls?: ToolCall[];
-      refusal: null;
-    };
-    finish_reason: FinishReason;
-    logprobs: null;
-  }>;
-  usage: Usage;
-  system_fingerprint?: string;
-}
+/** The answer of `POST /v1/chat/completions` (its OpenAPI response schema and the presenter's type). */
+export const chatCompletionSchema = z
+  .strictObject({
+    id: z.string(),
+    object: z.literal('chat.completion'),
+    created: z.number().int(),
+    model: z.string(),
+    choices: z.array(
+      z.strictObject({
+        index: z.number().int(),
+        message: z.strictObject({
+          role: z.literal('assistant'),
+          content: z.string().nullable(),
+          /** The model's reasoning, where its provider exposes it (DeepSeek's field name; never part of content). */
+          reasoning_content: z.string().optional(),
+          tool_calls: z.array(toolCallSchema).optional(),
+          refusal: z.null(),
+        }),
+        finish_reason: finishReasonSchema,
+        logprobs: z.null(),
+      }),
+    ),
+    usage: usageSchema,
+    system_fingerprint: z.string().optional(),
+  })
+  .meta({ id: 'ChatCompletion' });
+export type ChatCompletion = z.infer<typeof chatCompletionSchema>;
 
-export interface ChatCompletionChunk {
-  id: string;
-  object: 'chat.completion.chunk';
-  created: number;
-  model: string;
-  choices: Array<{
-    index: number;
-    delta: {
-      role?: 'assistant';
-      content?: string | null;
-      reasoning_content?: string;
-      tool_calls?: Array<{
-        index: number;
-        id?: string;
-        type?: 'function';
-        function?: { name?: string; arguments?: string };
-      }>;
-    };
-    finish_reason: FinishReason | null;
-    logprobs?: null;
-  }>;
-  usage?: Usage | null;
-}
+/** One event of a streamed completion (the `data:` of each server-sent event before `[DONE]`). */
+export const chatCompletionChunkSchema = z
+  .strictObject({
+    id: z.string(),
+    object: z.literal('chat.completion.chunk'),
+    created: z.number().int(),
+    model: z.string(),
+    choices: z.array(
+      z.strictObject({
+        index: z.number().int(),
+        delta: z.strictObject({
+          role: z.literal('assistant').optional(),
+          content: z.string().nullable().optional(),
+          reasoning_content: z.string().optional(),
+          tool_calls: z
+            .array(
+              z.strictObject({
+                index: z.number().int(),
+                id: z.string().optional(),
+                type: z.literal('function').optional(),
+                function: z.strictObject({ name: z.string().optional(), arguments: z.string().optional() }).optional(),
+              }),
+            )
+            .optional(),
+        }),
+        finish_reason: finishReasonSchema.nullable(),
+        logprobs: z.null().optional(),
+      }),
+    ),
+    usage: usageSchema.nullable().optional(),
+  })
+  .meta({ id: 'ChatCompletionChunk' });
+export type ChatCompletionChunk = z.infer<typeof chatCompletionChunkSchema>;
