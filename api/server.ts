@@ -92,6 +92,7 @@ export async function startGateway(
     trustedProxies: settings.TRUSTED_PROXIES,
     chat: { defaultModel: settings.CHAT_DEFAULT_MODEL, maxToolRounds: settings.CHAT_MAX_TOOL_ROUNDS },
     embeddingSettings: settings,
+    responseCheck: settings.OPENAPI_RESPONSE_CHECK,
   };
   const servers: Server[] = [];
   const listen = async (app: Koa, port: number): Promise<RunningService> => {

@@ -110,6 +110,14 @@ const settingsSchema = z.object({
    */
   CREDIT_HOLD_GRACE: durationMilliseconds('1 minute'),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().positive().default(30_000),
+  /**
+   * Tests only (the test platform sets it): every answer of both services is held against their OpenAPI documents,
+   * and one that does not match becomes a 500 naming the difference (api/openapi/response-check.ts). Off by default.
+   */
+  OPENAPI_RESPONSE_CHECK: z
+    .enum(['true', 'false', '1', '0', ''])
+    .default('false')
+    .transform((value) => value === 'true' || value === '1'),
   /** Record workflow stack traces for the Web UI's stack-trace query (costs CPU per completion; worker/create-worker.ts). */
   TEMPORAL_WORKFLOW_STACK_TRACES: z
     .enum(['true', 'false'])

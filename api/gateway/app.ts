@@ -1,7 +1,9 @@
 /**
  * createApp(deps): the gateway's Koa app, without listening. Middleware order: forwarded headers from trusted proxies
- * (api/forwarding.ts), request log, errors, the text check of path and query (api/text-policy.ts), the webhooks (they
- * need the raw body), body parser, the text check of the body, routes.
+ * (api/forwarding.ts), request log, the tests' check of every answer against the OpenAPI document
+ * (OPENAPI_RESPONSE_CHECK: api/openapi/response-check.ts), errors, the text check of path and query
+ * (api/text-policy.ts), the webhooks (they need the raw body), body parser, the text check of the body, routes,
+ * `/openapi.json` and `/docs` (api/openapi/routes.ts).
  */
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
@@ -45,6 +47,9 @@ import { embeddingRoutes } from './routes/embeddings/routes.ts';
 import { createEmbeddingService } from '../../activities/embeddings/embedding-service.ts';
 import type { Settings } from '../../config/settings.ts';
 import { providerRoutes } from './routes/providers/routes.ts';
+import { gatewayContracts, gatewayDescription } from './openapi.ts';
+import { openApiRoutes } from '../openapi/routes.ts';
+import { responseCheck } from '../openapi/response-check.ts';
 
 /** The app shares the in-process worker's dependencies (hub, journal, breaker, calls, ledger, plans). */
 export interface AppDependencies extends WorkerDependencies {
@@ -68,6 +73,8 @@ export interface AppDependencies extends WorkerDependencies {
   chat: { defaultModel: string; maxToolRounds: number };
   /** `POST /v1/embeddings`: the default model and the per-request limits. */
   embeddingSettings: Pick<Settings, 'EMBEDDING_MODEL' | 'EMBEDDING_MAX_INPUTS' | 'EMBEDDING_MAX_TOKENS'>;
+  /** OPENAPI_RESPONSE_CHECK (tests): every answer is held against the OpenAPI document (api/openapi/response-check.ts). */
+  responseCheck?: boolean;
 }
 
 export function createApp(dependencies: AppDependencies): Koa {
@@ -100,6 +107,7 @@ export function createApp(dependencies: AppDependencies): Koa {
 
   const metrics = dependencies.metrics ?? new Metrics();
   app.use(requestObserver(logger, metrics));
+  if (dependencies.responseCheck) app.use(responseCheck('gateway', gatewayContracts, logger));
   app.use(errorRenderer(logger));
   app.use(urlText());
   const billing = new BillingService({
@@ -163,6 +171,7 @@ export function createApp(dependencies: AppDependencies): Koa {
     }),
     mediaFileRoutes(dependencies.media.files),
     metricsRouter,
+    openApiRoutes(gatewayDescription(dependencies.version)),
   ];
   for (const router of open) app.use(router.routes()).use(router.allowedMethods({ throw: true }));
 

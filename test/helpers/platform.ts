@@ -51,6 +51,8 @@ export async function startTestPlatform(
     SHUTDOWN_GRACE_MS: '5000',
     // Dozens of test platforms start in a run and few run Python: it loads at its first call (README, "Built-in tools").
     CODE_ENGINES_WARM_AT_START: 'javascript',
+    // Every answer of both services is checked against their OpenAPI documents (api/openapi/response-check.ts).
+    OPENAPI_RESPONSE_CHECK: 'true',
     ...simulatedProviders(simulator.url),
     ...simulatedToolServices(simulator.url, {}),
     ...(typeof overrides === 'function' ? overrides(simulator.url) : overrides),

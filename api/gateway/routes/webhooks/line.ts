@@ -7,27 +7,13 @@
  */
 import Router from '@koa/router';
 import { validateSignature } from '@line/bot-sdk';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { MessengerSettings } from '../../../../activities/messengers/messenger.ts';
 import { ApiError } from '../../../errors.ts';
+import type { lineSourceSchema as sourceSchema } from './schema.ts';
+import { lineCallbackSchema as callbackSchema } from './schema.ts';
 import { parseJsonBody, readRawBody } from '../../../raw-body.ts';
 import type { MessengerInbox } from './inbound.ts';
-
-const sourceSchema = z.union([
-  z.object({ type: z.literal('user'), userId: z.string().min(1) }),
-  z.object({ type: z.literal('group'), groupId: z.string().min(1) }),
-  z.object({ type: z.literal('room'), roomId: z.string().min(1) }),
-]);
-
-const eventSchema = z.looseObject({
-  type: z.string(),
-  webhookEventId: z.string().min(1),
-  timestamp: z.number(),
-  source: sourceSchema.optional(),
-  message: z.looseObject({ type: z.string(), id: z.string(), text: z.string().optional() }).optional(),
-});
-
-const callbackSchema = z.object({ destination: z.string(), events: z.array(eventSchema) });
 
 /** LINE batches events; this bounds a hostile body. */
 const bodyLimit = 1024 * 1024;

@@ -7,22 +7,11 @@
  */
 import Router from '@koa/router';
 import { timingSafeEqual } from 'node:crypto';
-import { z } from 'zod';
 import type { MessengerSettings } from '../../../../activities/messengers/messenger.ts';
 import { ApiError } from '../../../errors.ts';
 import { parseJsonBody, readRawBody } from '../../../raw-body.ts';
 import type { MessengerInbox } from './inbound.ts';
-
-const updateSchema = z.object({
-  update_id: z.number().int().nonnegative(),
-  message: z
-    .object({
-      message_id: z.number().int(),
-      chat: z.object({ id: z.number().int(), type: z.string() }),
-      text: z.string().optional(),
-    })
-    .optional(),
-});
+import { telegramUpdateSchema as updateSchema } from './schema.ts';
 
 /** Updates are small; this bounds a hostile body. */
 const bodyLimit = 256 * 1024;
