@@ -2,10 +2,12 @@
  * createAgentApp(deps): the agent service's Koa app (spec agent-service-interface.md), without listening. It runs on
  * the gateway's core: the same users, keys and credits, the same conversation store, the completions router for
  * every model call, the chat-turn workflow and tool runtime. Middleware order: forwarded headers from trusted
- * proxies (api/forwarding.ts), request log, errors, the text check of path and query (api/text-policy.ts), the per-IP
- * limit (spec 8), webhooks that sign their raw body, body parser, the text check of the body, caller authentication,
- * then each area's routes. Requests for a published site's host (`<label>.<SITE_DOMAIN>`) are answered right after the
- * request log, before all of it (routes/sites/site-host.ts).
+ * proxies (api/forwarding.ts), request log, the tests' check of every answer against the OpenAPI document
+ * (OPENAPI_RESPONSE_CHECK: api/openapi/response-check.ts), errors, the text check of path and query
+ * (api/text-policy.ts), the per-IP limit (spec 8), webhooks that sign their raw body, body parser, the text check of
+ * the body, caller authentication, then each area's routes, `/openapi.json` and `/docs` (api/openapi/routes.ts).
+ * Requests for a published site's host (`<label>.<SITE_DOMAIN>`) are answered right after the request log, before all
+ * of it (routes/sites/site-host.ts).
  *
  * Areas (one folder each under api/agents/routes/): auth (logins, linking, keys), agents (catalogue and custom
  * agents), chat (routed streaming chat, agent loops, approvals), history (sessions, search, usage), suggest
@@ -96,6 +98,9 @@ import { webhookDeliveryRoutes } from './routes/webhooks/deliveries.ts';
 import { webhookRoutes } from './routes/webhooks/routes.ts';
 import { automationRoutes } from './routes/automation/routes.ts';
 import { messengerRoutes } from './routes/messengers/routes.ts';
+import { agentServiceContracts, agentsDescription } from './openapi.ts';
+import { openApiRoutes } from '../openapi/routes.ts';
+import { responseCheck } from '../openapi/response-check.ts';
 
 export interface AgentAppDependencies extends AppDependencies {
   settings: Settings;
@@ -136,6 +141,7 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
   app.use(requestObserver(logger, metrics));
   // Published sites on `<label>.<SITE_DOMAIN>`: answered before anything of the app runs (site-host.ts).
   app.use(siteHost(dependencies.sites, dependencies.sites.urls));
+  if (dependencies.responseCheck) app.use(responseCheck('agents', agentServiceContracts, logger));
   app.use(errorRenderer(logger));
   app.use(urlText());
   // The web app (web/): its hashed assets and, for a browser asking for one of its pages, index.html (web.ts).
@@ -210,6 +216,9 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
     context.body = await exposed.metrics();
   });
   app.use(open.routes()).use(open.allowedMethods({ throw: true }));
+  // `/openapi.json` and `/docs`: public too, after the credential check.
+  const reference = openApiRoutes(agentsDescription(dependencies.version));
+  app.use(reference.routes()).use(reference.allowedMethods({ throw: true }));
   // The media doors answer the gateway's file paths (`/api/v1/media/files/{name}`): this service serves them too.
   const mediaFiles = mediaFileRoutes(dependencies.media.files);
   app.use(mediaFiles.routes()).use(mediaFiles.allowedMethods({ throw: true }));

@@ -16,7 +16,6 @@
  */
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { z } from 'zod';
 import { A2A_VERSION_HEADER, Extensions, HTTP_EXTENSION_HEADER, Role, type AgentCard, type Task } from '@a2a-js/sdk';
 import { TaskNotFoundError } from '@a2a-js/sdk/errors';
 import type { DefaultRequestHandler } from '@a2a-js/sdk/server';
@@ -33,6 +32,7 @@ import { invalidRequest } from '../../../errors.ts';
 import type { ResolvedAgent } from '../../../../common/agents.ts';
 import { KeyUser, maxA2aMessageChars, readMessage, textPart, type A2aServerDependencies } from './server.ts';
 import { createA2aHandler } from './server.ts';
+import { aliasBodySchema } from './schema.ts';
 
 export interface A2aRouteDependencies extends A2aServerDependencies {
   /** The public (built-in) agents: one skill each. */
@@ -87,29 +87,6 @@ export function agentCard(base: string, agents: ResolvedAgent[], version: string
     signatures: [],
   };
 }
-
-const aliasBody = z
-  .object({
-    id: z.string().min(1).max(64),
-    sessionId: z
-      .string()
-      .regex(/^[A-Za-z0-9_.:-]{1,36}$/)
-      .optional(),
-    message: z.object({
-      role: z.literal('user'),
-      parts: z
-        .array(
-          z.union([
-            z.object({ type: z.literal('text'), text: z.string().max(maxA2aMessageChars) }),
-            z.object({ type: z.literal('data'), data: z.record(z.string(), z.unknown()) }),
-          ]),
-        )
-        .min(1)
-        .max(16),
-    }),
-    metadata: z.record(z.string(), z.unknown()).optional(),
-  })
-  .strict();
 
 const stateNames: Record<number, string> = {
   1: 'submitted',
@@ -213,7 +190,7 @@ export function a2aRoutes(dependencies: A2aRouteDependencies) {
 
   router.post('/a2a/tasks/send', async (context) => {
     const principal = requireCaller(context.state);
-    const parsed = aliasBody.safeParse(context.request.body ?? {});
+    const parsed = aliasBodySchema.safeParse(context.request.body ?? {});
     if (!parsed.success) throw invalidRequest(parsed.error);
     const body = parsed.data;
     const call = new ServerCallContext({ user: new KeyUser(principal) });

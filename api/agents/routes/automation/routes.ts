@@ -13,26 +13,13 @@
  */
 import Router from '@koa/router';
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
-import { chatRequestSchema } from '../../../../common/chat-turn.ts';
 import { deliveryIdPattern, webhookRunId } from '../../../../common/webhooks.ts';
 import { requireCaller, type CallerState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
 import type { RateLimits } from '../../../rate-limit.ts';
 import type { AgentDirectory } from '../../../services/agents/service.ts';
 import { webhookSessionKey, type WebhookRuns } from '../../../services/webhooks/runs.ts';
-
-const triggerSchema = z
-  .object({
-    agent_id: z.string().min(1).max(128),
-    message: chatRequestSchema.shape.message,
-    session_id: chatRequestSchema.shape.session_id.optional(),
-    callback_url: z
-      .url({ protocol: /^https?$/ })
-      .max(2048)
-      .optional(),
-  })
-  .strict();
+import { triggerSchema } from './schema.ts';
 
 export function automationRoutes(dependencies: {
   agents: AgentDirectory;

@@ -18,7 +18,7 @@
  */
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { requireCaller, type CallerState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
 import type { SequencedStreamEvent } from '../../../../common/completion.ts';
@@ -30,53 +30,8 @@ import type { ChatService } from '../../../services/chat/service.ts';
 import { presentAgentEvent } from './events.ts';
 import type { UploadStore } from '../../../../activities/uploads/upload-store.ts';
 import { readWhole } from '../../../../activities/uploads/upload-store.ts';
-import { fileIdPattern } from '../uploads/schema.ts';
+import { decisionBody, externalBody, loopBody, maxImageBase64Chars, sessionKey, streamBody } from './schema.ts';
 import sharp from 'sharp';
-
-const sessionKey = z.string().regex(/^[A-Za-z0-9:_.@-]{1,128}$/, 'must be 1-128 letters, digits or : _ . @ -');
-
-/**
- * An image as base64 (or a data: URL) of a PNG, JPEG, GIF or WebP. At most 1 MB of base64 (about 750 KB of image):
- * the image travels in the turn's workflow input, and Temporal refuses payloads over 2 MB.
- */
-export const maxImageBase64Chars = 1_000_000;
-
-const imageData = z
-  .string()
-  .max(maxImageBase64Chars + 40, `must be at most ${maxImageBase64Chars} characters of base64 (about 750 KB)`)
-  .transform((value, context) => {
-    if (value === '') return undefined;
-    const url = toImageDataUrl(value);
-    if (!url) {
-      context.addIssue({ code: 'custom', message: 'must be a base64 PNG, JPEG, GIF or WebP image' });
-      return z.NEVER;
-    }
-    return url;
-  });
-
-const messageFields = {
-  message: z.string().trim().min(1).max(32_000),
-  session_id: sessionKey.optional(),
-  image_data: imageData.optional(),
-  /** An uploaded image of the caller's (`POST /upload`), for the turn's vision model. */
-  image_file_id: z.string().regex(fileIdPattern, 'must be a file id (file_…)').optional(),
-  preferred_agents: z.array(z.string().min(1).max(64)).max(32).optional(),
-  preset_instruction: z.string().max(4_000).optional(),
-};
-
-const streamBody = z.object(messageFields).strict();
-const loopBody = z
-  .object({
-    ...messageFields,
-    agent_id: z.string().min(1).max(64).optional(),
-    max_iterations: z.number().int().min(1).max(200).optional(),
-    budget_credits: z.number().int().min(1).optional(),
-  })
-  .strict();
-const externalBody = z
-  .object({ message: messageFields.message, session_id: sessionKey, agent_id: z.string().min(1).max(64).optional() })
-  .strict();
-const decisionBody = z.object({ reason: z.string().max(500).optional() }).strict();
 
 export function agentChatRoutes(dependencies: {
   agentChat: AgentChat;
@@ -227,28 +182,6 @@ function relay(context: Context, openStreams: OpenStreams, events: AsyncGenerato
   })();
   const responseClosed = new Promise<void>((resolve) => context.res.once('close', () => resolve()));
   openStreams.track(relaying.then(() => responseClosed));
-}
-
-const signatures: Array<{ mime: string; test: (bytes: Buffer) => boolean }> = [
-  {
-    mime: 'image/png',
-    test: (b) => b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
-  },
-  { mime: 'image/jpeg', test: (b) => b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff },
-  { mime: 'image/gif', test: (b) => b.subarray(0, 4).toString('latin1') === 'GIF8' },
-  {
-    mime: 'image/webp',
-    test: (b) => b.subarray(0, 4).toString('latin1') === 'RIFF' && b.subarray(8, 12).toString('latin1') === 'WEBP',
-  },
-];
-
-/** A data: URL for base64 image data (bare, or already a data: URL), its type read from its first bytes. */
-function toImageDataUrl(value: string): string | null {
-  const match = /^(?:data:image\/[a-z+.-]+;base64,)?([A-Za-z0-9+/]+={0,2})$/.exec(value.replace(/\s+/g, ''));
-  if (!match) return null;
-  const head = Buffer.from(match[1]!.slice(0, 24), 'base64');
-  const kind = signatures.find((signature) => signature.test(head));
-  return kind ? `data:${kind.mime};base64,${match[1]}` : null;
 }
 
 /** Kinds of upload a vision model can look at. */

@@ -8,7 +8,6 @@
  */
 import Router from '@koa/router';
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
 import type { ConversationStore } from '../../../../activities/conversations/conversation-store.ts';
 import { createMessengerActivities } from '../../../../activities/messengers/messenger-activities.ts';
 import type { MessengerClient, MessengerPlatform } from '../../../../activities/messengers/messenger.ts';
@@ -17,14 +16,7 @@ import { deliveryIdPattern } from '../../../../common/webhooks.ts';
 import type { Pool } from '../../../../db/pool.ts';
 import { requireCaller, type CallerState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
-
-const sendSchema = z
-  .object({
-    channel: z.enum(['line', 'telegram', 'slack']),
-    text: z.string().trim().min(1).max(32_000),
-    chat: z.string().min(1).max(200).optional(),
-  })
-  .strict();
+import { sendSchema } from './schema.ts';
 
 export function messengerRoutes(dependencies: {
   pool: Pool;

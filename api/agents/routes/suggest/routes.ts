@@ -14,6 +14,8 @@ import { requireCaller, type CallerState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
 import type { Admission } from '../../../gateway/admission.ts';
 import type { CompletionService } from '../../../gateway/routes/completions/service.ts';
+import type { suggestResponseSchema } from './schema.ts';
+import { suggestBodySchema } from './schema.ts';
 
 export interface SuggestDependencies {
   completions: CompletionService;
@@ -22,17 +24,6 @@ export interface SuggestDependencies {
   /** The fast model that writes the suggestions (settings AGENT_ROUTER_MODEL). */
   model: string;
 }
-
-export const suggestBodySchema = z
-  .strictObject({
-    session_id: z.string().min(1).max(200).optional(),
-    message: z.string().min(1).max(8_000).optional(),
-    count: z.number().int().min(1).max(5).default(3),
-  })
-  .refine((body) => body.session_id !== undefined || body.message !== undefined, {
-    message: 'Send session_id, message, or both',
-    path: ['session_id'],
-  });
 
 /** How much of each side of the exchange the model reads: enough for the topic, bounded in cost. */
 const quotedChars = 2_000;
@@ -66,7 +57,10 @@ export function suggestRoutes(dependencies: SuggestDependencies) {
       admit: (reservation) => dependencies.admission.admit(context, principal, reservation),
     });
     const answer = await dependencies.completions.answer(started);
-    context.body = { suggestions: suggestionsOf(answer.message?.content ?? null, count), model: answer.model };
+    context.body = {
+      suggestions: suggestionsOf(answer.message?.content ?? null, count),
+      model: answer.model,
+    } satisfies z.infer<typeof suggestResponseSchema>;
   });
 
   return router;

@@ -27,7 +27,6 @@ import Router from '@koa/router';
 import { verifyWithFallback } from '@octokit/webhooks-methods';
 import type { Context } from 'koa';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { z } from 'zod';
 import type { MessengerSettings } from '../../../../activities/messengers/messenger.ts';
 import type { SlackClient } from '../../../../activities/messengers/slack.ts';
 import { verifyStandardWebhook, webhookToleranceSeconds } from '../../../../activities/net/standard-webhooks.ts';
@@ -40,6 +39,7 @@ import { readRawBody } from '../../../raw-body.ts';
 import { refuseUnacceptableText } from '../../../text-policy.ts';
 import type { Principal } from '../../../services/apikeys/service.ts';
 import { githubWake, parseGitHubPayload } from '../../../services/webhooks/github-events.ts';
+import { slackEnvelopeSchema as slackEnvelope } from './schema.ts';
 import { webhookSessionKey, type WebhookRunRow, type WebhookRuns } from '../../../services/webhooks/runs.ts';
 
 /**
@@ -251,38 +251,6 @@ export function webhookDeliveryRoutes(dependencies: DeliveryDependencies) {
 
   return router;
 }
-
-const slackEnvelope = z.looseObject({
-  type: z.string(),
-  challenge: z.string().optional(),
-  team_id: z
-    .string()
-    .regex(/^[A-Za-z0-9]{1,40}$/)
-    .optional(),
-  event_id: z.string().optional(),
-  event: z
-    .looseObject({
-      type: z.string(),
-      subtype: z.string().optional(),
-      channel: z
-        .string()
-        .regex(/^[A-Za-z0-9]{1,40}$/)
-        .optional(),
-      channel_type: z.string().optional(),
-      user: z.string().optional(),
-      bot_id: z.string().optional(),
-      text: z.string().optional(),
-      ts: z
-        .string()
-        .regex(/^\d+\.\d+$/)
-        .optional(),
-      thread_ts: z
-        .string()
-        .regex(/^\d+\.\d+$/)
-        .optional(),
-    })
-    .optional(),
-});
 
 /**
  * Why a Slack request's signature is not valid, or null: `v0=` + hex HMAC-SHA256 of `v0:<timestamp>:<raw body>`

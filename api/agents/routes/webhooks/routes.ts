@@ -18,46 +18,12 @@
  */
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { z } from 'zod';
-import {
-  repositoryPattern,
-  type WebhookStore,
-  type WebhookView,
-} from '../../../../activities/webhooks/webhook-store.ts';
+import type { WebhookStore, WebhookView } from '../../../../activities/webhooks/webhook-store.ts';
 import { requireCaller, serviceOrigin, type CallerState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
 import type { Principal } from '../../../services/apikeys/service.ts';
 import type { WebhookRuns } from '../../../services/webhooks/runs.ts';
-
-const createSchema = z
-  .object({
-    agent_id: z.string().min(1).max(128),
-    source: z.enum(['standard', 'github']).default('standard'),
-    forward_to_messengers: z.boolean().optional(),
-    repository: z.string().regex(repositoryPattern, 'must be owner/name').optional(),
-    github_token: z.string().trim().min(1).max(512).optional(),
-    comment_without_approval: z.boolean().optional(),
-  })
-  .strict()
-  .superRefine((body, context) => {
-    if (body.source === 'github' && !body.repository) {
-      context.addIssue({ code: 'custom', path: ['repository'], message: 'a GitHub webhook needs its repository' });
-    }
-    if (body.source === 'standard') {
-      for (const field of ['repository', 'github_token', 'comment_without_approval'] as const) {
-        if (body[field] !== undefined) {
-          context.addIssue({ code: 'custom', path: [field], message: 'is for GitHub webhooks (source: github)' });
-        }
-      }
-    }
-    if (body.source === 'github' && body.forward_to_messengers !== undefined) {
-      context.addIssue({
-        code: 'custom',
-        path: ['forward_to_messengers'],
-        message: 'is for standard webhooks (a GitHub agent answers on GitHub)',
-      });
-    }
-  });
+import { createWebhookSchema as createSchema } from './schema.ts';
 
 export function webhookRoutes(dependencies: {
   store: WebhookStore | null;

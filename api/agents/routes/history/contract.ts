@@ -1,0 +1,137 @@
+/** Contracts of history, sessions, search and usage (api/openapi/contract.ts). */
+import { z } from 'zod';
+import { isoDate, json, route } from '../../../openapi/contract.ts';
+import { historyQuerySchema, searchQuerySchema, sessionIdSchema } from './schema.ts';
+
+const tags = ['History'];
+const sessionParams = z.object({ session_id: sessionIdSchema });
+
+export const historyContracts = [
+  route({
+    method: 'GET',
+    path: '/history/:session_id',
+    summary: 'A page of a session’s messages, oldest first',
+    tags,
+    access: 'caller',
+    request: { params: sessionParams, query: historyQuerySchema },
+    responses: {
+      200: json(
+        z.strictObject({
+          session_id: z.string(),
+          messages: z.array(
+            z.strictObject({
+              role: z.string(),
+              content: z.string().nullable(),
+              channel: z.string(),
+              agent_id: z.string().optional(),
+              tool_name: z.string().optional(),
+              created_at: isoDate,
+              cursor: z.string().meta({ description: 'Pass as `before` for the older messages' }),
+            }),
+          ),
+          message_count: z.number().int(),
+          next_before: z.string().nullable(),
+        }),
+        'The page',
+      ),
+    },
+    errors: { 404: 'No such session of the caller’s' },
+  }),
+  route({
+    method: 'GET',
+    path: '/sessions',
+    summary: 'The caller’s sessions, most recently active first',
+    tags,
+    access: 'caller',
+    responses: {
+      200: json(
+        z.strictObject({
+          sessions: z.array(
+            z.strictObject({
+              session_id: z.string(),
+              title: z.string().nullable(),
+              channels: z.array(z.string()),
+              message_count: z.number().int(),
+              last_activity: isoDate,
+              created_at: isoDate,
+            }),
+          ),
+        }),
+        'The sessions',
+      ),
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/search/messages',
+    summary: 'Full-text search across the caller’s messages',
+    tags,
+    access: 'caller',
+    request: { query: searchQuerySchema },
+    responses: {
+      200: json(
+        z.strictObject({
+          query: z.string(),
+          results: z.array(
+            z.strictObject({
+              session_id: z.string(),
+              role: z.string(),
+              channel: z.string(),
+              snippet: z.string().meta({ description: 'Matches wrapped in « and »' }),
+              created_at: isoDate,
+              rank: z.number(),
+            }),
+          ),
+          total: z.number().int(),
+        }),
+        'The matches, best first',
+      ),
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/usage/:session_id',
+    summary: 'A session’s tokens, credits and cost',
+    tags,
+    access: 'caller',
+    request: { params: sessionParams },
+    responses: {
+      200: json(
+        z.strictObject({
+          session_id: z.string(),
+          turns: z.number().int(),
+          input_tokens: z.number().int(),
+          output_tokens: z.number().int(),
+          credits: z.number(),
+          cost_usd: z.number(),
+          by_model: z.array(
+            z.strictObject({
+              model: z.string(),
+              turns: z.number().int(),
+              input_tokens: z.number().int(),
+              output_tokens: z.number().int(),
+              credits: z.number(),
+              cost_usd: z.number(),
+              priced: z.boolean(),
+              estimated: z.boolean(),
+            }),
+          ),
+        }),
+        'The usage',
+      ),
+    },
+    errors: { 404: 'No such session of the caller’s' },
+  }),
+  route({
+    method: 'DELETE',
+    path: '/sessions/:session_id',
+    summary: 'Delete a session',
+    tags,
+    access: 'caller',
+    request: { params: sessionParams },
+    responses: {
+      200: json(z.strictObject({ session_id: z.string(), deleted: z.literal(true) }), 'Deleted'),
+    },
+    errors: { 404: 'No such session of the caller’s', 409: 'A turn of the session is still running' },
+  }),
+];
