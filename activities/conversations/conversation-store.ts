@@ -196,13 +196,15 @@ const statements = {
   },
   /**
    * The owner's sessions, most recently active first, each with its conversation's message count, channels, last
-   * message time and first user message (the title). Both lateral reads use the (conversation_id, turn, seq) index.
+   * message time and title: its own (`PATCH /sessions/{id}`), else its first user message. Both lateral reads use the
+   * (conversation_id, turn, seq) index.
    */
   sessionOverviews: {
     name: 'chat-session-overviews',
     text: `select s.key, s.created_at, stats.message_count, stats.last_activity,
                   coalesce(stats.channels, array[s.channel]) as channels,
-                  left(regexp_replace(btrim(first_user.content), '\\s+', ' ', 'g'), ${sessionTitleLength}) as title
+                  coalesce(s.title,
+                    left(regexp_replace(btrim(first_user.content), '\\s+', ' ', 'g'), ${sessionTitleLength})) as title
            from chat_sessions s
            cross join lateral (
              select count(*) as message_count, max(m.created_at) as last_activity, array_agg(distinct m.channel) as channels
@@ -489,6 +491,15 @@ export class ConversationStore {
       last_activity: new Date(row.last_activity ?? row.created_at).toISOString(),
       created_at: new Date(row.created_at).toISOString(),
     }));
+  }
+
+  /** Sets a session's own title, or with null clears it (lists show the first message again); false: no such session. */
+  async renameSession(owner: string, key: string, title: string | null): Promise<boolean> {
+    const result = await this.pool.query(
+      'update chat_sessions set title = $3, updated_at = now() where owner = $1 and key = $2',
+      [owner, key, title],
+    );
+    return (result.rowCount ?? 0) > 0;
   }
 
   /** The owner's user and assistant messages matching a web-search style query, best first (see the statement). */

@@ -16,6 +16,8 @@ export const ChatSession = defineEntity({
     /** The channel it was created on (`api`, `web`, …). */
     channel: p.string(),
     conversationId: p.string().index(),
+    /** The owner's own title (`PATCH /sessions/{id}`); null: lists show the conversation's first user message. */
+    title: p.string().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p.datetime().onCreate(() => new Date()),
   },

@@ -15,6 +15,8 @@
  *   in « and ».
  * - `GET /usage/{session_id}`: `{session_id, turns, input_tokens, output_tokens, credits, cost_usd, by_model}`
  *   (api/services/usage/service.ts).
+ * - `PATCH /sessions/{session_id}` `{title}`: the session's own title (1 to 200 characters), shown by `/sessions`
+ *   instead of its first message; `null` clears it. `{session_id, title}`.
  * - `DELETE /sessions/{session_id}`: deletes the session as the gateway's `DELETE /api/v1/sessions/{id}` does (the same
  *   `ChatService.deleteSession`: its messages, and the conversation when no other session shares it); 409 while a
  *   turn of it runs. `{session_id, deleted: true}`.
@@ -26,7 +28,7 @@ import { requireCaller, type CallerState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
 import type { UsageService } from '../../../services/usage/service.ts';
 import type { ChatService } from '../../../services/chat/service.ts';
-import { historyQuerySchema, searchQuerySchema, sessionIdSchema } from './schema.ts';
+import { historyQuerySchema, renameSessionSchema, searchQuerySchema, sessionIdSchema } from './schema.ts';
 
 type HistoryContext = Context & { state: CallerState; params: Record<string, string> };
 
@@ -89,6 +91,14 @@ export function historyRoutes(dependencies: {
     const found = await usage.forSession(owner, key);
     if (!found) throw noSuchSession(key);
     context.body = found;
+  });
+
+  router.patch('/sessions/:session_id', async (context) => {
+    const { owner, key } = sessionOf(context);
+    const body = renameSessionSchema.safeParse(context.request.body ?? {});
+    if (!body.success) throw invalidRequest(body.error);
+    if (!(await conversations.renameSession(owner, key, body.data.title))) throw noSuchSession(key);
+    context.body = { session_id: key, title: body.data.title };
   });
 
   router.delete('/sessions/:session_id', async (context) => {

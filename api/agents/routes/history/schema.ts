@@ -29,3 +29,8 @@ export const searchQuerySchema = z
     limit: z.coerce.number().int().min(1).max(100).default(20),
   })
   .strict();
+
+/** `PATCH /sessions/{session_id}`: the session's own title (1 to 200 characters), or null to show its first message. */
+export const renameSessionSchema = z
+  .object({ title: z.string().trim().min(1, 'give a title, or null to clear it').max(200).nullable() })
+  .strict();
