@@ -48,7 +48,7 @@ const failure = await withShippedRun(
   { name: 'bench-web', ports, log, environment: { SMTP_URL: smtp.url } },
   async ({ platform }) => {
     const origin = platform.agentsUrl;
-    const cookie = await login(origin);
+    const cookie = await login(platform.url, platform.masterKey, origin);
     await waitForIdlePlatform(platform, log);
     const executablePath = spawnSync('sh', ['-c', 'command -v chromium']).stdout.toString().trim() || 'chromium';
     browser = await chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
@@ -77,9 +77,18 @@ const failure = await withShippedRun(
 await browser?.close();
 await smtp.close();
 
-/** A magic link through the bench's SMTP server; answers the session cookie's value. */
-async function login(origin: string): Promise<string> {
+/**
+ * An account on the business plan (made by the operator's key, so its credits outlast the run), logged into by a
+ * magic link through the bench's SMTP server; answers the session cookie's value.
+ */
+async function login(gatewayUrl: string, masterKey: string, origin: string): Promise<string> {
   const email = `bench-web-${randomBytes(3).toString('hex')}@example.com`;
+  const account = await fetch(`${gatewayUrl}/api/v1/apikeys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${masterKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ email, plan: 'business' }),
+  });
+  if (!account.ok) throw new Error(`creating the account: ${account.status} ${await account.text()}`);
   const register = await fetch(`${origin}/auth/register`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', origin },

@@ -39,3 +39,23 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
     .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
     .map(({ id, impact, help, nodes }) => ({ id, impact, help, nodes: nodes.map(({ target }) => ({ target })) }));
 }
+
+/**
+ * Logs `email` in as a person does: the login page's form, then the link of the mail that arrived at the test's
+ * SMTP server, opened in the page.
+ */
+export async function logInByMail(
+  page: Page,
+  agentsUrl: string,
+  smtp: { nextMail(to: string, timeoutMs?: number): Promise<{ text: string }> },
+  email: string,
+): Promise<void> {
+  await page.goto(agentsUrl);
+  await page.getByLabel('E-mail address').fill(email);
+  await page.getByRole('button', { name: 'Send me a login link' }).click();
+  await page.getByText(`We sent a login link to ${email}`).waitFor();
+  const mail = await smtp.nextMail(email, 15_000);
+  const link = /http:\/\/127\.0\.0\.1:\d+\/auth\/verify\?token=[A-Za-z0-9_-]+/.exec(mail.text)![0];
+  await page.goto(link);
+  await page.getByRole('navigation', { name: 'Main' }).waitFor();
+}

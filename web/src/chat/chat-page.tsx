@@ -103,6 +103,7 @@ export function ChatPage() {
         sidebarOpen={sidebarOpen}
         onTurnStarted={(turnId) => onTurnStarted(sessionId, turnId)}
         onTurnEnded={onTurnEnded}
+        onRenamed={() => sessions.reload()}
         onDeleted={() => {
           void sessions.reload();
           setDraftSession(newSessionId());
@@ -241,6 +242,7 @@ interface ConversationProps {
   onTurnStarted(turnId: string): void;
   onTurnEnded(): void;
   onDeleted(): void;
+  onRenamed(): void;
 }
 
 function Conversation(props: ConversationProps) {
@@ -322,6 +324,7 @@ function Conversation(props: ConversationProps) {
                 .map((message) => (
                   <HistoryItem key={message.cursor} message={message} />
                 ))}
+              {entry?.attachment ? <p class="attachment-note">Attached: {entry.attachment}</p> : null}
               {entry ? <LiveTurnView entry={entry} /> : null}
             </div>
           );
@@ -432,12 +435,14 @@ let drawnMarked = false;
 function LiveTurnView({ entry }: { entry: LiveTurn }) {
   const { turn } = entry;
   const hasText = turn.parts.some((part) => part.kind === 'text');
-  // Right after the DOM has the first token, the next frame is the one that paints it (User Timing for
-  // `npm run bench:web`); a layout effect, since a plain effect may run only after that frame.
+  // The first token is in the DOM now, in the frame that paints it (live.ts renders in animation frames): a message
+  // posted now arrives right after that paint (User Timing for `npm run bench:web`).
   useLayoutEffect(() => {
     if (hasText && !drawnMarked) {
       drawnMarked = true;
-      requestAnimationFrame(() => performance.mark('tessera:first-token-drawn'));
+      const channel = new MessageChannel();
+      channel.port1.onmessage = () => performance.mark('tessera:first-token-drawn');
+      channel.port2.postMessage(null);
     }
   }, [hasText]);
   return (
@@ -691,7 +696,8 @@ function Composer(props: {
       let note = '';
       if (file) {
         const uploaded = await uploadFile(file);
-        if (uploaded.kind === 'image') {
+        // The service names an upload's kind by its format (png, jpeg …): its content type says it is an image.
+        if (uploaded.content_type.startsWith('image/')) {
           imageFileId = uploaded.id;
         } else {
           // Agents read uploads with their read_upload and rag_search tools, by the file's id.
@@ -799,7 +805,7 @@ function Composer(props: {
 }
 
 function ConversationHeader(props: ConversationProps) {
-  const [panel, setPanel] = useState<'none' | 'share' | 'usage' | 'delete'>('none');
+  const [panel, setPanel] = useState<'none' | 'rename' | 'share' | 'usage' | 'delete'>('none');
   const toggle = (name: typeof panel) => setPanel(panel === name ? 'none' : name);
   return (
     <header class="conversation-header">
@@ -814,6 +820,9 @@ function ConversationHeader(props: ConversationProps) {
       <h1 id="conversation-title">{props.saved ? (props.title ?? 'Chat') : 'New chat'}</h1>
       {props.saved ? (
         <div class="conversation-actions">
+          <button type="button" class="secondary" aria-expanded={panel === 'rename'} onClick={() => toggle('rename')}>
+            Rename
+          </button>
           <button type="button" class="secondary" aria-expanded={panel === 'share'} onClick={() => toggle('share')}>
             Share / export
           </button>
@@ -824,6 +833,16 @@ function ConversationHeader(props: ConversationProps) {
             Delete
           </button>
         </div>
+      ) : null}
+      {panel === 'rename' ? (
+        <RenamePanel
+          sessionId={props.sessionId}
+          title={props.title}
+          onDone={() => {
+            setPanel('none');
+            props.onRenamed();
+          }}
+        />
       ) : null}
       {panel === 'share' ? <SharePanel sessionId={props.sessionId} /> : null}
       {panel === 'usage' ? <UsagePanel sessionId={props.sessionId} /> : null}
@@ -940,6 +959,40 @@ function UsagePanel({ sessionId }: { sessionId: string }) {
         </table>
       ) : null}
     </div>
+  );
+}
+
+function RenamePanel({ sessionId, title, onDone }: { sessionId: string; title: string | null; onDone(): void }) {
+  const [value, setValue] = useState(title ?? '');
+  const action = useAction();
+  return (
+    <form
+      class="panel inline-form"
+      onSubmit={async (event) => {
+        event.preventDefault();
+        const renamed = await action.run(() =>
+          data(
+            api.PATCH('/sessions/{session_id}', {
+              params: { path: { session_id: sessionId } },
+              body: { title: value.trim() || null },
+            }),
+          ),
+        );
+        if (renamed) onDone();
+      }}
+    >
+      <label for="rename-title">Title (empty: the first message)</label>
+      <input
+        id="rename-title"
+        value={value}
+        maxLength={200}
+        onInput={(event) => setValue((event.target as HTMLInputElement).value)}
+      />
+      <button type="submit" disabled={action.busy}>
+        Save title
+      </button>
+      <ErrorNote error={action.error} />
+    </form>
   );
 }
 

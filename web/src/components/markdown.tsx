@@ -73,6 +73,12 @@ export function renderMarkdown(text: string): string {
   });
 }
 
+// The first render compiles markdown-it's and DOMPurify's code paths: done once while the page is idle, so the first
+// token of an answer does not wait for it.
+const warmUp = () => renderMarkdown('*Warm* up: `code`, [a link](https://example.com)\n\n```js\nlet x = 1;\n```');
+if (typeof requestIdleCallback === 'function') requestIdleCallback(warmUp);
+else setTimeout(warmUp, 500);
+
 export function Markdown({ text }: { text: string }) {
   const html = useMemo(() => renderMarkdown(text), [text]);
   return <div class="markdown" dangerouslySetInnerHTML={{ __html: html }} />;
