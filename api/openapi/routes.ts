@@ -66,6 +66,7 @@ const referenceScript = `Scalar.createApiReference('#reference', {
   withDefaultFonts: false,
   telemetry: false,
   agent: { disabled: true },
+  mcp: { disabled: true },
   hideClientButton: false,
   showDeveloperTools: 'never',
 });

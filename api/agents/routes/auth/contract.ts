@@ -93,7 +93,11 @@ export const authContracts = [
       query: z.looseObject({ code: z.string().optional(), state: z.string().optional(), error: z.string().optional() }),
     },
     responses: loggedIn,
-    errors: { 502: 'Google refused the code', 503: 'Google login is not configured' },
+    errors: {
+      403: 'Google did not confirm the account’s e-mail address',
+      502: 'Google could not be reached',
+      503: 'Google login is not configured',
+    },
   }),
   route({
     method: 'GET',

@@ -87,6 +87,10 @@ export const ragContracts = [
         'The nearest chunks, best first',
       ),
     },
-    errors: { 402: 'Not enough credits for the query’s embedding', 502: 'The embedding failed' },
+    errors: {
+      402: 'Not enough credits for the query’s embedding',
+      404: '`file_id` names no file of the caller’s',
+      502: 'The embedding failed',
+    },
   }),
 ];
