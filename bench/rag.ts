@@ -14,7 +14,8 @@
  * 2. Search on that real index (1 client): `GET /rag/search` (k = 10) beside the direct pgvector query (the store's
  *    own search, RagStore.search, from this process: the same statement, vector and session settings), the engine
  *    embedding the query directly, and `POST /v1/embeddings` with the same model (the embedding step through the
- *    platform's path).
+ *    platform's path). The arms take turns (rounds of a share of the requests each, in rotating order), so other
+ *    work on a shared machine weighs on all of them alike.
  * 3. A ~100 MB CSV table import (`POST /sql/csv_to_db`, followed with `GET /sql/imports/{id}`): time, rows/s, CPU
  *    per 1,000 rows, and the processes' memory (RSS and PSS) sampled every 250 ms against the idle baseline.
  *
@@ -53,11 +54,11 @@ import {
 import { createBenchAccount, repositoryRoot, shippedProcesses, type Platform } from './arms.ts';
 import { benchLog, endBench, quick, sleep } from './bench-process.ts';
 import { exchange, type Sample, type Target } from './http-client.ts';
-import { percentile, type Summary } from './load.ts';
-import { measureArm, type MeasuredArm } from './measure.ts';
+import { percentile, runLoad, summarize, type Summary } from './load.ts';
+import type { MeasuredArm } from './measure.ts';
 import { passages, questionAbout, reportPdf, seededRandom, wideRowsFor, writeSalesCsv } from './rag-data.ts';
 import { failureLines, ms, reportLead, writeResults } from './report.ts';
-import { memoryByRole, snapshot, total, usageBetween, type Role, type Usage } from './resources.ts';
+import { memoryByRole, snapshot, sumUsage, total, usageBetween, type Role, type Usage } from './resources.ts';
 import { waitForIdlePlatform, withShippedRun, type ShippedRun } from './shipped-run.ts';
 
 // Apart from the other benches' ports (and `npm start`'s defaults).
@@ -91,11 +92,13 @@ const sizes = quick
       otherEach: 1_000,
       perDocument: 200,
       requests: { 1: 400, 4: 400 } as Record<number, number>,
-      localRequests: 150,
+      localRequests: 200,
       recallQueries: 100,
       importBytes: 100_000_000,
     };
 const k = 10;
+/** The search arms take turns this many times (see measureSearch). */
+const rounds = quick ? 2 : 5;
 const simulatedModel = 'text-embedding-3-small';
 const localModel = 'local-embedding';
 
@@ -261,13 +264,16 @@ const processesOf = (platform: Platform) => () => shippedProcesses(platform);
  * platform. A quick run does not wait for jest: it checks that the bench works, its figures mean nothing.
  */
 async function settle(platform: Platform): Promise<void> {
-  if (!quick && jestRunning()) {
-    log('a jest run is on the machine: waiting for it to end');
-    const deadline = Date.now() + 30 * 60_000;
-    while (jestRunning() && Date.now() < deadline) await sleep(10_000);
-    log(jestRunning() ? 'still a jest run after 30 minutes: measuring anyway' : 'the jest run ended');
-  }
+  await waitWhileJest();
   await waitForIdlePlatform(platform, log);
+}
+
+async function waitWhileJest(): Promise<void> {
+  if (quick || !jestRunning()) return;
+  log('a jest run is on the machine: waiting for it to end');
+  const deadline = Date.now() + 30 * 60_000;
+  while (jestRunning() && Date.now() < deadline) await sleep(10_000);
+  log(jestRunning() ? 'still a jest run after 30 minutes: measuring anyway' : 'the jest run ended');
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -430,18 +436,50 @@ async function measureSearch(
 ): Promise<void> {
   await settle(setup.platform);
   log(`search, ${stage}, ${clients} client(s)`);
-  for (const arm of searchArms(setup, expected)) {
-    const result = await measureArm(arm, {
-      load: { concurrency: clients, requests, maxMs: 600_000 },
-      log,
-    });
-    if (result.summary.errors > 0) failures.push(`${stage} ${arm.name} × ${clients}: ${result.summary.errors} errors`);
+  const arms = searchArms(setup, expected);
+  for (const arm of arms) {
+    await runLoad({ concurrency: clients, requests: Math.max(clients * 2, 20), maxMs: 10_000 }, arm.call);
+  }
+  // The arms take turns, a share of the requests at a time in rotating order, so that other work on the machine
+  // (a shared one) weighs on every arm alike and the differences between them stay meaningful.
+  const gathered = arms.map(() => ({
+    samples: [] as Sample[],
+    errors: 0,
+    elapsedMs: 0,
+    usage: undefined as Usage | undefined,
+  }));
+  for (let round = 0; round < rounds; round++) {
+    await waitWhileJest();
+    for (let offset = 0; offset < arms.length; offset++) {
+      const index = (round + offset) % arms.length;
+      const arm = arms[index]!;
+      const into = gathered[index]!;
+      const before = await snapshot(await arm.processes!());
+      const result = await runLoad(
+        { concurrency: clients, requests: Math.ceil(requests / rounds), maxMs: 600_000 },
+        arm.call,
+      );
+      const usage = usageBetween(before, await snapshot(await arm.processes!()));
+      into.samples.push(...result.samples);
+      into.errors += result.errors;
+      into.elapsedMs += result.elapsedMs;
+      into.usage = into.usage ? sumUsage(into.usage, usage) : usage;
+    }
+  }
+  for (const [index, arm] of arms.entries()) {
+    const { samples, errors, elapsedMs, usage } = gathered[index]!;
+    const summary = summarize({ samples, errors, elapsedMs, cutShort: false }, (sample) => sample.totalMs);
+    log(
+      `  ${arm.name.padEnd(34)} n=${summary.n} errors=${errors} p50=${ms(summary.p50)} p99=${ms(summary.p99)} ` +
+        `${summary.perSecond.toFixed(0)}/s`,
+    );
+    if (errors > 0) failures.push(`${stage} ${arm.name} × ${clients}: ${errors} errors`);
     searchRows.push({
       stage,
       clients,
       arm: arm.name,
-      summary: result.summary,
-      ...(result.usage ? { usage: result.usage } : {}),
+      summary,
+      ...(usage ? { usage } : {}),
       isBase: arm.name === armNames.query,
     });
   }
@@ -901,7 +939,7 @@ function runsTable(): string {
 
 function indexTable(): string {
   const lines = [
-    `| embedding | file | chunks | upload s | wall s | extraction s | embedding s | **chunks/s** | chunks/s while embedding | CPU ms per chunk: ${shownRoles.join(' / ')} | **CPU ms per chunk, all** | of it Node worker threads | engine alone: texts/s, CPU ms per text | **indexing ÷ engine alone** (embedding phase) | cores busy elsewhere |`,
+    `| embedding | file | chunks | upload s | wall s | extraction s | embedding s | **chunks/s** | chunks/s while embedding | CPU ms per chunk: ${shownRoles.join(' / ')} | **CPU ms per chunk, all** | of it Node worker threads | engine alone: texts/s, CPU ms per text | **indexing ÷ engine alone**: speed (embedding phase) / CPU per chunk | cores busy elsewhere |`,
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|---:|',
   ];
   for (const row of indexRows) {
@@ -911,7 +949,10 @@ function indexTable(): string {
     const direct = row.direct
       ? `${rate(row.direct.texts / row.direct.seconds)}, ${ms((row.direct.cpuSeconds * 1000) / row.direct.texts)}`
       : '—';
-    const ratio = row.direct ? `${((embedding / (row.direct.texts / row.direct.seconds)) * 100).toFixed(0)} %` : '—';
+    const ratio = row.direct
+      ? `${((embedding / (row.direct.texts / row.direct.seconds)) * 100).toFixed(0)} % / ` +
+        `${((total(row.usage.cpu) / row.chunks / (row.direct.cpuSeconds / row.direct.texts)) * 100).toFixed(0)} %`
+      : '—';
     lines.push(
       `| ${row.engine} | ${row.source}, ${(row.fileBytes / 1e6).toFixed(1)} MB | ${row.chunks} | ${seconds(row.uploadSeconds)} | ` +
         `${seconds(row.wallSeconds)} | ${seconds(row.extractSeconds)} | ${seconds(row.embedSeconds)} | ` +
@@ -1043,8 +1084,10 @@ async function writeReport(failure: string | undefined): Promise<void> {
         '`embedding` was first seen (reading the file and writing its chunks), **embedding** the rest (64 chunks a ' +
         'call through the embedding path, then the swap). **Engine alone**: the same engine in the bench process on ' +
         `${sizes.directTexts} of the index's own chunks (spread over it), 64 texts a call, and the bench process's ` +
-        "CPU per text. The last column is the index's chunks/s while embedding as a share of the engine alone: how " +
-        "close indexing comes to the engine's own speed.",
+        "CPU per text. **Indexing ÷ engine alone**: the index's chunks/s while embedding as a share of the " +
+        "engine's texts/s alone (how close indexing comes to the engine's own speed; wall-clock, so other work " +
+        "on the machine in either phase moves it), and the platform's CPU per chunk over the engine's CPU per " +
+        'text (what indexing spends beyond the engine; CPU time, so it holds better on a shared machine).',
       '',
       indexRows.length ? indexTable() : 'Not measured (the run stopped before).',
       '',
@@ -1057,7 +1100,9 @@ async function writeReport(failure: string | undefined): Promise<void> {
         "process, or the simulator's endpoint); and `POST /v1/embeddings` on the gateway with the same model and " +
         'size (the embedding step through the platform: each call a durable workflow, see README "Embeddings"). ' +
         'Every arm cycles through the same queries (questions made of a few words of one chunk) and checks its ' +
-        `answer (${k} results, a ${ragDimensions}-float vector). The CPU columns are the platform's processes ` +
+        `answer (${k} results, a ${ragDimensions}-float vector). After a warm-up of each arm, the arms take ` +
+        `turns: ${rounds} rounds, each arm running a ${rounds}th of its requests per round, in rotating order, so ` +
+        "other work on the machine weighs on every arm alike. The CPU columns are the platform's processes " +
         "(for the direct query, PostgreSQL's work for it).",
       '',
       ...stages.flatMap((stage) => [`### ${stage}`, '', searchTable(stage), '', breakdown(stage), '']),

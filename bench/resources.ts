@@ -173,6 +173,24 @@ export function usageBetween(before: Snapshot, after: Snapshot): Usage {
   };
 }
 
+/** Two phases' spending added up (an arm measured in several rounds). */
+export function sumUsage(a: Usage, b: Usage): Usage {
+  const add = <K>(x: Map<K, number>, y: Map<K, number>) => {
+    const sum = new Map(x);
+    for (const [key, value] of y) sum.set(key, (sum.get(key) ?? 0) + value);
+    return sum;
+  };
+  return {
+    seconds: a.seconds + b.seconds,
+    cpu: add(a.cpu, b.cpu),
+    written: add(a.written, b.written),
+    threads: add(a.threads, b.threads),
+    machineWritten: a.machineWritten + b.machineWritten,
+    machineCpu: a.machineCpu + b.machineCpu,
+    benchCpu: a.benchCpu + b.benchCpu,
+  };
+}
+
 export function total(map: Map<Role, number>): number {
   let sum = 0;
   for (const value of map.values()) sum += value;
