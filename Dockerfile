@@ -7,9 +7,8 @@ FROM node:24-bookworm-slim AS web
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund || npm install --no-audit --no-fund
-COPY web ./web
-COPY scripts/build-web.ts ./scripts/build-web.ts
-COPY scripts/lib/web-build.ts ./scripts/lib/web-build.ts
+# The whole tree: the build generates the API client's types from the agent service's OpenAPI document (api/).
+COPY . .
 RUN node scripts/build-web.ts --force
 
 FROM node:24-bookworm-slim

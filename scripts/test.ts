@@ -11,6 +11,10 @@ mkdirSync('.data', { recursive: true });
 
 const steps: Array<[string, string[], Record<string, string>?]> = [
   ['tsc', ['--noEmit', '-p', 'tsconfig.json']],
+  // The web app (web/) is a browser program with its own TypeScript project; its API client's types are generated
+  // from the agent service's OpenAPI document first (scripts/build-web.ts).
+  ['node', ['scripts/build-web.ts', '--types']],
+  ['tsc', ['--noEmit', '-p', 'web/tsconfig.json']],
   ['eslint', ['.']],
   ['prettier', ['--check', '.', '--log-level', 'warn']],
   [

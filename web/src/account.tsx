@@ -1,28 +1,26 @@
 /** Who is logged in (`GET /auth/me`): the whole app reads it, and reloads it after anything that spends credits. */
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
-import { api, data } from './api/client.ts';
+import { api, data, type Answer } from './api/client.ts';
 
-export interface Me {
-  logged_in: boolean;
-  ai_name?: string;
-  via?: string;
-  user?: { id: string; email: string | null; plan: string };
-  credits?: { balance: number; held: number; used: number };
-  linked_apps?: string[];
-}
+export type Me = Answer<'/auth/me', 'get'>;
+/** The answer for a logged-in caller: what every page but the login page sees. */
+export type LoggedIn = Extract<Me, { logged_in: true }>;
 
 export async function loadMe(): Promise<Me> {
-  return (await data(api.GET('/auth/me'))) as Me;
+  return data(api.GET('/auth/me'));
 }
 
 export interface AccountContext {
-  me: Me;
+  me: LoggedIn;
   reload(): Promise<void>;
 }
 
-export const Account = createContext<AccountContext>({ me: { logged_in: false }, reload: async () => undefined });
+/** Provided by the shell (app.tsx) once someone is logged in. */
+export const Account = createContext<AccountContext | null>(null);
 
 export function useAccount(): AccountContext {
-  return useContext(Account);
+  const account = useContext(Account);
+  if (!account) throw new Error('useAccount() outside the logged-in shell');
+  return account;
 }

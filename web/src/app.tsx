@@ -6,7 +6,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ErrorBoundary, lazy, LocationProvider, Route, Router, useLocation } from 'preact-iso';
 import { pagePaths } from '../routes.ts';
-import { Account, loadMe, type Me } from './account.tsx';
+import { Account, loadMe, type LoggedIn, type Me } from './account.tsx';
 import { api, data, describeError } from './api/client.ts';
 import { ChatPage } from './chat/chat-page.tsx';
 import { LoginPage } from './pages/login.tsx';
@@ -65,7 +65,7 @@ export function App() {
       </main>
     );
   }
-  if (!me.logged_in) return <LoginPage aiName={me.ai_name ?? 'Tessera'} />;
+  if (!me.logged_in) return <LoginPage aiName={me.ai_name} />;
   return (
     <Account.Provider value={{ me, reload }}>
       <LocationProvider>
@@ -75,7 +75,7 @@ export function App() {
   );
 }
 
-function Shell({ me }: { me: Me }) {
+function Shell({ me }: { me: LoggedIn }) {
   const location = useLocation();
   const [menuOpen, setMenuOpen] = useState(false);
   const main = useRef<HTMLElement>(null);
@@ -145,7 +145,7 @@ function Shell({ me }: { me: Me }) {
   );
 }
 
-function AccountMenu({ me }: { me: Me }) {
+function AccountMenu({ me }: { me: LoggedIn }) {
   const [theme, setTheme] = useState<ThemeChoice>(savedTheme());
   const [error, setError] = useState<unknown>(null);
   const logout = async () => {

@@ -5,9 +5,28 @@
  * writes, so nothing else is sent.
  */
 import createClient from 'openapi-fetch';
-import type { paths } from './schema';
+import type { components, paths } from './schema';
 
 export const api = createClient<paths>({ baseUrl: location.origin, credentials: 'same-origin' });
+
+/** The document's named schemas (the chat stream's events, the error envelope …). */
+export type Schemas = components['schemas'];
+
+/** The JSON body a successful call of `method` on `path` answers (200, 201 or 202), as the document declares it. */
+export type Answer<
+  Path extends keyof paths,
+  Method extends 'get' | 'post' | 'put' | 'patch' | 'delete',
+> = paths[Path][Method] extends {
+  responses: infer Responses;
+}
+  ? {
+      [Status in keyof Responses]: Status extends 200 | 201 | 202
+        ? Responses[Status] extends { content: { 'application/json': infer Body } }
+          ? Body
+          : never
+        : never;
+    }[keyof Responses]
+  : never;
 
 /** A request the API refused or that never reached it: `message` is the API's own words. */
 export class RequestFailed extends Error {

@@ -1,33 +1,22 @@
 /** Uploading a file (`POST /upload`, multipart): the chat's attachments and the files page. */
-import { api, data } from './client.ts';
+import { api, data, type Answer } from './client.ts';
 
-export interface UploadedFile {
-  id: string;
-  file_name: string;
-  kind: string;
-  content_type: string;
-  bytes: number;
-  created_at: string;
-  download_url: string;
-  index?: IndexState | null;
-}
+export type UploadedFile = Answer<'/upload', 'get'>['files'][number];
 
-export interface IndexState {
-  id: string;
-  status: 'queued' | 'extracting' | 'embedding' | 'done' | 'failed';
-  progress?: { chunks_done: number; chunks_total: number | null };
-  error?: string | null;
-}
+export type IndexState = NonNullable<UploadedFile['index']>;
 
 export async function uploadFile(file: File): Promise<UploadedFile> {
-  const form = new FormData();
-  form.append('file_name', file.name);
-  form.append('file', file, file.name);
-  return (await data(
+  return data(
     api.POST('/upload', {
-      // The browser writes the multipart body and its boundary.
-      body: form as never,
-      bodySerializer: (body: unknown) => body as FormData,
+      // The document types a binary part as a string (openapi-typescript's reading of `format: binary`); the
+      // serializer sends the File itself as a multipart form, whose boundary the browser writes.
+      body: { file: file as unknown as string, file_name: file.name },
+      bodySerializer: () => {
+        const form = new FormData();
+        form.append('file_name', file.name);
+        form.append('file', file, file.name);
+        return form;
+      },
     }),
-  )) as UploadedFile;
+  );
 }

@@ -5,7 +5,7 @@
  */
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { useLocation, useRoute } from 'preact-iso';
-import { api, data } from '../api/client.ts';
+import { api, data, type Answer } from '../api/client.ts';
 import { uploadFile } from '../api/uploads.ts';
 import { useAccount } from '../account.tsx';
 import { Markdown } from '../components/markdown.tsx';
@@ -23,28 +23,9 @@ import {
 import type { Approval, ToolCall, Turn } from './events.ts';
 import { attach, detach, markCancelling, send, turnNumber, useLiveTurns, type LiveTurn } from './live.ts';
 
-interface SessionSummary {
-  session_id: string;
-  title: string | null;
-  channels: string[];
-  message_count: number;
-  last_activity: string;
-}
-
-interface HistoryMessage {
-  role: 'user' | 'assistant' | 'tool' | 'system';
-  content: string | null;
-  channel: string;
-  agent_id?: string | null;
-  tool_name?: string | null;
-  created_at: string;
-  cursor: string;
-}
-
-interface AgentSummary {
-  id: string;
-  name: string;
-}
+type SessionSummary = Answer<'/sessions', 'get'>['sessions'][number];
+type HistoryPage = Answer<'/history/{session_id}', 'get'>;
+type HistoryMessage = HistoryPage['messages'][number];
 
 const newSessionId = () => `web:${crypto.randomUUID()}`;
 
@@ -56,7 +37,7 @@ export function ChatPage() {
   // A new chat gets its id now; it exists on the server from its first message.
   const [draftSession, setDraftSession] = useState(newSessionId);
   const sessionId = routeSession ?? draftSession;
-  const sessions = useLoad(async () => (await data(api.GET('/sessions'))).sessions as SessionSummary[], []);
+  const sessions = useLoad(async () => (await data(api.GET('/sessions'))).sessions, []);
   const [sidebarOpen, setSidebarOpen] = useState(false);
 
   // Reload mid-stream: the address names the turn; follow it again from its start.
@@ -130,9 +111,7 @@ function SessionSidebar(props: {
   onClose(): void;
 }) {
   const [query, setQuery] = useState('');
-  const [results, setResults] = useState<Array<{ session_id: string; snippet: string; created_at: string }> | null>(
-    null,
-  );
+  const [results, setResults] = useState<Answer<'/search/messages', 'get'>['results'] | null>(null);
   const search = useAction();
   const runSearch = async (event: Event) => {
     event.preventDefault();
@@ -143,7 +122,7 @@ function SessionSidebar(props: {
     }
     await search.run(async () => {
       const found = await data(api.GET('/search/messages', { params: { query: { q, limit: 20 } } }));
-      setResults(found.results as Array<{ session_id: string; snippet: string; created_at: string }>);
+      setResults(found.results);
     });
   };
 
@@ -251,12 +230,12 @@ function Conversation(props: ConversationProps) {
   const [older, setOlder] = useState<HistoryMessage[]>([]);
   const [before, setBefore] = useState<string | null>(null);
   const history = useLoad(async () => {
-    if (!props.saved) return { messages: [] as HistoryMessage[], next_before: null };
+    if (!props.saved) return { messages: [], next_before: null } as Pick<HistoryPage, 'messages' | 'next_before'>;
     const page = await data(
       api.GET('/history/{session_id}', { params: { path: { session_id: sessionId }, query: { limit: 100 } } }),
     );
-    setBefore(page.next_before ?? null);
-    return page as { messages: HistoryMessage[]; next_before: string | null };
+    setBefore(page.next_before);
+    return page;
   }, [sessionId, props.saved]);
   const loadOlder = useAction();
   const streaming = live.some((entry) => entry.turn.status === 'streaming' && !entry.refusal);
@@ -303,7 +282,7 @@ function Conversation(props: ConversationProps) {
                     params: { path: { session_id: sessionId }, query: { limit: 100, before } },
                   }),
                 );
-                setOlder((previous) => [...(page.messages as HistoryMessage[]), ...previous]);
+                setOlder((previous) => [...page.messages, ...previous]);
                 setBefore(page.next_before ?? null);
               })
             }
@@ -617,19 +596,12 @@ function ApprovalCard({ approval }: { approval: Approval }) {
   const decided = approval.decision;
   const reasonId = `reason-${approval.id}`;
   const run = (verdict: 'approve' | 'reject') =>
-    decide.run(() =>
-      data(
-        verdict === 'approve'
-          ? api.POST('/chat/approvals/{id}/approve', {
-              params: { path: { id: approval.id } },
-              body: reason ? { reason } : {},
-            })
-          : api.POST('/chat/approvals/{id}/reject', {
-              params: { path: { id: approval.id } },
-              body: reason ? { reason } : {},
-            }),
-      ),
-    );
+    decide.run(() => {
+      const request = { params: { path: { id: approval.id } }, body: reason ? { reason } : {} };
+      return verdict === 'approve'
+        ? data(api.POST('/chat/approvals/{id}/approve', request))
+        : data(api.POST('/chat/approvals/{id}/reject', request));
+    });
   return (
     <section class={`approval${decided ? ' decided' : ''}`} aria-label={`Approval for ${approval.tool}`}>
       <p class="approval-title">
@@ -685,7 +657,7 @@ function Composer(props: {
   const [file, setFile] = useState<File | null>(null);
   const fileInput = useRef<HTMLInputElement>(null);
   const action = useAction();
-  const agents = useLoad(async () => (await data(api.GET('/agents'))).agents as AgentSummary[], []);
+  const agents = useLoad(async () => (await data(api.GET('/agents'))).agents, []);
 
   const submit = async (event?: Event) => {
     event?.preventDefault();
@@ -870,7 +842,7 @@ function SharePanel({ sessionId }: { sessionId: string }) {
               const share = await data(
                 api.POST('/share/{session_id}', { params: { path: { session_id: sessionId } }, body: {} }),
               );
-              setLink(share.url as string);
+              setLink(share.url);
               setRevoked(null);
             })
           }
@@ -886,7 +858,7 @@ function SharePanel({ sessionId }: { sessionId: string }) {
               const answer = await data(
                 api.DELETE('/share/{session_id}', { params: { path: { session_id: sessionId } } }),
               );
-              setRevoked(answer.revoked as number);
+              setRevoked(answer.revoked);
               setLink(null);
             })
           }
@@ -921,14 +893,7 @@ function UsagePanel({ sessionId }: { sessionId: string }) {
   );
   if (usage.error) return <ErrorNote error={usage.error} />;
   if (!usage.value) return <Loading what="usage" />;
-  const value = usage.value as {
-    turns: number;
-    credits: number;
-    cost_usd: number;
-    input_tokens: number;
-    output_tokens: number;
-    by_model: Array<{ model: string; turns: number; credits: number; cost_usd: number }>;
-  };
+  const value = usage.value;
   return (
     <div class="panel">
       <p>

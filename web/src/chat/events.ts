@@ -1,48 +1,13 @@
 /**
- * The chat stream's events (api/agents/routes/chat/events.ts, where each payload is a zod schema) and what the page
- * makes of them: a turn as a person reads it.
+ * The chat stream's events (api/agents/routes/chat/events.ts, where each payload is a zod schema; typed here from the
+ * OpenAPI document's `AgentStreamEvent`) and what the page makes of them: a turn as a person reads it.
  */
-export interface PlanStep {
-  index: number;
-  title: string;
-  status: 'pending' | 'in_progress' | 'completed';
-}
+import type { Schemas } from '../api/client.ts';
 
-export type StreamEvent =
-  | {
-      type: 'routed';
-      agent_id: string;
-      agent_name: string;
-      confidence: number;
-      method: 'model' | 'keywords' | 'preferred' | 'named';
-      turn_id: string;
-      session_id: string;
-      model: string;
-    }
-  | { type: 'memories_loaded'; memories: Array<{ id: string; content: string; importance: number }> }
-  | { type: 'plan_created' | 'plan_done'; steps: PlanStep[] }
-  | { type: 'plan_step'; step: PlanStep; steps: PlanStep[] }
-  | { type: 'token'; text: string }
-  | {
-      type: 'tool';
-      tool: string;
-      status: 'calling' | 'done';
-      call_id: string;
-      arguments?: unknown;
-      ok?: boolean;
-      result?: unknown;
-    }
-  | { type: 'tool_progress'; tool: string; call_id: string; text?: string; detail?: Record<string, string> }
-  | { type: 'hitl_required'; id: string; tool: string; arguments: unknown; expires_at: string }
-  | { type: 'hitl_resolved'; id: string; approved: boolean; by: string; reason: string }
-  | {
-      type: 'iteration';
-      iteration: number;
-      marker: 'continue' | 'done' | 'none';
-      stop?: 'done' | 'no_marker' | 'max_iterations' | 'budget' | 'cancelled';
-    }
-  | { type: 'cost'; cost_usd: number; input_tokens: number; output_tokens: number; credits: number; model: string }
-  | { type: 'error'; error_type: string; message: string };
+/** One event's payload (`data: <JSON>`); `[DONE]` ends the stream and is not one. */
+export type StreamEvent = Exclude<Schemas['AgentStreamEvent']['data'], string>;
+
+export type PlanStep = Extract<StreamEvent, { type: 'plan_created' }>['steps'][number];
 
 export interface ToolCall {
   kind: 'tool';

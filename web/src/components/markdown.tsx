@@ -43,7 +43,7 @@ for (const [name, language] of Object.entries({
   hljs.registerLanguage(name, language);
 }
 
-const markdown: MarkdownIt = new MarkdownIt({
+const markdown: InstanceType<typeof MarkdownIt> = new MarkdownIt({
   html: false,
   linkify: true,
   breaks: false,

@@ -4,27 +4,17 @@
  * a custom one.
  */
 import { useState } from 'preact/hooks';
-import { api, data } from '../api/client.ts';
+import { api, data, type Answer } from '../api/client.ts';
 import { useAccount } from '../account.tsx';
 import { ErrorNote, Loading, PageHeader, StatusNote, useAction, useLoad } from '../components/ui.tsx';
 import { modelsForPlan } from './models.ts';
 
-interface AgentView {
-  id: string;
-  name: string;
-  description: string;
-  model: string;
-  configured_model?: string;
-  tools: string[];
-  builtin: boolean;
-  workspace?: string | null;
-  forked_from?: string | null;
-  system_prompt?: string;
-}
+/** An agent as listed, and as `GET /agents/{id}` describes it (with its prompt) for editing. */
+type AgentView = Answer<'/agents', 'get'>['agents'][number] & Partial<Answer<'/agents/{id}', 'get'>>;
 
 export function AgentsPage() {
   const { me } = useAccount();
-  const agents = useLoad(async () => (await data(api.GET('/agents'))).agents as AgentView[], []);
+  const agents = useLoad(async () => (await data(api.GET('/agents'))).agents, []);
   const models = useLoad(() => modelsForPlan(me.user?.plan), [me.user?.plan]);
   const [editing, setEditing] = useState<AgentView | 'new' | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
@@ -62,7 +52,7 @@ export function AgentsPage() {
               agent={agent}
               models={models.value ?? []}
               onEdit={async () => {
-                const full = (await data(api.GET('/agents/{id}', { params: { path: { id: agent.id } } }))) as AgentView;
+                const full = await data(api.GET('/agents/{id}', { params: { path: { id: agent.id } } }));
                 setEditing(full);
               }}
               onChanged={done}

@@ -4,7 +4,7 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, data } from '../api/client.ts';
-import { uploadFile, type IndexState, type UploadedFile } from '../api/uploads.ts';
+import { uploadFile, type IndexState } from '../api/uploads.ts';
 import {
   ErrorNote,
   formatBytes,
@@ -16,25 +16,17 @@ import {
   useLoad,
 } from '../components/ui.tsx';
 
-interface Listing {
-  files: UploadedFile[];
-  used_bytes: number;
-  quota_bytes: number;
+/** Passages of the caller's indexed files nearest in meaning to `q`. */
+async function searchFiles(q: string) {
+  return (await data(api.GET('/rag/search', { params: { query: { q, k: 8 } } }))).results;
 }
-
-interface Hit {
-  text: string;
-  score: number;
-  file_id: string | null;
-  title: string;
-  location: { kind: string; page?: number; rows?: [number, number]; sheet?: string };
-}
+type Hit = Awaited<ReturnType<typeof searchFiles>>[number];
 
 const running = (index: IndexState | null | undefined) =>
   index && (index.status === 'queued' || index.status === 'extracting' || index.status === 'embedding');
 
 export function FilesPage() {
-  const listing = useLoad(async () => (await data(api.GET('/upload'))) as Listing, []);
+  const listing = useLoad(() => data(api.GET('/upload')), []);
   const [notice, setNotice] = useState<string | null>(null);
   const upload = useAction();
   const action = useAction();
@@ -180,8 +172,7 @@ function Search() {
         onSubmit={async (event) => {
           event.preventDefault();
           await search.run(async () => {
-            const answer = await data(api.GET('/rag/search', { params: { query: { q: query.trim(), k: 8 } } }));
-            setHits(answer.results as Hit[]);
+            setHits(await searchFiles(query.trim()));
           });
         }}
       >

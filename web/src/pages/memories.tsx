@@ -3,13 +3,6 @@ import { useState } from 'preact/hooks';
 import { api, data } from '../api/client.ts';
 import { ErrorNote, formatDate, Loading, PageHeader, useAction, useLoad } from '../components/ui.tsx';
 
-interface Memory {
-  id: string;
-  content: string;
-  importance: number;
-  created_at: string;
-}
-
 export function MemoriesPage() {
   const [query, setQuery] = useState('');
   const [searched, setSearched] = useState('');
@@ -17,7 +10,7 @@ export function MemoriesPage() {
     const answer = searched
       ? await data(api.GET('/memory/search', { params: { query: { q: searched } } }))
       : await data(api.GET('/memory/list'));
-    return answer.memories as Memory[];
+    return answer.memories;
   }, [searched]);
   const [content, setContent] = useState('');
   const [importance, setImportance] = useState(0.5);

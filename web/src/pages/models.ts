@@ -1,16 +1,10 @@
 /** The models the caller's plan allows, from `GET /billing/plans` (for choosing an agent's model). */
-import { api, data } from '../api/client.ts';
+import { api, data, type Answer } from '../api/client.ts';
 
-export interface Plan {
-  id: string;
-  price_usd_month: number;
-  monthly_credits: number;
-  models: string[] | string;
-  purchasable: boolean;
-}
+export type Plan = Answer<'/billing/plans', 'get'>['plans'][number];
 
 export async function loadPlans(): Promise<Plan[]> {
-  return (await data(api.GET('/billing/plans'))).plans as Plan[];
+  return (await data(api.GET('/billing/plans'))).plans;
 }
 
 export async function modelsForPlan(plan: string | undefined): Promise<string[]> {

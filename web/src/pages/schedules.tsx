@@ -5,20 +5,10 @@
  */
 import { CronExpressionParser } from 'cron-parser';
 import { useMemo, useState } from 'preact/hooks';
-import { api, data } from '../api/client.ts';
+import { api, data, type Answer } from '../api/client.ts';
 import { ErrorNote, formatDate, Loading, PageHeader, StatusNote, useAction, useLoad } from '../components/ui.tsx';
 
-interface Task {
-  id: string;
-  agent_id: string;
-  message: string;
-  cron: string;
-  timezone: string;
-  enabled: boolean;
-  session_id: string;
-  next_runs: string[];
-  last_run: { at: string; status: string; turn_id: string | null; error?: string } | null;
-}
+type Task = Answer<'/schedule/tasks', 'get'>['tasks'][number];
 
 const presets: Array<[string, string]> = [
   ['0 9 * * *', 'Every day at 9:00'],
@@ -45,11 +35,8 @@ const inZone = (zone: string) =>
   new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium', timeZone: zone });
 
 export function SchedulesPage() {
-  const tasks = useLoad(async () => (await data(api.GET('/schedule/tasks'))).tasks as Task[], []);
-  const agents = useLoad(
-    async () => (await data(api.GET('/agents'))).agents as Array<{ id: string; name: string }>,
-    [],
-  );
+  const tasks = useLoad(async () => (await data(api.GET('/schedule/tasks'))).tasks, []);
+  const agents = useLoad(async () => (await data(api.GET('/agents'))).agents, []);
   const [notice, setNotice] = useState<string | null>(null);
   const action = useAction();
 

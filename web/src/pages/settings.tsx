@@ -4,7 +4,7 @@
  * agent (`GET /dashboard`), plans and checkout. Sharing and exporting a conversation are in the chat's header.
  */
 import { useState } from 'preact/hooks';
-import { api, data } from '../api/client.ts';
+import { api, data, type Answer } from '../api/client.ts';
 import { useAccount } from '../account.tsx';
 import {
   CopyButton,
@@ -40,16 +40,8 @@ export function SettingsPage() {
   );
 }
 
-interface KeyView {
-  id: string;
-  name: string | null;
-  key_preview: string;
-  created_at: string;
-  last_used_at: string | null;
-}
-
 function ApiKeys() {
-  const keys = useLoad(async () => (await data(api.GET('/api/keys'))).keys as KeyView[], []);
+  const keys = useLoad(async () => (await data(api.GET('/api/keys'))).keys, []);
   const [name, setName] = useState('');
   const [secret, setSecret] = useState<string | null>(null);
   const action = useAction();
@@ -65,7 +57,7 @@ function ApiKeys() {
           event.preventDefault();
           await action.run(async () => {
             const created = await data(api.POST('/api/keys', { body: name.trim() ? { name: name.trim() } : {} }));
-            setSecret(created.key as string);
+            setSecret(created.key);
             setName('');
             await keys.reload();
           });
@@ -149,12 +141,7 @@ function ApiKeys() {
 }
 
 function LinkedChats({ linked }: { linked: string[] }) {
-  const [code, setCode] = useState<{
-    code: string;
-    expires_at: string;
-    links: Record<string, string>;
-    instructions: string;
-  } | null>(null);
+  const [code, setCode] = useState<Answer<'/link/code', 'get'> | null>(null);
   const [redeem, setRedeem] = useState('');
   const [linkedNow, setLinkedNow] = useState<string | null>(null);
   const action = useAction();
@@ -172,7 +159,7 @@ function LinkedChats({ linked }: { linked: string[] }) {
           type="button"
           class="secondary"
           disabled={action.busy}
-          onClick={() => action.run(async () => setCode((await data(api.GET('/link/code'))) as never))}
+          onClick={() => action.run(async () => setCode(await data(api.GET('/link/code'))))}
         >
           Get a link code
         </button>
@@ -227,18 +214,7 @@ function LinkedChats({ linked }: { linked: string[] }) {
 }
 
 function Google() {
-  const status = useLoad(
-    async () =>
-      (await data(api.GET('/auth/google/status'))) as {
-        connected: boolean;
-        email: string | null;
-        scopes: string[];
-        workspace_scopes_granted: boolean;
-        missing_scopes: string[];
-        agents?: Record<string, boolean>;
-      },
-    [],
-  );
+  const status = useLoad(() => data(api.GET('/auth/google/status')), []);
   const value = status.value;
   return (
     <section class="card" aria-labelledby="google-title">
@@ -283,18 +259,9 @@ function Google() {
   );
 }
 
-interface Dashboard {
-  totals: { messages: number; turns: number; failed_turns: number; tool_calls: number; credits_used: number };
-  credits_per_day: Array<{ day: string; credits: number }>;
-  credits_per_agent: Array<{ agent_id: string | null; credits: number }>;
-}
-
 function Usage() {
   const [days, setDays] = useState(30);
-  const dashboard = useLoad(
-    async () => (await data(api.GET('/dashboard', { params: { query: { days } } }))) as Dashboard,
-    [days],
-  );
+  const dashboard = useLoad(async () => data(api.GET('/dashboard', { params: { query: { days } } })), [days]);
   const value = dashboard.value;
   const peak = Math.max(1, ...(value?.credits_per_day.map((day) => day.credits) ?? [1]));
   return (
@@ -402,7 +369,7 @@ function Plans({ current }: { current: string | undefined }) {
                       const checkout = await data(
                         api.POST('/billing/create-checkout', { body: { plan: plan.id as 'starter' | 'pro' } }),
                       );
-                      location.assign(checkout.checkout_url as string);
+                      location.assign(checkout.checkout_url);
                     })
                   }
                 >

@@ -1,6 +1,6 @@
 /** Published sites: publish a page, update it, delete it, open it (on its own host, `<name>.<SITE_DOMAIN>`). */
 import { useState } from 'preact/hooks';
-import { api, data } from '../api/client.ts';
+import { api, data, type Answer } from '../api/client.ts';
 import {
   ErrorNote,
   formatBytes,
@@ -12,13 +12,7 @@ import {
   useLoad,
 } from '../components/ui.tsx';
 
-interface Site {
-  subdomain: string;
-  title: string;
-  url: string;
-  bytes: number;
-  updated_at: string;
-}
+type Site = Answer<'/deploy/sites', 'get'>['sites'][number];
 
 const starter = `<!doctype html>
 <html lang="en">
@@ -28,7 +22,7 @@ const starter = `<!doctype html>
 `;
 
 export function SitesPage() {
-  const sites = useLoad(async () => (await data(api.GET('/deploy/sites'))).sites as Site[], []);
+  const sites = useLoad(async () => (await data(api.GET('/deploy/sites'))).sites, []);
   const [editing, setEditing] = useState<Site | 'new' | null>(null);
   const [notice, setNotice] = useState<{ text: string; url: string } | null>(null);
   const remove = useAction();
@@ -126,7 +120,7 @@ function SiteForm(props: { site: Site | null; onCancel(): void; onSaved(text: st
             }),
           )
         : await data(api.POST('/deploy/site', { body: { subdomain: subdomain.trim(), title: title.trim(), html } }));
-      await props.onSaved(site ? `Updated ${site.subdomain}.` : `Published ${subdomain.trim()}.`, answer.url as string);
+      await props.onSaved(site ? `Updated ${site.subdomain}.` : `Published ${subdomain.trim()}.`, answer.url);
     });
   };
   return (

@@ -3,25 +3,8 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, data } from '../api/client.ts';
 import { ErrorNote, formatDate, Loading, PageHeader, StatusNote, useAction, useLoad } from '../components/ui.tsx';
 
-interface TeamSummary {
-  id: string;
-  name: string;
-  role: 'owner' | 'member';
-  member_count: number;
-}
-
-interface TeamDetail extends TeamSummary {
-  members: Array<{ user_id: string; email: string | null; role: string; joined_at: string }>;
-}
-
-interface Broadcast {
-  id: string;
-  status: string;
-  deliveries: Array<{ user_id: string; email: string | null; status: string }>;
-}
-
 export function TeamsPage() {
-  const teams = useLoad(async () => (await data(api.GET('/teams'))).teams as TeamSummary[], []);
+  const teams = useLoad(async () => (await data(api.GET('/teams'))).teams, []);
   const [name, setName] = useState('');
   const [open, setOpen] = useState<string | null>(null);
   const create = useAction();
@@ -85,10 +68,7 @@ export function TeamsPage() {
 }
 
 function Team({ id }: { id: string }) {
-  const team = useLoad(
-    async () => (await data(api.GET('/teams/{team_id}', { params: { path: { team_id: id } } }))) as TeamDetail,
-    [id],
-  );
+  const team = useLoad(async () => data(api.GET('/teams/{team_id}', { params: { path: { team_id: id } } })), [id]);
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<'member' | 'owner'>('member');
   const [message, setMessage] = useState('');
@@ -161,7 +141,7 @@ function Team({ id }: { id: string }) {
                 body: { message: message.trim() },
               }),
             );
-            setBroadcastId(started.id as string);
+            setBroadcastId(started.id);
             setMessage('');
           });
         }}
@@ -186,12 +166,12 @@ function Team({ id }: { id: string }) {
 
 function Deliveries({ teamId, broadcastId }: { teamId: string; broadcastId: string }) {
   const broadcast = useLoad(
-    async () =>
-      (await data(
+    () =>
+      data(
         api.GET('/teams/{team_id}/broadcasts/{broadcast_id}', {
           params: { path: { team_id: teamId, broadcast_id: broadcastId } },
         }),
-      )) as Broadcast,
+      ),
     [teamId, broadcastId],
   );
   const running = !broadcast.value || broadcast.value.status === 'running';

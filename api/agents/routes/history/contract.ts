@@ -1,7 +1,7 @@
 /** Contracts of history, sessions, search and usage (api/openapi/contract.ts). */
 import { z } from 'zod';
 import { isoDate, json, route } from '../../../openapi/contract.ts';
-import { historyQuerySchema, searchQuerySchema, sessionIdSchema } from './schema.ts';
+import { historyQuerySchema, renameSessionSchema, searchQuerySchema, sessionIdSchema } from './schema.ts';
 
 const tags = ['History'];
 const sessionParams = z.object({ session_id: sessionIdSchema });
@@ -119,6 +119,19 @@ export const historyContracts = [
         }),
         'The usage',
       ),
+    },
+    errors: { 404: 'No such session of the caller’s' },
+  }),
+  route({
+    method: 'PATCH',
+    path: '/sessions/:session_id',
+    summary: 'Rename a session',
+    description: 'Its own title, shown by `GET /sessions` instead of its first message; `null` clears it.',
+    tags,
+    access: 'caller',
+    request: { params: sessionParams, body: renameSessionSchema },
+    responses: {
+      200: json(z.strictObject({ session_id: z.string(), title: z.string().nullable() }), 'Renamed'),
     },
     errors: { 404: 'No such session of the caller’s' },
   }),
