@@ -59,6 +59,14 @@ async function siteText(subdomain: string): Promise<string> {
   }
 }
 
+/** Opens a chat of the sidebar by its title (on a phone the sidebar opens first). */
+async function openChat(title: RegExp): Promise<void> {
+  const chats = page.getByRole('button', { name: 'Chats', exact: true });
+  if (await chats.isVisible()) await chats.click();
+  await page.getByRole('complementary', { name: 'Chats' }).getByRole('link', { name: title }).click();
+  await page.locator('.message.assistant').first().waitFor();
+}
+
 /** Opens one of the app's pages by its navigation link, as a person would. */
 async function openPage(name: string): Promise<void> {
   const menu = page.getByRole('button', { name: 'Menu' });
@@ -93,6 +101,9 @@ describe('the web app', () => {
     await page.goto(platform.agentsUrl);
     await expect(page.getByRole('heading', { name: 'Log in to Tessera' }).isVisible()).resolves.toBe(true);
     await expectAccessible();
+    // This deployment has no Google login: the page says so in the API's words.
+    await page.getByRole('link', { name: 'Log in with Google' }).click();
+    await expect(page.getByRole('alert').textContent()).resolves.toMatch(/Google login is not configured/);
     await page.getByLabel('E-mail address').fill(email);
     await page.getByRole('button', { name: 'Send me a login link' }).click();
     await page.getByText(`We sent a login link to ${email}`).waitFor();
@@ -104,7 +115,7 @@ describe('the web app', () => {
     await expect(page.getByTestId('credit-balance').textContent()).resolves.toMatch(/\d/);
     // The session is the HttpOnly cookie only: nothing a script could read.
     expect(await page.evaluate('document.cookie')).toBe('');
-    expect(await page.evaluate(() => Object.keys(localStorage))).toEqual([]);
+    expect(await page.evaluate('Object.keys(localStorage)')).toEqual([]);
   });
 
   it('chats with a streamed answer naming the agent, its confidence and the turn’s cost', async () => {
@@ -143,7 +154,7 @@ describe('the web app', () => {
     await approval.getByRole('button', { name: 'Approve' }).waitFor({ timeout: 60_000 });
     await expectAccessible();
     await approval.getByRole('button', { name: 'Approve' }).click();
-    await approval.getByText('Approved').waitFor();
+    await approval.getByText('Approved', { exact: true }).waitFor();
     await page.locator('.message.assistant.live').last().getByTestId('turn-cost').waitFor({ timeout: 60_000 });
     expect(await siteText('approved-page')).toContain('approved page');
 
@@ -156,6 +167,13 @@ describe('the web app', () => {
     await second.getByText('Rejected: not now').waitFor();
     await page.locator('.message.assistant.live').last().getByTestId('turn-cost').waitFor({ timeout: 60_000 });
     expect(await siteText('rejected-page')).toBe('not found');
+    if (screenshots) {
+      mkdirSync(screenshots, { recursive: true });
+      await page.screenshot({ path: `${screenshots}/chat-approvals-1280.png` });
+      await page.setViewportSize({ width: 375, height: 812 });
+      await page.screenshot({ path: `${screenshots}/chat-approvals-375.png` });
+      await page.setViewportSize({ width: 1280, height: 800 });
+    }
   });
 
   it('cancels an agent loop', async () => {
@@ -263,6 +281,7 @@ describe('the web app', () => {
       await page.setViewportSize({ width, height: width === 375 ? 812 : 800 });
       for (const name of pages) {
         await openPage(name);
+        if (name === 'Chat') await openChat(/Tell me about durable execution/);
         await page.getByRole('heading', { level: 1 }).first().waitFor();
         await page.waitForLoadState('networkidle');
         expect(await seriousViolations(page)).toEqual([]);
@@ -271,6 +290,19 @@ describe('the web app', () => {
         if (screenshots) await page.screenshot({ path: `${screenshots}/${name.toLowerCase()}-${width}.png` });
       }
     }
+    // The dark theme, chosen in the account menu (the choice is the one thing kept in localStorage).
+    await page.getByRole('combobox', { name: 'Theme' }).selectOption('dark');
+    for (const width of [375, 1280]) {
+      await page.setViewportSize({ width, height: width === 375 ? 812 : 800 });
+      for (const name of ['Chat', 'Settings']) {
+        await openPage(name);
+        if (name === 'Chat') await openChat(/Tell me about durable execution/);
+        await page.waitForLoadState('networkidle');
+        expect(await seriousViolations(page)).toEqual([]);
+        if (screenshots) await page.screenshot({ path: `${screenshots}/${name.toLowerCase()}-${width}-dark.png` });
+      }
+    }
+    await page.getByRole('combobox', { name: 'Theme' }).selectOption('system');
     await page.setViewportSize({ width: 1280, height: 800 });
   });
 

@@ -4,15 +4,18 @@
  * (it reaches the model); memories added, searched and deleted; a built-in agent forked and its model changed; a CSV
  * uploaded, indexed with its progress shown and searched; a team created and a broadcast delivered; the settings'
  * link code, Google status, usage and a checkout refused in the API's words; the dark theme passing axe-core; and
- * the whole of a login and a chat message done with the keyboard alone.
+ * the whole of a login and a chat message done with the keyboard alone; and a login with Google (the simulator's
+ * consent page, as `npm start` plays it), connected in the settings.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchBrowser, logInByMail, seriousViolations } from '../helpers/browser.ts';
 import { csvOf } from '../helpers/documents.ts';
 import { englishImage } from '../helpers/media-images.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { simulatedGoogle } from '../../scripts/lib/simulated-providers.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
 
 let platform: TestPlatform;
@@ -24,7 +27,12 @@ const email = `workspace-${Date.now()}@example.com`;
 
 beforeAll(async () => {
   smtp = await startTestSmtp();
-  platform = await startTestPlatform({ SMTP_URL: smtp.url });
+  // Google's sign-in played by the simulator, as `npm start` does without GOOGLE_CLIENT_ID.
+  platform = await startTestPlatform((simulatorUrl) => ({
+    SMTP_URL: smtp.url,
+    ...simulatedGoogle(simulatorUrl, {}),
+    TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64url'),
+  }));
   // The account exists on the business plan first (the operator's key), so every model is the person's to choose.
   await platform.createKey(email, 'business');
   browser = await launchBrowser();
@@ -259,5 +267,24 @@ describe('with the keyboard alone', () => {
     await keyboardPage.keyboard.press('Enter');
     await keyboardPage.getByRole('heading', { name: 'Settings', level: 1 }).waitFor();
     await keyboardContext.close();
+  });
+});
+
+describe('with Google', () => {
+  it('logs in through Google’s consent page and shows the connection in the settings', async () => {
+    const googleContext = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const googlePage = await googleContext.newPage();
+    const googleEmail = `google-${Date.now()}@example.com`;
+    await googlePage.goto(platform.agentsUrl);
+    await googlePage.getByRole('link', { name: 'Log in with Google' }).click();
+    await googlePage.getByRole('heading', { name: 'Sign in with Google' }).waitFor();
+    await googlePage.getByLabel('E-mail', { exact: true }).fill(googleEmail);
+    await googlePage.getByRole('button', { name: 'Allow' }).click();
+    await googlePage.getByRole('navigation', { name: 'Main' }).waitFor();
+    await googlePage.getByText(googleEmail).waitFor();
+    await googlePage.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Settings' }).click();
+    await googlePage.getByText(`Connected as ${googleEmail}.`).waitFor();
+    await googlePage.getByText(/Workspace agents enabled: .*mail/).waitFor();
+    await googleContext.close();
   });
 });

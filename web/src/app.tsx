@@ -98,7 +98,7 @@ function Shell({ me }: { me: LoggedIn }) {
       <a class="skip-link" href="#main">
         Skip to content
       </a>
-      <header class="topbar">
+      <header class={`topbar${menuOpen ? ' menu-open' : ''}`}>
         <button
           type="button"
           class="menu-button icon-button"

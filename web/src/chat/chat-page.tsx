@@ -39,6 +39,8 @@ export function ChatPage() {
   const sessionId = routeSession ?? draftSession;
   const sessions = useLoad(async () => (await data(api.GET('/sessions'))).sessions, []);
   const [sidebarOpen, setSidebarOpen] = useState(false);
+  // On a phone the chat list covers the conversation: choosing a chat closes it.
+  useEffect(() => setSidebarOpen(false), [routeSession]);
 
   // Reload mid-stream: the address names the turn; follow it again from its start.
   useEffect(() => {
@@ -713,7 +715,7 @@ function Composer(props: {
         }}
       />
       <div class="composer-options">
-        <label>
+        <label class="agent-picker">
           <span>Agent</span>
           <select value={agent} onChange={(event) => setAgent((event.target as HTMLSelectElement).value)}>
             <option value="">Automatic</option>

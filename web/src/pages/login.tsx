@@ -2,6 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, data } from '../api/client.ts';
 import { ErrorNote, useAction } from '../components/ui.tsx';
+import { GoogleButton } from '../components/google-button.tsx';
 
 export function LoginPage({ aiName }: { aiName: string }) {
   const [email, setEmail] = useState('');
@@ -49,9 +50,7 @@ export function LoginPage({ aiName }: { aiName: string }) {
           </form>
         )}
         <p class="divider">or</p>
-        <a class="button secondary" href="/auth/google">
-          Log in with Google
-        </a>
+        <GoogleButton>Log in with Google</GoogleButton>
       </section>
     </main>
   );

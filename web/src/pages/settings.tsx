@@ -18,6 +18,7 @@ import {
   useLoad,
 } from '../components/ui.tsx';
 import { loadPlans } from './models.ts';
+import { GoogleButton } from '../components/google-button.tsx';
 
 export function SettingsPage() {
   const { me } = useAccount();
@@ -248,9 +249,7 @@ function Google() {
               </ul>
             </details>
           ) : null}
-          <a class="button secondary" href="/auth/google">
-            {value.connected ? 'Connect again (grant more)' : 'Connect Google'}
-          </a>
+          <GoogleButton>{value.connected ? 'Connect again (grant more)' : 'Connect Google'}</GoogleButton>
         </>
       ) : status.error ? null : (
         <Loading what="the Google connection" />
