@@ -5,7 +5,17 @@ import { builtinModules } from 'node:module';
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((name) => `node:${name}`)];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.data/**', 'coverage/**', 'db/migrations/.snapshot-*.json', 'web/dist/**', 'web/dist-*/**', 'web/src/api/schema.d.ts'] },
+  {
+    ignores: [
+      'node_modules/**',
+      '.data/**',
+      'coverage/**',
+      'db/migrations/.snapshot-*.json',
+      'web/dist/**',
+      'web/dist-*/**',
+      'web/src/api/schema.d.ts',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
