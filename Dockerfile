@@ -1,5 +1,5 @@
 # Tessera gateway image. Node 24 runs the TypeScript sources directly (type stripping); the one build is the web app's
-# (web/, README "Web app"), made in its own stage with the dev dependencies (Vite and the app's libraries) and copied
+# (web/, docs/web-app.md), made in its own stage with the dev dependencies (Vite and the app's libraries) and copied
 # into the image as web/dist, which the agent service serves.
 # Default command: the API (with its in-process worker); the compose `worker` service runs `node worker/main.ts`.
 # Both with 64 MiB V8 semi-spaces, as `npm run api` / `npm run worker` (scripts/bootstrap.sh says why).

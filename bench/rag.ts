@@ -1112,7 +1112,8 @@ async function writeReport(failure: string | undefined): Promise<void> {
         "the two `SET LOCAL`s, the statement, `COMMIT`) from the bench process with the query's vector computed " +
         'beforehand, the base of the "added" column; the query\'s embedding alone, directly (the engine in the bench ' +
         "process, or the simulator's endpoint); and `POST /v1/embeddings` on the gateway with the same model and " +
-        'size (the embedding step through the platform: each call a durable workflow, see README "Embeddings"). ' +
+        'size (the embedding step through the platform: each call a durable workflow, see docs/gateway.md, ' +
+        '"Embeddings"). ' +
         'Every arm cycles through the same queries (questions made of a few words of one chunk) and checks its ' +
         `answer (${k} results, a ${ragDimensions}-float vector). After a warm-up of each arm, the arms take ` +
         `turns: ${rounds} rounds, each arm running a ${rounds}th of its requests per round, in rotating order, so ` +

@@ -104,7 +104,7 @@ export interface LoopCarry {
 
 /**
  * The SSE events of `POST /api/v1/chat/stream`, each a `event: <name>` with a JSON `data:` line and an `id:` for
- * `Last-Event-ID`. These schemas are the documentation of their payloads (README, "Session chat").
+ * `Last-Event-ID`. These schemas are the documentation of their payloads (docs/session-chat-and-tools.md).
  */
 export const chatStreamEvents = {
   start: z.object({ turn_id: z.string(), session_id: z.string(), model: z.string() }),

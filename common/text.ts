@@ -1,5 +1,5 @@
 /**
- * What text the platform accepts, decided once (README, "Text the platform accepts"). Workflow-safe.
+ * What text the platform accepts, decided once (docs/operations.md, "Text the platform accepts"). Workflow-safe.
  *
  * Every string a caller sends (body fields and keys, path segments, query parameters, messages from the messaging
  * apps) must be well-formed Unicode without C0 control characters other than tab, line feed and carriage return.

@@ -1,5 +1,5 @@
 /**
- * Inbound webhook runs (README "Inbound webhooks") as the routes, the workflow and its activities share them.
+ * Inbound webhook runs (docs/webhooks.md) as the routes, the workflow and its activities share them.
  * Workflow-safe: no zod, no I/O.
  *
  * Every accepted delivery is a run: a row in `webhook_runs` (what `GET /webhook/runs/{id}` shows) and the workflow

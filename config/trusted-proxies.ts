@@ -1,4 +1,7 @@
-/** `TRUSTED_PROXIES` (README, "Behind a reverse proxy"): whose forwarded headers are believed (api/forwarding.ts). */
+/**
+ * `TRUSTED_PROXIES` (docs/operations.md, "Behind a reverse proxy"): whose forwarded headers are believed
+ * (api/forwarding.ts).
+ */
 import proxyAddress from 'proxy-addr';
 
 /** Addresses and ranges to trust (proxy-addr's syntax), or a number of hops whatever their address. */

@@ -64,7 +64,7 @@ export PATH
 
 # The platform's processes allocate briskly per request: 64 MiB semi-spaces for the young generation (V8 sizes them
 # from the heap limit, smaller) let most of it die before a scavenge: a quarter less main-thread CPU per completion
-# (README, "Benchmarks").
+# (docs/benchmarks.md).
 case $script in
   start) exec node_modules/.bin/node --max-semi-space-size=64 "scripts/$script.ts" "$@" ;;
   *) exec node_modules/.bin/node "scripts/$script.ts" "$@" ;;

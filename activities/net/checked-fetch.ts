@@ -5,7 +5,7 @@
  * (`nonPublicRange`: every resolved address must be public, hosts in `allowedHosts` excepted), refuses redirects
  * (an A2A endpoint has no business redirecting a POST), then hands the request to the platform's fetch. The host is
  * resolved again by that fetch: a DNS answer that changes between the check and the connection is the gap this
- * leaves, narrower than no check and documented in README ("Agent service: agent-to-agent (A2A)").
+ * leaves, narrower than no check and documented in docs/teams-and-a2a.md ("Agent service: agent-to-agent (A2A)").
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';

@@ -1,5 +1,5 @@
 /**
- * Splitting text into the chunks the RAG index embeds and search returns (README "Files, RAG and SQL").
+ * Splitting text into the chunks the RAG index embeds and search returns (docs/files-and-rag.md).
  *
  * Prose is split at sentence boundaries (`Intl.Segmenter`, the Unicode sentence rules, every language the runtime
  * knows), and sentences are packed into chunks of at most `targetChars`; each chunk after the first of a unit starts

@@ -1,7 +1,7 @@
 /**
  * `github_comment`: comments on an issue or pull request of a repository the user connected with a GitHub webhook
- * (README "Inbound webhooks: GitHub"), with the token they gave for it. Offered only in the runs a GitHub delivery
- * starts (api/services/webhooks/activities.ts adds it to the agent's tools for that turn), never otherwise. An
+ * (docs/webhooks.md, "How to connect GitHub"), with the token they gave for it. Offered only in the runs a GitHub
+ * delivery starts (api/services/webhooks/activities.ts adds it to the agent's tools for that turn), never otherwise. An
  * effect outside the conversation, so it needs the owner's approval unless they allowed comments without one on
  * that repository's webhook (the run then waits: `GET /webhook/runs/{id}` shows the approval, and
  * `POST /chat/approvals/{id}/approve` decides it). Posted once per tool call (activities/webhooks/github.ts).

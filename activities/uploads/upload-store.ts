@@ -1,7 +1,7 @@
 /**
- * Uploaded files (agent service spec §2 File, §4.9; README "Files"): PDFs, Excel workbooks, CSV files and images that
- * a user gives the platform to index, search and query. One store, used by the HTTP routes (api/services/uploads/),
- * the RAG indexer and the table import (activities), and the agents' tools.
+ * Uploaded files (agent service spec §2 File, §4.9; docs/files-and-rag.md): PDFs, Excel workbooks, CSV files and images
+ * that a user gives the platform to index, search and query. One store, used by the HTTP routes
+ * (api/services/uploads/), the RAG indexer and the table import (activities), and the agents' tools.
  *
  * - **The type comes from the bytes**, never from the name or the declared type: `file-type` reads the magic numbers
  *   (a PDF's `%PDF-`, a PNG's signature, an xlsx's zip entries), and a text file is a CSV when its start is UTF-8

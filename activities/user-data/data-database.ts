@@ -1,5 +1,5 @@
 /**
- * The users' data database (README, "Read-only SQL and table imports"): where the tables a user imports from CSV and
+ * The users' data database (docs/files-and-rag.md, read-only SQL): where the tables a user imports from CSV and
  * Excel files live, and where `POST /sql/query` and the `sql_query` tool read them.
  *
  * - **A database of its own**, separate from the platform's (`USER_DATA_DATABASE_URL`; by default the platform's

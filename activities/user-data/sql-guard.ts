@@ -1,5 +1,5 @@
 /**
- * The first line of the read-only SQL endpoint (README, "Read-only SQL"): PostgreSQL's own parser (`libpg-query`, the
+ * The first line of the read-only SQL endpoint (docs/files-and-rag.md): PostgreSQL's own parser (`libpg-query`, the
  * server's grammar compiled to WebAssembly: no native build, and it reads exactly what the server would read, comments,
  * dollar quotes and all) turns the text into a syntax tree, and only a read passes:
  *

@@ -1,5 +1,5 @@
 /**
- * Inbound webhooks as their owners configure them (README "Inbound webhooks"), in `inbound_webhooks`:
+ * Inbound webhooks as their owners configure them (docs/webhooks.md), in `inbound_webhooks`:
  *
  * - `standard`: `POST /webhook/{agent_id}?hook=<id>` wakes the agent with the body, signed by Standard Webhooks with
  *   the webhook's secret (`whsec_…`); `forward_to_messengers` sends each answer to the owner's linked chats too.

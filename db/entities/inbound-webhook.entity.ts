@@ -1,7 +1,7 @@
 import { defineEntity, p } from '@mikro-orm/core';
 
 /**
- * An inbound webhook as its owner configured it (README "Inbound webhooks"; activities/webhooks/webhook-store.ts,
+ * An inbound webhook as its owner configured it (docs/webhooks.md; activities/webhooks/webhook-store.ts,
  * plain SQL): a Standard Webhooks receiver of one agent, or a GitHub repository's webhook mapped to an agent.
  * Secrets and the GitHub token are stored encrypted (AES-256-GCM under a key derived from TOKEN_ENCRYPTION_KEY); a
  * rotation keeps the previous secret valid for a grace period (`rotatedAt`). One GitHub webhook per owner and

@@ -1,7 +1,7 @@
 import { defineEntity, p } from '@mikro-orm/core';
 
 /**
- * Teams (spec 4.10; README "Agent service: teams"): a named group of users. Members are `owner` or `member`; only
+ * Teams (spec 4.10; docs/teams-and-a2a.md): a named group of users. Members are `owner` or `member`; only
  * owners invite (by e-mail, `TeamInvitation`), every member may broadcast (`TeamBroadcast`, delivered by the
  * `teamBroadcast` workflow, one `TeamBroadcastDelivery` per member). Reads and writes go through
  * api/services/teams/ and activities/teams/ (plain SQL).

@@ -6,10 +6,10 @@ import { Migration } from '@mikro-orm/migrations';
  *
  * The server must offer the extension: `npm start` and `npm test` install it into a PostgreSQL on their own machine
  * (scripts/lib/pgvector.ts); in production it comes with the server (the compose file's pgvector/pgvector image, or a
- * managed service that allows it: README "Vectors (pgvector)"). Where it does not, this migration stops with that
- * advice instead of PostgreSQL's bare "could not open extension control file". pgvector is not a trusted extension:
- * creating it takes a superuser (or the provider's admin role); once an administrator has created it, any owner of
- * the database can run this migration.
+ * managed service that allows it: docs/operations.md, "Vectors (pgvector)"). Where it does not, this migration stops
+ * with that advice instead of PostgreSQL's bare "could not open extension control file". pgvector is not a trusted
+ * extension: creating it takes a superuser (or the provider's admin role); once an administrator has created it, any
+ * owner of the database can run this migration.
  */
 export class Migration20261128090000_pgvector extends Migration {
   override name = 'Migration20261128090000_pgvector';
@@ -29,7 +29,7 @@ export class Migration20261128090000_pgvector extends Migration {
           `Debian/Ubuntu: package postgresql-${major}-pgvector from the PostgreSQL project's APT repository (PGDG); ` +
           `Docker: image pgvector/pgvector:pg${major}; Amazon RDS/Aurora, Google Cloud SQL, Supabase: run ` +
           `"create extension vector" as the admin user; Azure Database for PostgreSQL: add VECTOR to the ` +
-          `azure.extensions server parameter first. (README, "Vectors (pgvector)".)`,
+          `azure.extensions server parameter first. (docs/operations.md, "Vectors (pgvector)".)`,
       );
     }
     try {

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * The RAG index (README "Files, RAG and SQL"; activities/rag/rag-store.ts). Written by hand, not generated from
+ * The RAG index (docs/files-and-rag.md; activities/rag/rag-store.ts). Written by hand, not generated from
  * entities: the `vector` type and its HNSW index are pgvector's, which MikroORM's schema tools do not know, so both
  * tables are left out of the schema comparison (db/orm.ts, `skipTables`).
  *

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Inbound webhooks (README "Inbound webhooks"): `inbound_webhooks`, what owners configured (a Standard Webhooks
+ * Inbound webhooks (docs/webhooks.md): `inbound_webhooks`, what owners configured (a Standard Webhooks
  * receiver of an agent, or a GitHub repository mapped to an agent; secrets and tokens encrypted), and `webhook_runs`,
  * one row per accepted delivery, whose id is its run's workflow id (db/entities/inbound-webhook.entity.ts).
  */

@@ -189,7 +189,7 @@ function notAvailableError(facts: ServerFacts, where: string, reason: string): E
       `migrations create, and ${reason}. Install pgvector for PostgreSQL ${facts.major} on that server, then run ` +
       `again: Debian/Ubuntu: package postgresql-${facts.major}-pgvector from the PostgreSQL project's APT repository ` +
       `(PGDG); Docker: image pgvector/pgvector:pg${facts.major}; a managed PostgreSQL (RDS, Cloud SQL, Azure, Supabase): ` +
-      `allow and create the "${extensionName}" extension as README "Vectors (pgvector)" says.`,
+      `allow and create the "${extensionName}" extension as docs/operations.md, "Vectors (pgvector)" says.`,
   );
 }
 

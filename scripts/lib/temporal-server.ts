@@ -179,7 +179,8 @@ function spawnDevServer(
   if (options.uiPort > 0) args.push('--ui-port', String(options.uiPort));
   else args.push('--headless');
   // WAL with synchronous=NORMAL: a commit survives the server process being killed (it is in the WAL, which the OS
-  // holds), and the file stays consistent on power loss, which may roll back the last commits (README, "Durability").
+  // holds), and the file stays consistent on power loss, which may roll back the last commits (docs/operations.md,
+  // "Durability").
   // The default (rollback journal, a sync per commit) cost most of a completion's latency and disk writes.
   if (options.dbFile) {
     args.push('--db-filename', options.dbFile);

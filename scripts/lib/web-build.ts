@@ -1,5 +1,5 @@
 /**
- * Building the web app (web/, README "Web app"): Vite bundles web/src into web/dist with hashed names, then every
+ * Building the web app (web/, docs/web-app.md): Vite bundles web/src into web/dist with hashed names, then every
  * text file is compressed once here (brotli and gzip beside it), so the agent service (api/agents/web.ts) sends the
  * smaller form without compressing per request.
  *

@@ -2,7 +2,7 @@
  * The router's keyword fallback measured on a labelled set of messages written apart from the catalogue (not its
  * examples): accuracy and the confidence it reports when right and when wrong. The fast-model path is measured on
  * real models only (the simulator's classifier is word overlap), so this is the floor routing keeps when no model
- * answers. Figures: README, "Agent service: chat".
+ * answers. Figures: docs/agent-service.md, "Agent service: chat".
  */
 import { expect, it } from '@jest/globals';
 import { loadAgents } from '../../config/load-agents.ts';

@@ -1,5 +1,5 @@
 /**
- * A2A push notifications (README "Agent service: agent-to-agent (A2A)") through the official `@a2a-js/sdk` client:
+ * A2A push notifications (docs/teams-and-a2a.md) through the official `@a2a-js/sdk` client:
  * a push config given with the message (`configuration.taskPushNotificationConfig`) or set on a task waiting for
  * approval (the push-config set method), the task run to completion, and its events received, in order, by a
  * node:http server on loopback (allowed by FETCH_ALLOWED_HOSTS), each signed `X-Tessera-Signature: sha256=<HMAC-SHA256

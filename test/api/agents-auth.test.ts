@@ -1,5 +1,5 @@
 /**
- * Agent service logins and accounts through HTTP (README "Agent service: login and accounts"): the magic link read
+ * Agent service logins and accounts through HTTP (docs/agent-service.md): the magic link read
  * from a real SMTP server (smtp-server on loopback), the session cookie and its attributes, /auth/me, logout,
  * replayed, forged and expired links, the CSRF origin check, Bearer and X-API-Key access, /api/keys, /link, and
  * billing against stripe-mock.

@@ -1,5 +1,5 @@
 /**
- * A scheduled task's answers reaching its owner's linked messaging apps (README "Agent service: scheduled tasks",
+ * A scheduled task's answers reaching its owner's linked messaging apps (docs/scheduled-tasks.md,
  * "Results reach the owner: the session, and the linked messaging app when one is linked"): the owner links a
  * Telegram chat and a LINE chat to their account by `/link CODE` (the code from `GET /link/code`, delivered through
  * the simulator, which plays both platforms), then a task firing every two seconds runs, and each run's answer arrives

@@ -1,5 +1,5 @@
 /**
- * The agent service's session management through HTTP (README "Agent service: history, search and usage"), what the
+ * The agent service's session management through HTTP (docs/agent-service.md, history), what the
  * web app's chat list uses: `PATCH /sessions/{id}` renames a session (its own title instead of its first message;
  * null clears it), `DELETE /sessions/{id}` deletes it as the gateway's `DELETE /api/v1/sessions/{id}` does, refused
  * while a turn of it waits for an approval and done once the turn has ended. Another user's session is a 404 on both.

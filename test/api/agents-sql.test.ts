@@ -1,5 +1,5 @@
 /**
- * Read-only SQL and table imports on the agent service (spec 4.9 and 8; README "Read-only SQL and table imports"),
+ * Read-only SQL and table imports on the agent service (spec 4.9 and 8; docs/files-and-rag.md),
  * through HTTP with files made here, real PostgreSQL and Temporal: CSV types and bad rows, an xlsx, a name taken and
  * replaced, the list of tables; hostile statements refused by the parser with the kind named, and the same statements
  * stopped by the database alone when the parser is skipped; other users' files, imports and tables out of reach on

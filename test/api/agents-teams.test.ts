@@ -1,5 +1,5 @@
 /**
- * Teams of the agent service through HTTP (README "Agent service: teams"): creating and listing teams, an
+ * Teams of the agent service through HTTP (docs/teams-and-a2a.md): creating and listing teams, an
  * invitation mailed through a real SMTP server (smtp-server on loopback) and accepted by its link (once), who may
  * see and invite, and a broadcast delivered by the `teamBroadcast` workflow to every member's `team:<id>` session
  * and to a member's Telegram chat, or LINE chat, linked by `/link CODE` (the simulator plays both), with its status

@@ -1,5 +1,5 @@
 /**
- * `POST /automation/trigger` and `GET /automation/agents` through HTTP (README "Inbound webhooks: automation tools"),
+ * `POST /automation/trigger` and `GET /automation/agents` through HTTP (docs/webhooks.md, automation tools),
  * as Zapier's, Make's and n8n's webhook steps call them, with an API key in `X-API-Key`: a run that finishes within
  * AUTOMATION_SYNC_WAIT is answered at once (200 with its answer); a slower one 202 with the run, and its callback is
  * POSTed once when it ends, signed by Standard Webhooks with the account's callback secret (verified with the official

@@ -1,5 +1,5 @@
 /**
- * `POST /webhook/github` through HTTP (README "Inbound webhooks: GitHub"): a repository connected by its owner with a
+ * `POST /webhook/github` through HTTP (docs/webhooks.md, GitHub): a repository connected by its owner with a
  * token, deliveries signed by the test with GitHub's own `@octokit/webhooks-methods` (and once by the simulator, as
  * `npm start` is tried): `ping` is answered; an issue wakes the agent, which comments back through GitHub's REST API
  * (the simulator's) only once the owner approves the call, seen waiting in `GET /webhook/runs/{id}` and decided with

@@ -1,5 +1,5 @@
 /**
- * `POST /slack/events` and `POST /send-to-messenger` through HTTP (README "Inbound webhooks: Slack"), with Slack
+ * `POST /slack/events` and `POST /send-to-messenger` through HTTP (docs/webhooks.md, Slack), with Slack
  * played by the simulator (its Web API, and Events API deliveries signed as Slack signs them) and deliveries the test
  * signs itself: the URL verification challenge; a direct message from a chat not linked yet is told how to link; `/link
  * CODE` links the chat to an account as LINE and Telegram chats are linked; then a direct message and a mention in a

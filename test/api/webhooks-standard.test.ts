@@ -1,5 +1,5 @@
 /**
- * `POST /webhook/{agent_id}` through HTTP (README "Inbound webhooks"): an owner creates a webhook for an agent and gets
+ * `POST /webhook/{agent_id}` through HTTP (docs/webhooks.md): an owner creates a webhook for an agent and gets
  * its URL and secret once; deliveries signed by the test with the official `standardwebhooks` library wake the agent
  * (202 with the run at once; `GET /webhook/runs/{id}` has the answer, which also reaches the owner's linked Telegram
  * chat, once). A repeated `webhook-id` is the first run, never a second; forged, stale, future, unsigned, oversize

@@ -1,5 +1,5 @@
 /**
- * The web app in a real browser (README "Web app"): Debian's Chromium driven by playwright-core against one test
+ * The web app in a real browser (docs/web-app.md): Debian's Chromium driven by playwright-core against one test
  * platform with a real SMTP server. A person logs in through the mail's magic link, chats with streaming, approves
  * and rejects a tool call, cancels a loop, reloads mid-stream and sees the turn resume, creates and revokes a key,
  * publishes a site and opens it, creates a schedule and sees it fire; every page passes axe-core (no serious or

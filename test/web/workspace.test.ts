@@ -1,5 +1,5 @@
 /**
- * The rest of the web app in a real browser (README "Web app"), on a platform of its own: a session renamed, found by
+ * The rest of the web app in a real browser (docs/web-app.md), on a platform of its own: a session renamed, found by
  * a search across sessions, shared (the public page opened), exported and deleted; an image attached to a message
  * (it reaches the model); memories added, searched and deleted; a built-in agent forked and its model changed; a CSV
  * uploaded, indexed with its progress shown and searched; a team created and a broadcast delivered; the settings'

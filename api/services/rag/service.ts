@@ -1,5 +1,5 @@
 /**
- * Retrieval over a user's own documents (spec §4.9; README "Files, RAG and SQL"): indexing a file or a text as a
+ * Retrieval over a user's own documents (spec §4.9; docs/files-and-rag.md): indexing a file or a text as a
  * durable workflow (`ragIndex`, workflows/rag-index.workflow.ts), its status and progress, and vector search. The
  * index's tables and queries are activities/rag/rag-store.ts; embeddings go through the platform's one embedding
  * path (activities/embeddings/), metered to the user like `POST /v1/embeddings`.

@@ -1,5 +1,5 @@
 /**
- * Read-only SQL and table imports for the agent service's `/sql/*` routes (README, "Read-only SQL and table imports"):
+ * Read-only SQL and table imports for the agent service's `/sql/*` routes (docs/files-and-rag.md):
  * queries on the caller's own tables (activities/user-data/data-database.ts, checked first by sql-guard.ts), the list
  * of those tables, and imports of the caller's CSV and Excel uploads into new tables, each a durable workflow
  * (workflows/table-import.workflow.ts) recorded in `table_imports`.

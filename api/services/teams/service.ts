@@ -1,5 +1,5 @@
 /**
- * Teams (spec 4.10; README "Agent service: teams"): creating and listing teams, invitations by e-mail, and
+ * Teams (spec 4.10; docs/teams-and-a2a.md): creating and listing teams, invitations by e-mail, and
  * broadcasts. Plain SQL on the `pg` pool; the routes (api/agents/routes/teams/) check who may do what with
  * `role()`: a team is visible to its members only, owners invite, members broadcast.
  *

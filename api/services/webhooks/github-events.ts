@@ -1,5 +1,5 @@
 /**
- * What a GitHub event says to the agent (README "Inbound webhooks: GitHub"): which events and actions wake it, the
+ * What a GitHub event says to the agent (docs/webhooks.md, GitHub): which events and actions wake it, the
  * message it reads, and the session the run is a turn of. Pure functions of the event's payload.
  *
  * - `issues` (opened, reopened), `issue_comment` (created, unless it is the agent's own comment coming back: it

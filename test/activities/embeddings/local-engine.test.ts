@@ -2,7 +2,7 @@
  * The local embedding engine alone (Universal Sentence Encoder Lite in its worker thread): vectors of length 1, the
  * same text giving the same vector, and its quality measured on a small labelled retrieval set whose queries share
  * almost no words with their documents (a bag of words would fail it), with its speed on this machine. The figures
- * are printed for the README ("Embeddings").
+ * are printed for docs/gateway.md ("Embeddings").
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { LocalEmbeddingEngine } from '../../../activities/embeddings/local-engine.ts';

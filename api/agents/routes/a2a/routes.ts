@@ -1,5 +1,5 @@
 /**
- * Agent-to-agent endpoints (spec 4.7; README "Agent service: agent-to-agent (A2A)"):
+ * Agent-to-agent endpoints (spec 4.7; docs/teams-and-a2a.md):
  *
  * - `GET /.well-known/agent-card.json` (public): the Agent Card, protocol v1.0 (`supportedInterfaces` with a v1.0
  *   and a v0.3 JSON-RPC entry at `<base>/a2a`), plus the v0.3 card's top-level `url`, `protocolVersion` and

@@ -1,5 +1,6 @@
 /**
- * Logins, linking and keys of the agent service (spec 4.3, 4.11, 5). README "Agent service: login and accounts".
+ * Logins, linking and keys of the agent service (spec 4.3, 4.11, 5). docs/agent-service.md, "Agent service: login and
+ * accounts".
  *
  * Public (no login needed, and why):
  * - `POST /auth/register {email}` → 200 `{sent: true}` whatever the address (no account enumeration); mails a

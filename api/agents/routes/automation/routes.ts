@@ -1,5 +1,5 @@
 /**
- * The automation service integration (README "Inbound webhooks: automation tools"): the shape Zapier's, Make's and
+ * The automation service integration (docs/webhooks.md, automation tools): the shape Zapier's, Make's and
  * n8n's webhook actions send, authenticated by an API key in `X-API-Key` (or `Authorization: Bearer`).
  *
  * - `POST /automation/trigger {agent_id, message, session_id?, callback_url?}` starts a run of the caller's agent

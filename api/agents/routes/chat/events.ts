@@ -2,9 +2,9 @@
  * The SSE stream of `POST /chat/stream/{session_id}`, `POST /chat/loop/{session_id}` and `POST /api/v1/chat` (spec 6):
  * lines `data: <JSON>`, each with an `id:` (its position, for `Last-Event-ID` when re-attaching), ending with
  * `data: [DONE]`. These zod schemas are the documentation of every payload, the spec's six open ones included
- * (README, "Agent service: chat"). Order: `routed` first, then `memories_loaded`, then as the agent works `plan_*`,
- * `token`, `tool` (with `tool_progress` between a call's `calling` and `done`), `hitl_required`/`hitl_resolved` and
- * (loops) `iteration`, then `cost` (or `error`), then [DONE].
+ * (docs/agent-service.md, "Agent service: chat"). Order: `routed` first, then `memories_loaded`, then as the agent
+ * works `plan_*`, `token`, `tool` (with `tool_progress` between a call's `calling` and `done`),
+ * `hitl_required`/`hitl_resolved` and (loops) `iteration`, then `cost` (or `error`), then [DONE].
  */
 import { z } from 'zod';
 import type { SequencedStreamEvent } from '../../../../common/completion.ts';

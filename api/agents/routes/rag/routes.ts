@@ -1,5 +1,5 @@
 /**
- * RAG (spec §4.9; README "Files, RAG and SQL"): `POST /rag/index` (`{file_id}` or `{text, title}`, optional
+ * RAG (spec §4.9; docs/files-and-rag.md): `POST /rag/index` (`{file_id}` or `{text, title}`, optional
  * `language` of an image's text) answers 202 with the index, which a durable workflow builds; `GET /rag/index/{id}`
  * its status and progress; `GET /rag/index` the caller's indexes; `GET /rag/search?q=&k=&file_id=` the caller's
  * nearest chunks. Every route needs a login; another user's index or file is answered as one that does not exist.

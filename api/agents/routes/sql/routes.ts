@@ -1,5 +1,5 @@
 /**
- * Read-only SQL and table imports (spec 4.9 and 8; README "Read-only SQL and table imports"): `POST /sql/query` runs
+ * Read-only SQL and table imports (spec 4.9 and 8; docs/files-and-rag.md): `POST /sql/query` runs
  * one read on the caller's own tables, `GET /sql/tables` lists them, `POST /sql/csv_to_db` imports an uploaded CSV or
  * Excel file into a new table (201 when done within SQL_IMPORT_WAIT, else 202 with the import), `GET /sql/imports/{id}`
  * follows an import. Every route needs a login; another user's file or import is answered as one that does not exist.

@@ -1,5 +1,5 @@
 /**
- * Teams (spec 4.10; README "Agent service: teams"). Every endpoint needs a login except accepting an invitation,
+ * Teams (spec 4.10; docs/teams-and-a2a.md). Every endpoint needs a login except accepting an invitation,
  * whose link is itself the credential. A team is visible to its members only: to anyone else it does not exist
  * (404). The operator key has no account, so it has no teams (400).
  *

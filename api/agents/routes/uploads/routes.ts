@@ -1,5 +1,5 @@
 /**
- * Files (spec §4.9; README "Files, RAG and SQL"): `POST /upload` (multipart, one part named `file`; or JSON
+ * Files (spec §4.9; docs/files-and-rag.md): `POST /upload` (multipart, one part named `file`; or JSON
  * `{file_name, content_base64}`), `GET /upload` (the caller's files and quota), `GET /upload/{file_id}` (metadata as
  * JSON; the bytes with `?download=1` or an `Accept` naming the file's type), `DELETE /upload/{file_id}` (the file and
  * everything indexed from it). Every route needs a login; another user's file is answered as one that does not exist.

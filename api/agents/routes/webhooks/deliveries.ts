@@ -1,5 +1,5 @@
 /**
- * The inbound webhook receivers (README "Inbound webhooks"), each verifying its sender's own signature over the raw
+ * The inbound webhook receivers (docs/webhooks.md), each verifying its sender's own signature over the raw
  * body, so they are mounted before the JSON body parser (api/agents/app.ts); each applies the edge's text rule
  * (common/text.ts) to what it takes itself. In every one, in this order: a body past the route's limit is 413, a
  * missing or bad signature (or an unknown webhook) 401, malformed JSON 400 — and none of them stores or starts

@@ -1,5 +1,5 @@
 /**
- * Inbound webhooks, as their owner manages them (README "Inbound webhooks"; the receivers are deliveries.ts). Every
+ * Inbound webhooks, as their owner manages them (docs/webhooks.md; the receivers are deliveries.ts). Every
  * route needs a login or a key; another user's webhook or run is answered as one that does not exist (404).
  *
  * - `POST /webhooks {agent_id, source?: 'standard'|'github', forward_to_messengers?, repository?, github_token?,

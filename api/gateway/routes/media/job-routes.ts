@@ -1,5 +1,5 @@
 /**
- * Media job endpoints beyond the gateway spec (README, "Media jobs: cancel, list, callbacks"), all keyed:
+ * Media job endpoints beyond the gateway spec (docs/media.md, "Media jobs: callbacks, cancel, list"), all keyed:
  *
  * - `DELETE /api/v1/media/video/{id}` and `/api/v1/media/music/{id}`: cancels the caller's queued or processing job
  *   (the provider's job cancelled, the hold refunded, the callback sent as `media.job.cancelled`) and answers the job
