@@ -265,6 +265,17 @@ const settingsSchema = z.object({
   AGENT_PUBLIC_URL: optionalText(z.url({ protocol: /^https?$/ })),
   /** Further origins allowed to send cookie-authenticated POSTs (comma-separated), e.g. a separate web front end. */
   AGENT_ALLOWED_ORIGINS: commaList(''),
+  /**
+   * The operator console (`/admin`, docs/web-app.md, "Operator console"): e-mail addresses (comma-separated, compared
+   * normalised) whose logged-in browser may open it besides the accounts with the `admin` role
+   * (`npm run admin -- grant-admin`). For a deployment configured from its environment alone.
+   */
+  ADMIN_EMAILS: commaList(''),
+  /**
+   * The Temporal Web UI the console links each workflow to (`<url>/namespaces/<ns>/workflows/<id>/<run>/history`).
+   * Unset: the dev server's UI that `npm start` runs, `http://127.0.0.1:<TEMPORAL_UI_PORT or 8233>`.
+   */
+  TEMPORAL_UI_URL: optionalText(z.url({ protocol: /^https?$/ })),
   /** SMTP server for magic links and the send_email tool (smtp://user:pass@host:port); unset: links are logged. */
   SMTP_URL: optionalText(z.string()),
   MAIL_FROM: z.string().default('Tessera <no-reply@tessera.local>'),

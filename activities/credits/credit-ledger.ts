@@ -143,10 +143,50 @@ const agedHoldsStatement = {
     limit $2::int`,
 };
 
+/**
+ * An operator's adjustment (kind `adjust`): the balance moves by `$3` (negative: credits taken back) and the entry is
+ * written with its note, once per key, in one statement. A debit never takes the available balance (balance less
+ * what is held) below zero: the account's conditional UPDATE is the check, as for a reservation, and the entry is
+ * inserted only from that update. The outcome columns are read from the statement's snapshot, before its changes:
+ * `available` is what the account had.
+ */
+const adjustStatement = {
+  name: 'ledger-adjust',
+  text: `with account as (
+      update users set credits_balance = credits_balance + $3::int
+      where id = $1::text and ($3::int >= 0 or credits_balance - credits_held + $3::int >= 0)
+        and not exists (select 1 from credit_ledger where key = $2::text)
+      returning id, credits_balance, credits_held
+    ), entry as (
+      insert into credit_ledger (key, user_id, kind, amount, note, estimated, created_at)
+      select $2::text, id, 'adjust', $3::int, $4::text, false, now() from account
+      returning id, created_at
+    )
+    select (select id from entry)::text as entry_id, (select created_at from entry) as created_at,
+           (select credits_balance from account) as balance,
+           (select credits_balance - credits_held from users where id = $1::text) as available_before`,
+};
+
 /** An open hold as `agedHolds` reads it; its `key` places it in the order of the pages. */
 export interface OpenHold extends AttemptKey {
   key: string;
 }
+
+/** An operator's adjustment as the ledger wrote it. */
+export interface AdjustmentEntry {
+  id: string;
+  userId: string;
+  amount: number;
+  note: string;
+  createdAt: Date;
+}
+
+export type AdjustOutcome =
+  | { outcome: 'adjusted'; entry: AdjustmentEntry; balance: number }
+  | { outcome: 'replayed'; entry: AdjustmentEntry }
+  | { outcome: 'short'; available: number }
+  | { outcome: 'unknown' }
+  | { outcome: 'overflow' };
 
 export class CreditLedger {
   private readonly orm: MikroORM;
@@ -255,6 +295,77 @@ export class CreditLedger {
       }
       return inserted;
     });
+  }
+
+  /**
+   * An operator's adjustment of `amount` credits (negative: taken back), once per `key`, `note` its reason (see
+   * `adjustStatement`). A key used before answers the entry it wrote (`replayed`), whatever this call asked: the
+   * caller compares. Nothing is written when the outcome is `short` (a debit larger than the available balance),
+   * `unknown` (no such account) or `overflow` (a balance past what the account's integer holds).
+   */
+  async adjust(entry: { userId: string; key: string; amount: number; note: string }): Promise<AdjustOutcome> {
+    let row: {
+      entry_id: string | null;
+      created_at: Date | null;
+      balance: number | null;
+      available_before: number | null;
+    };
+    try {
+      [row] = (await run<typeof row>(this.hotPath, adjustStatement, [
+        entry.userId,
+        entry.key,
+        entry.amount,
+        entry.note,
+      ])) as [typeof row];
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      // A balance past PostgreSQL's integer: nothing written.
+      if (code === '22003') return { outcome: 'overflow' };
+      // The same key written by a concurrent call since this statement's snapshot: that call's entry stands.
+      if (code !== '23505') throw error;
+      row = { entry_id: null, created_at: null, balance: null, available_before: null };
+    }
+    if (row.entry_id !== null) {
+      return {
+        outcome: 'adjusted',
+        entry: {
+          id: row.entry_id,
+          userId: entry.userId,
+          amount: entry.amount,
+          note: entry.note,
+          createdAt: row.created_at!,
+        },
+        balance: row.balance!,
+      };
+    }
+    const [existing] = await run<{
+      id: string;
+      user_id: string;
+      amount: number;
+      note: string | null;
+      created_at: Date;
+    }>(
+      this.hotPath,
+      {
+        name: 'ledger-entry-by-key',
+        text: 'select id::text, user_id, amount, note, created_at from credit_ledger where key = $1',
+      },
+      [entry.key],
+    );
+    if (existing) {
+      return {
+        outcome: 'replayed',
+        entry: {
+          id: existing.id,
+          userId: existing.user_id,
+          amount: existing.amount,
+          note: existing.note ?? '',
+          createdAt: existing.created_at,
+        },
+      };
+    }
+    if (row.available_before === null) return { outcome: 'unknown' };
+    return { outcome: 'short', available: row.available_before };
   }
 
   async balance(userId: string): Promise<Balance | null> {

@@ -98,6 +98,9 @@ import { webhookDeliveryRoutes } from './routes/webhooks/deliveries.ts';
 import { webhookRoutes } from './routes/webhooks/routes.ts';
 import { automationRoutes } from './routes/automation/routes.ts';
 import { messengerRoutes } from './routes/messengers/routes.ts';
+import { adminRoutes } from './routes/admin/routes.ts';
+import { AdminService } from '../services/admin/service.ts';
+import { Operators } from '../services/admin/operators.ts';
 import { agentServiceContracts, agentsDescription } from './openapi.ts';
 import { openApiRoutes } from '../openapi/routes.ts';
 import { responseCheck } from '../openapi/response-check.ts';
@@ -304,7 +307,8 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
       ...(settings.AGENT_PUBLIC_URL ? { publicUrl: settings.AGENT_PUBLIC_URL } : {}),
     }).routes(),
   );
-  routes.use(dashboardRoutes(new DashboardService({ pool })).routes());
+  const dashboard = new DashboardService({ pool });
+  routes.use(dashboardRoutes(dashboard).routes());
   const fetchAllowedHosts = dependencies.toolSettings.fetchAllowedHosts;
   routes.use(
     mediaDoorRoutes({
@@ -416,6 +420,26 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
     }).routes(),
   );
   routes.use(messengerRoutes({ pool, conversations, messengers: dependencies.messengers }).routes());
+  // The operator console's API (`/admin/api/*`; the page is the web app's `/admin`).
+  routes.use(
+    adminRoutes({
+      admin: new AdminService({
+        pool,
+        ledger: dependencies.ledger,
+        keys,
+        dashboard,
+        completions: oneShot.completions,
+        client: dependencies.client,
+        taskQueue: dependencies.taskQueue,
+        catalogue: dependencies.catalogue.catalogue,
+        breaker: dependencies.breaker,
+        media: dependencies.media,
+        temporalUiUrl: temporalUiUrl(settings, dependencies.environment),
+        adminEmails: settings.ADMIN_EMAILS,
+      }),
+      operators: new Operators(pool, settings.ADMIN_EMAILS),
+    }).routes(),
+  );
   app.use(routes.routes()).use(routes.allowedMethods({ throw: true }));
   // Unattended agent runs (scheduled tasks, webhooks) are prepared here, by the API's own chat preparation.
   const agentRuns = new AgentRuns({
@@ -487,6 +511,15 @@ function googleLogin(
   }
   const google = new GoogleLogin({ pool: dependencies.pool, keys, accounts: dependencies.google });
   return { google, googleUnavailable: '' };
+}
+
+/**
+ * Where the console links workflows: TEMPORAL_UI_URL, else the Web UI of the dev server `npm start` runs
+ * (`--ui-port`, TEMPORAL_UI_PORT, 8233 by default). The test platform's dev server is headless: the links have the
+ * right shape and lead nowhere there.
+ */
+function temporalUiUrl(settings: Settings, environment: Record<string, string | undefined>): string {
+  return settings.TEMPORAL_UI_URL ?? `http://127.0.0.1:${environment.TEMPORAL_UI_PORT || 8233}`;
 }
 
 function refererOrigin(referer: string): string {

@@ -9,6 +9,7 @@ import { openApiContracts } from '../openapi/routes.ts';
 import { metricsContract } from '../gateway/openapi.ts';
 import { mediaFileContract } from '../gateway/routes/media/contract.ts';
 import { a2aContracts } from './routes/a2a/contract.ts';
+import { adminContracts } from './routes/admin/contract.ts';
 import { agentCatalogueContracts } from './routes/agents/contract.ts';
 import { authContracts } from './routes/auth/contract.ts';
 import { automationContracts } from './routes/automation/contract.ts';
@@ -67,6 +68,7 @@ export const agentServiceContracts: RouteContract[] = [
   ...automationContracts,
   ...messengerContracts,
   ...agentBillingContracts,
+  ...adminContracts,
   healthContract,
   metricsContract,
   ...openApiContracts,
@@ -106,6 +108,10 @@ export function agentsDescription(version: string): ServiceDescription {
       { name: 'Messaging apps', description: 'Linking chats, sending to them' },
       { name: 'Billing', description: 'Plans and Stripe' },
       { name: 'Operations', description: 'Health and metrics' },
+      {
+        name: 'Operator console',
+        description: 'Users, credits and keys, traces, provider health, failed workflows: the master key or an admin',
+      },
       { name: 'Reference', description: 'This document and its reference page' },
     ],
   };

@@ -24,9 +24,11 @@ export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
  * - `caller`: a credential is required: a Bearer key; on the agent service also the session cookie, and `X-API-Key`
  *   on `/api/v1/*`, `/a2a*` and `/automation/*`.
  * - `operator`: the master key (MASTER_KEY) only.
+ * - `admin`: the operator console's (the agent service's `/admin/api/*`): the master key, or the session cookie of an
+ *   account with the admin role (api/services/admin/operators.ts); anyone else is refused with 403.
  * - `signed`: no credential; the sender signs the raw body (webhooks), as the route's description says.
  */
-export type Access = 'public' | 'optional' | 'caller' | 'operator' | 'signed';
+export type Access = 'public' | 'optional' | 'caller' | 'operator' | 'admin' | 'signed';
 
 export interface MediaContent {
   /** The body's schema; absent for bytes that have no structure (a file, an image). */

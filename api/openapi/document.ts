@@ -66,6 +66,7 @@ function security(service: ServiceName, access: Access, path: string): Array<Rec
   if (access === 'public' || access === 'signed') return [];
   const schemes: Array<Record<string, string[]>> = [{ bearerKey: [] }];
   if (service === 'agents' && access !== 'operator') {
+    // `admin`: the master key as a Bearer key, or an admin's session cookie.
     schemes.push({ sessionCookie: [] });
     if (apiKeyHeaderPaths.test(path)) schemes.push({ apiKeyHeader: [] });
   }
@@ -78,6 +79,8 @@ const accessNotes: Record<Access, string> = {
   optional: 'A credential is optional: without one the route answers as for a guest.',
   caller: 'Needs a caller.',
   operator: 'Operator only: the master key (MASTER_KEY).',
+  admin:
+    'The operator console’s: the master key (MASTER_KEY) as a Bearer key, or the session cookie of an account with the admin role (`npm run admin -- grant-admin`, ADMIN_EMAILS). Anyone else: 403.',
   signed: 'No credential: the sender signs the raw body (see the description).',
 };
 
@@ -106,6 +109,14 @@ export function errorStatuses(contract: RouteContract, service: ServiceName): Ma
   const statuses = new Map<number, string>(Object.entries(commonErrorStatuses).map(([s, d]) => [Number(s), d]));
   if (service === 'agents' && contract.method !== 'GET' && ['caller', 'optional'].includes(contract.access)) {
     statuses.set(403, 'A cookie-authenticated request from another origin than the service’s own');
+  }
+  if (contract.access === 'admin') {
+    statuses.set(
+      403,
+      contract.method === 'GET'
+        ? 'The caller is not an operator'
+        : 'The caller is not an operator, or a cookie-authenticated request came from another origin',
+    );
   }
   for (const [status, description] of Object.entries(contract.errors ?? {})) statuses.set(Number(status), description);
   return statuses;

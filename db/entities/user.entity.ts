@@ -21,6 +21,11 @@ export const User = defineEntity({
     customLimits: p.json<{ per_hour?: number | null; per_day?: number | null; models?: string[] | 'all' }>().nullable(),
     stripeCustomerId: p.string().nullable().unique(),
     stripeSubscriptionId: p.string().nullable(),
+    /**
+     * `user`, or `admin`: a person who may open the operator console (`/admin`) from their logged-in browser
+     * (api/services/admin/operators.ts). Granted and revoked from a shell: `npm run admin -- grant-admin --email …`.
+     */
+    role: p.string().default('user'),
     createdAt: p.datetime().onCreate(() => new Date()),
   },
   // One account per address: the address is stored in its normalised form (common/email.ts), and this check makes
@@ -28,7 +33,10 @@ export const User = defineEntity({
   // Storing the normalised value (rather than a unique index on lower(email) over addresses kept as typed) keeps
   // every lookup a plain equality, here and in the tables that hold an address (team invitations, login tokens,
   // OAuth identities), and a path that forgot to normalise fails loudly instead of making a second account.
-  checks: [{ name: 'users_email_normalised', expression: 'email = lower(btrim(email))' }],
+  checks: [
+    { name: 'users_email_normalised', expression: 'email = lower(btrim(email))' },
+    { name: 'users_role_known', expression: "role in ('user', 'admin')" },
+  ],
   // Each API replica caches who a key belongs to (api/principal-cache.ts) and forgets it on this notification.
   triggers: principalTriggers('users', 'id', ['plan', 'custom_limits']),
 });

@@ -88,6 +88,7 @@ describe('GET /dashboard', () => {
     expect(body.schedules).toEqual({
       total: 1,
       enabled: 1,
+      last_run_by_status: { never: 1 },
       tasks: [
         {
           task_id: expect.stringMatching(/^tsk_/),

@@ -11,7 +11,7 @@
  * - credits per day and per agent: the ledger's settlements (`credit_ledger` by (user_id, kind, created_at, amount,
  *   workflow_id)); a chat turn's settlements name its workflow, the turn's id, whose row names its agent.
  * - schedules: `schedule_tasks` by user_id, with each enabled task's next run from its cron (the schedules' own
- *   rule, api/services/schedules/service.ts).
+ *   rule, api/services/schedules/service.ts), and every task counted by its last run's status (`never` before one).
  * - media jobs by status and kind: `media_jobs` by (user_id, created_at).
  * - inbound webhook runs by status: `webhook_runs`, where the deployment has that table (inbound webhooks, issue 18);
  *   null where it has not.
@@ -59,6 +59,11 @@ function statementsOf(scope: 'user' | 'platform') {
              from schedule_tasks ${user ? 'where user_id = $1' : ''}
              order by last_run_at desc nulls last, created_at, id limit 100`,
     },
+    scheduleRuns: {
+      name: `dashboard-${scope}-schedule-runs`,
+      text: `select coalesce(last_run_status, 'never') as status, count(*)::int as count from schedule_tasks
+             ${user ? 'where user_id = $1' : ''} group by 1`,
+    },
     media: {
       name: `dashboard-${scope}-media`,
       text: `select kind, status, count(*)::int as count from media_jobs
@@ -96,7 +101,7 @@ export class DashboardService {
     const owner = `user:${principal.userId}`;
     const conversationValues = scope === 'user' ? [owner, since] : [since];
     const userValues = scope === 'user' ? [principal.userId, since] : [since];
-    const [messages, turns, credits, schedules, media, webhooks] = await Promise.all([
+    const [messages, turns, credits, schedules, scheduleRuns, media, webhooks] = await Promise.all([
       run<{ day: string | null; tool_name: string | null; count: number; by_tool: number }>(
         this.pool,
         sql.messages,
@@ -123,6 +128,7 @@ export class DashboardService {
         total: number;
         enabled_count: number;
       }>(this.pool, sql.schedules, scope === 'user' ? [principal.userId] : []),
+      run<{ status: string; count: number }>(this.pool, sql.scheduleRuns, scope === 'user' ? [principal.userId] : []),
       run<{ kind: string; status: string; count: number }>(this.pool, sql.media, userValues),
       this.webhookRuns(sql.webhooks, userValues),
     ]);
@@ -170,6 +176,7 @@ export class DashboardService {
       schedules: {
         total: schedules[0]?.total ?? 0,
         enabled: schedules[0]?.enabled_count ?? 0,
+        last_run_by_status: Object.fromEntries(scheduleRuns.map((row) => [row.status, row.count])),
         tasks: schedules.map((task) => ({
           task_id: task.id,
           agent_id: task.agent_id,

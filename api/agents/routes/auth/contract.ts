@@ -64,6 +64,10 @@ export const authContracts = [
             via: z.enum(['cookie', 'key']),
             operator: z.literal(true).optional(),
             user: user.nullable(),
+            admin: z
+              .literal(true)
+              .optional()
+              .meta({ description: 'A logged-in admin: the operator console (`/admin`) is theirs' }),
             credits: z.strictObject({ balance: z.number(), held: z.number(), used: z.number() }).nullable(),
             linked_apps: z.array(z.string()),
             ai_name: z.string(),

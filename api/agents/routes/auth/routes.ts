@@ -10,7 +10,8 @@
  *   gets 200 `{logged_in: true, user}` instead. A used, forged or expired token: 400, and no session.
  * - `POST /auth/logout` ends the cookie's session server-side and clears the cookie (200 either way: logging out
  *   twice is not an error). Cookie-authenticated, so the CSRF origin check applies.
- * - `GET /auth/me`: `{logged_in: false, ai_name}` for an anonymous caller (a page asks it to decide what to show).
+ * - `GET /auth/me`: `{logged_in: false, ai_name}` for an anonymous caller (a page asks it to decide what to show);
+ *   `admin: true` for a logged-in admin (the operator console is theirs: api/services/admin/operators.ts).
  * - `GET /auth/google` and its callback `GET /auth/google/callback` (the login itself; 503 without GOOGLE_CLIENT_ID).
  * Login required: `GET /auth/google/status` (`{connected, email, scopes, workspace_scopes_granted, missing_scopes,
  * agents}`: which workspace agents the granted scopes enable), `GET /link/code`, `POST /link/verify`, `POST /api/keys`,
@@ -43,6 +44,7 @@ import {
   type WebSessions,
 } from '../../../services/logins/web-sessions.ts';
 import { createKeyBodySchema, linkVerifyBodySchema, registerBodySchema, verifyQuerySchema } from './schema.ts';
+import { adminEmailSet, isAdminAccount } from '../../../services/admin/operators.ts';
 
 /** The session key of each user's home conversation in the agent service: what `/link` codes join to. */
 export const homeSessionKey = 'web:home';
@@ -81,6 +83,7 @@ export function authRoutes(dependencies: AuthRouteDependencies) {
   const router = new Router<CallerState>();
   const secure = (context: Context) => secureCookies(context, settings.AGENT_PUBLIC_URL);
   const publicBase = (context: Context): string => linkBase(settings, context);
+  const adminEmails = adminEmailSet(settings.ADMIN_EMAILS);
 
   /** After a login: JSON for a client that prefers it, else a redirect to the front page. */
   const loggedIn = (context: Context, user: { id: string; email: string | null; plan: string }) => {
@@ -156,8 +159,8 @@ export function authRoutes(dependencies: AuthRouteDependencies) {
       };
       return;
     }
-    const { rows } = await dependencies.pool.query<{ email: string | null; plan: string }>(
-      'select email, plan from users where id = $1',
+    const { rows } = await dependencies.pool.query<{ email: string | null; plan: string; role: string }>(
+      'select email, plan, role from users where id = $1',
       [principal.userId],
     );
     const balance = await dependencies.ledger.balance(principal.userId);
@@ -167,6 +170,8 @@ export function authRoutes(dependencies: AuthRouteDependencies) {
       logged_in: true,
       via: context.state.via,
       user: { id: principal.userId, email: rows[0].email, plan: rows[0].plan },
+      // The operator console is theirs: an admin's browser (the role works through the cookie only, not a key).
+      ...(context.state.via === 'cookie' && isAdminAccount(rows[0], adminEmails) ? { admin: true as const } : {}),
       credits: { balance: balance.available, held: balance.held, used: balance.used },
       linked_apps: [...new Set(linked.map((chat) => chat.platform))],
       ai_name: settings.AGENT_AI_NAME,

@@ -37,6 +37,8 @@ export const dashboardSchema = z.object({
   schedules: z.object({
     total: count,
     enabled: count,
+    /** Every task by its last run's status (`done`, `failed`, …; `never` for a task that has not run yet). */
+    last_run_by_status: z.record(z.string(), count),
     tasks: z.array(
       z.object({
         task_id: z.string(),

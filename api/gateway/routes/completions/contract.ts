@@ -32,7 +32,8 @@ const traceBase = {
   attempts,
 };
 
-const trace = z.union([
+/** A completion's trace (`GET /api/v1/requests/{id}`; the operator console shows it too). */
+export const completionTraceSchema = z.union([
   z.strictObject({ ...traceBase, status: z.literal('running') }),
   z.strictObject({
     ...traceBase,
@@ -103,7 +104,7 @@ export const completionContracts = [
     summary: 'A completion’s trace: attempts, provider, usage',
     tags: ['Completions'],
     access: 'caller',
-    responses: { 200: json(trace, 'The trace') },
+    responses: { 200: json(completionTraceSchema, 'The trace') },
     errors: { 404: 'No such request of the caller’s' },
   }),
 ];

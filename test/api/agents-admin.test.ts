@@ -1,0 +1,512 @@
+/**
+ * The operator console's API (`/admin/api/*`, docs/web-app.md, "Operator console") through HTTP on a test platform
+ * with a real SMTP server: operators are the master key and admins' logged-in browsers (the role granted by
+ * `npm run admin -- grant-admin`, run here against the platform's database, or the address in ADMIN_EMAILS); everyone
+ * else, an admin's own API key included, gets 403 from every route and changes nothing. An operator finds users,
+ * adjusts credits (the ledger's entry carries the reason, the balance moves by exactly the amount, a repeated
+ * Idempotency-Key moves nothing, bad input is a 400 that writes nothing), revokes a key (then refused with 401), reads
+ * recent turns and requests with their traces and Temporal Web UI links, failed workflows with their failures,
+ * provider health with a breaker the simulator's faults opened, and the platform's figures.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFile } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { adminContracts } from '../../api/agents/routes/admin/contract.ts';
+import { callDirective } from '../helpers/agents.ts';
+import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { readSse } from '../helpers/sse.ts';
+import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
+
+let platform: TestPlatform;
+let smtp: TestSmtp;
+let database: pg.Pool;
+let alice: { id: string; key: string; user_id: string };
+let bob: { id: string; key: string; user_id: string };
+/** Logged in, then made an admin with `npm run admin -- grant-admin`. */
+let boss: { email: string; cookie: string; userId: string };
+/** An admin by ADMIN_EMAILS. */
+let envAdmin: { email: string; cookie: string; userId: string };
+/** Logged in, not an admin. */
+let person: { email: string; cookie: string; userId: string };
+const envAdminEmail = `ops-${randomBytes(3).toString('hex')}@example.com`;
+const execFileAsync = promisify(execFile);
+const repository = fileURLToPath(new URL('../..', import.meta.url));
+
+beforeAll(async () => {
+  smtp = await startTestSmtp();
+  platform = await startTestPlatform({
+    SMTP_URL: smtp.url,
+    // Capitals and spaces: the setting is compared as addresses are stored (normalised).
+    ADMIN_EMAILS: ` ${envAdminEmail.toUpperCase()} , nobody@example.com`,
+    TEMPORAL_UI_URL: 'http://temporal-ui.example:8080/',
+    BREAKER_FAILURE_THRESHOLD: '2',
+  });
+  database = new pg.Pool({ connectionString: platform.databaseUrl, max: 2 });
+  alice = await platform.createKey(`alice-${randomBytes(3).toString('hex')}@example.com`);
+  bob = await platform.createKey(`bob-${randomBytes(3).toString('hex')}@example.com`);
+  boss = await login(`boss-${randomBytes(3).toString('hex')}@example.com`);
+  envAdmin = await login(envAdminEmail);
+  person = await login(`person-${randomBytes(3).toString('hex')}@example.com`);
+  const granted = await admin(['grant-admin', '--email', boss.email.toUpperCase()]);
+  expect(JSON.parse(granted.stdout)).toEqual({ user_id: boss.userId, email: boss.email, role: 'admin' });
+}, 180_000);
+
+afterAll(async () => {
+  await database?.end();
+  await platform?.close();
+  await smtp?.close();
+});
+
+/** `npm run admin -- …` against the platform's database. */
+function admin(args: string[]) {
+  return execFileAsync(process.execPath, ['scripts/admin.ts', ...args], {
+    cwd: repository,
+    env: { ...process.env, DATABASE_URL: platform.databaseUrl, NODE_OPTIONS: '' },
+  });
+}
+
+/** Logs a person in by the magic link of the mail; their session cookie and user id. */
+async function login(email: string) {
+  const sent = await platform.agents('/auth/register', { method: 'POST', body: JSON.stringify({ email }) });
+  expect(sent.status).toBe(200);
+  const mail = await smtp.nextMail(email);
+  const token = /\/auth\/verify\?token=([A-Za-z0-9_-]+)/.exec(mail.text)![1]!;
+  const verified = await platform.agents(`/auth/verify?token=${token}`, { headers: { accept: 'application/json' } });
+  expect(verified.status).toBe(200);
+  const cookie = verified.headers
+    .getSetCookie()
+    .find((header) => header.startsWith('tessera_session='))!
+    .split(';')[0]!;
+  return { email, cookie, userId: ((await verified.json()) as Json).user.id as string };
+}
+
+type Caller = { key: string } | { cookie: string } | Record<string, never>;
+
+async function call(
+  path: string,
+  caller: Caller,
+  init: RequestInit & { idempotencyKey?: string } = {},
+): Promise<{ status: number; body: Json }> {
+  const headers = new Headers(init.headers);
+  if (init.idempotencyKey) headers.set('idempotency-key', init.idempotencyKey);
+  const response = await platform.agents(path, { ...init, ...caller, headers });
+  return { status: response.status, body: (await response.json()) as Json };
+}
+
+const operator = () => ({ key: platform.masterKey });
+
+/** Alice's balance as her own account shows it. */
+async function balanceOf(user: { key: string }): Promise<number> {
+  return ((await call('/auth/me', user)).body.credits as Json).balance as number;
+}
+
+async function ledgerRows(userId: string): Promise<number> {
+  const { rows } = await database.query<{ count: string }>('select count(*) from credit_ledger where user_id = $1', [
+    userId,
+  ]);
+  return Number(rows[0]!.count);
+}
+
+function adjust(userId: string, caller: Caller, body: unknown, idempotencyKey?: string, headers: HeadersInit = {}) {
+  return call(`/admin/api/users/${userId}/credits`, caller, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers,
+    ...(idempotencyKey ? { idempotencyKey } : {}),
+  });
+}
+
+/** A finished agent turn of `key`'s in a new session. */
+async function chatTurn(key: string, message: string): Promise<string> {
+  const response = await platform.agents(`/chat/stream/web:${randomUUID()}`, {
+    method: 'POST',
+    key,
+    body: JSON.stringify({ message, preferred_agents: ['general'] }),
+  });
+  expect(response.status).toBe(200);
+  const events = await readSse(response);
+  const accepted = events.find((event) => (event.data as Json).turn_id)?.data as Json | undefined;
+  expect(events.some((event) => (event.data as Json).type === 'cost')).toBe(true);
+  return accepted!.turn_id as string;
+}
+
+describe('who may use the console', () => {
+  it('tells an admin’s browser it is one, and nobody else', async () => {
+    expect((await call('/auth/me', { cookie: boss.cookie })).body).toMatchObject({ logged_in: true, admin: true });
+    expect((await call('/auth/me', { cookie: envAdmin.cookie })).body).toMatchObject({ admin: true });
+    expect((await call('/auth/me', { cookie: person.cookie })).body.admin).toBeUndefined();
+    expect((await call('/auth/me', alice)).body.admin).toBeUndefined();
+  });
+
+  it('answers every route to the master key and to admins’ browsers, 403 to anyone else and 401 to nobody', async () => {
+    const bossKey = (
+      await call('/api/keys', { cookie: boss.cookie }, { method: 'POST', body: JSON.stringify({ name: 'boss' }) })
+    ).body.key as string;
+    const balance = await balanceOf(alice);
+    const rows = await ledgerRows(alice.user_id);
+    const refused: Caller[] = [alice, { cookie: person.cookie }, { key: bossKey }];
+    for (const contract of adminContracts) {
+      const path = contract.path
+        .replace(':user_id', alice.user_id)
+        .replace(':key_id', alice.id)
+        .replace(':turn_id', 'chat-none-1')
+        .replace(':request_id', 'none');
+      const init = {
+        method: contract.method,
+        ...(contract.method === 'POST' ? { body: JSON.stringify({ amount: 5, reason: 'not allowed' }) } : {}),
+        idempotencyKey: randomUUID(),
+      };
+      for (const caller of refused) {
+        const answer = await call(path, caller, init);
+        expect({ route: `${contract.method} ${path}`, status: answer.status, type: answer.body.error?.type }).toEqual({
+          route: `${contract.method} ${path}`,
+          status: 403,
+          type: 'permission_denied',
+        });
+      }
+      expect((await call(path, {}, init)).status).toBe(401);
+    }
+    // Nothing moved, and alice's key still works.
+    expect(await balanceOf(alice)).toBe(balance);
+    expect(await ledgerRows(alice.user_id)).toBe(rows);
+    for (const caller of [operator(), { cookie: boss.cookie }, { cookie: envAdmin.cookie }]) {
+      expect((await call('/admin/api/users?limit=1', caller)).status).toBe(200);
+      expect((await call(`/admin/api/users/${alice.user_id}`, caller)).status).toBe(200);
+    }
+    // Another area's routes do not meet the console's check.
+    expect((await call('/agents', alice)).status).toBe(200);
+  });
+
+  it('takes the role back with revoke-admin', async () => {
+    const listed = JSON.parse((await admin(['list-admins'])).stdout) as Json;
+    expect(listed.admins).toEqual([{ user_id: boss.userId, email: boss.email }]);
+    const temporary = await login(`temp-${randomBytes(3).toString('hex')}@example.com`);
+    await admin(['grant-admin', '--email', temporary.email]);
+    expect((await call('/admin/api/users?limit=1', { cookie: temporary.cookie })).status).toBe(200);
+    await admin(['revoke-admin', '--email', temporary.email]);
+    expect((await call('/admin/api/users?limit=1', { cookie: temporary.cookie })).status).toBe(403);
+    const unknown = await admin(['grant-admin', '--email', 'nobody-here@example.com']).catch((error: Json) => error);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/No account has the address/);
+  });
+});
+
+describe('users, credits and keys', () => {
+  it('finds users by part of their address, a page at a time', async () => {
+    const found = await call(`/admin/api/users?q=${encodeURIComponent(alice.user_id)}`, operator());
+    expect(found.body.users.map((user: Json) => user.id)).toEqual([alice.user_id]);
+    const byAddress = await call('/admin/api/users?q=ALICE-', { cookie: boss.cookie });
+    expect(byAddress.status).toBe(200);
+    expect(byAddress.body).toMatchObject({ total: 1, limit: 25, offset: 0 });
+    expect(byAddress.body.users[0]).toMatchObject({
+      id: alice.user_id,
+      email: expect.stringMatching(/^alice-/),
+      plan: 'business',
+      role: 'user',
+      admin: false,
+      keys: 1,
+      credits: { balance: expect.any(Number), held: 0, available: expect.any(Number) },
+    });
+    // A wildcard is a character like any other.
+    expect((await call('/admin/api/users?q=%25', operator())).body.total).toBe(0);
+    const { rows } = await database.query<{ id: string }>('select id from users order by created_at desc, id desc');
+    const everyone = await call('/admin/api/users?limit=2', operator());
+    expect(everyone.body).toMatchObject({ total: rows.length, limit: 2, offset: 0 });
+    expect(everyone.body.users.map((user: Json) => user.id)).toEqual(rows.slice(0, 2).map((row) => row.id));
+    const last = await call(`/admin/api/users?limit=2&offset=${rows.length - 1}`, operator());
+    expect(last.body.users.map((user: Json) => user.id)).toEqual([rows.at(-1)!.id]);
+    const past = await call(`/admin/api/users?offset=${rows.length + 5}`, operator());
+    expect(past.body).toMatchObject({ users: [], total: rows.length });
+    const admins = (await call('/admin/api/users?limit=100', operator())).body.users.filter((user: Json) => user.admin);
+    expect(admins.map((user: Json) => user.id).sort()).toEqual([boss.userId, envAdmin.userId].sort());
+
+    const detail = await call(`/admin/api/users/${alice.user_id}`, operator());
+    expect(detail.body.user).toMatchObject({ id: alice.user_id, plan_cycle_start: expect.any(String) });
+    expect(detail.body.api_keys).toEqual([
+      expect.objectContaining({ id: alice.id, key_preview: expect.stringMatching(/^te_/), revoked_at: null }),
+    ]);
+    expect((await call('/admin/api/users/user_nobody', operator())).status).toBe(404);
+  });
+
+  it('refuses bad queries with a 400 naming the field', async () => {
+    for (const [query, param] of [
+      ['limit=0', 'limit'],
+      ['limit=101', 'limit'],
+      ['offset=-1', 'offset'],
+      ['limit=ten', 'limit'],
+      [`q=${'a'.repeat(255)}`, 'q'],
+      ['sort=email', ''],
+    ] as const) {
+      const refused = await call(`/admin/api/users?${query}`, operator());
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.type).toBe('invalid_request');
+      if (param) expect(refused.body.error.param).toBe(param);
+    }
+    expect((await call('/admin/api/users/not%20an%20id', operator())).status).toBe(400);
+    expect((await call(`/admin/api/users/${alice.user_id}/ledger?before=abc`, operator())).status).toBe(400);
+    expect((await call(`/admin/api/users/${alice.user_id}/ledger?kind=gift`, operator())).status).toBe(400);
+    expect((await call('/admin/api/turns?status=lost', operator())).status).toBe(400);
+    expect((await call('/admin/api/workflows/failed?hours=0', operator())).status).toBe(400);
+    expect((await call('/admin/api/overview?days=91', operator())).status).toBe(400);
+  });
+
+  it('adjusts credits with a reason written to the ledger, once per Idempotency-Key', async () => {
+    const before = await balanceOf(alice);
+    const key = randomUUID();
+    const adjusted = await adjust(alice.user_id, { cookie: boss.cookie }, { amount: 1234, reason: ' Goodwill ' }, key);
+    expect(adjusted.status).toBe(201);
+    expect(adjusted.body).toMatchObject({
+      entry: { kind: 'adjust', amount: 1234, note: `Goodwill (by ${boss.email})`, workflow_id: null },
+      credits: { balance: before + 1234 },
+      replayed: false,
+    });
+    expect(await balanceOf(alice)).toBe(before + 1234);
+    // The ledger shows it first, with the reason.
+    const ledger = await call(`/admin/api/users/${alice.user_id}/ledger?limit=1`, { cookie: boss.cookie });
+    expect(ledger.body.entries).toEqual([adjusted.body.entry]);
+    expect(ledger.body.next_before).toBe(adjusted.body.entry.id);
+    const older = await call(`/admin/api/users/${alice.user_id}/ledger?before=${ledger.body.next_before}`, operator());
+    expect(older.body.entries.length).toBeGreaterThan(0);
+    expect(older.body.entries.every((entry: Json) => Number(entry.id) < Number(adjusted.body.entry.id))).toBe(true);
+    const adjustments = await call(`/admin/api/users/${alice.user_id}/ledger?kind=adjust`, operator());
+    expect(adjustments.body.entries.map((entry: Json) => entry.id)).toEqual([adjusted.body.entry.id]);
+
+    // The same key again (a double click, a retry): the first adjustment, nothing moved.
+    const repeated = await adjust(alice.user_id, { cookie: boss.cookie }, { amount: 1234, reason: 'Goodwill' }, key);
+    expect(repeated.status).toBe(200);
+    expect(repeated.body).toMatchObject({ entry: adjusted.body.entry, replayed: true });
+    expect(await balanceOf(alice)).toBe(before + 1234);
+    // The same key for something else: refused.
+    const reused = await adjust(alice.user_id, { cookie: boss.cookie }, { amount: 99, reason: 'Goodwill' }, key);
+    expect(reused.status).toBe(409);
+    expect(reused.body.error.param).toBe('Idempotency-Key');
+
+    // Two at once with one key (the button pressed twice): one entry.
+    const twin = randomUUID();
+    const twins = await Promise.all(
+      [0, 1].map(() => adjust(alice.user_id, operator(), { amount: -34, reason: 'Refund reversed' }, twin)),
+    );
+    expect(twins.map((answer) => answer.status).sort()).toEqual([200, 201]);
+    expect(twins[0]!.body.entry).toEqual(twins[1]!.body.entry);
+    expect(twins[0]!.body.entry.note).toBe('Refund reversed (by the master key)');
+    expect(await balanceOf(alice)).toBe(before + 1200);
+  });
+
+  it('refuses a debit past the balance and bad input, writing nothing', async () => {
+    const balance = await balanceOf(alice);
+    const rows = await ledgerRows(alice.user_id);
+    const short = await adjust(alice.user_id, operator(), { amount: -(balance + 1), reason: 'Too much' }, randomUUID());
+    expect(short.status).toBe(409);
+    expect(short.body.error.message).toMatch(/available/);
+    for (const body of [
+      { amount: 0, reason: 'nothing' },
+      { amount: 1.5, reason: 'half' },
+      { amount: '10', reason: 'text' },
+      { amount: 100_000_001, reason: 'too much' },
+      { amount: 10 },
+      { amount: 10, reason: '   ' },
+      { amount: 10, reason: 'x'.repeat(201) },
+      { amount: 10, reason: 'extra', note: 'field' },
+    ]) {
+      const refused = await adjust(alice.user_id, { cookie: boss.cookie }, body, randomUUID());
+      expect({ body, status: refused.status, type: refused.body.error?.type }).toEqual({
+        body,
+        status: 400,
+        type: 'invalid_request',
+      });
+    }
+    const missingKey = await adjust(alice.user_id, operator(), { amount: 10, reason: 'no key' });
+    expect(missingKey).toMatchObject({ status: 400, body: { error: { param: 'idempotency-key' } } });
+    const badKey = await adjust(alice.user_id, operator(), { amount: 10, reason: 'bad key' }, 'two words');
+    expect(badKey.status).toBe(400);
+    expect((await adjust('user_nobody', operator(), { amount: 10, reason: 'ghost' }, randomUUID())).status).toBe(404);
+    // An admin's browser on another origin (CSRF): refused before anything.
+    const crossSite = await adjust(
+      alice.user_id,
+      { cookie: boss.cookie },
+      { amount: 10, reason: 'forged' },
+      randomUUID(),
+      {
+        origin: 'https://evil.example',
+      },
+    );
+    expect(crossSite.status).toBe(403);
+    expect(await balanceOf(alice)).toBe(balance);
+    expect(await ledgerRows(alice.user_id)).toBe(rows);
+  });
+
+  it('revokes a user’s key: it is refused from then on', async () => {
+    const spare = (await call('/api/keys', alice, { method: 'POST', body: JSON.stringify({ name: 'spare' }) })).body;
+    expect((await call('/auth/me', { key: spare.key })).status).toBe(200);
+    // Not bob's key to revoke under alice's name.
+    expect(
+      (await call(`/admin/api/users/${bob.user_id}/keys/${spare.id}`, operator(), { method: 'DELETE' })).status,
+    ).toBe(404);
+    const revoked = await call(
+      `/admin/api/users/${alice.user_id}/keys/${spare.id}`,
+      { cookie: envAdmin.cookie },
+      {
+        method: 'DELETE',
+      },
+    );
+    expect(revoked).toEqual({ status: 200, body: { revoked: true, id: spare.id, user_id: alice.user_id } });
+    expect((await call('/auth/me', { key: spare.key })).status).toBe(401);
+    expect((await call('/auth/me', alice)).status).toBe(200);
+    const again = await call(`/admin/api/users/${alice.user_id}/keys/${spare.id}`, operator(), { method: 'DELETE' });
+    expect(again.status).toBe(404);
+    const keys = (await call(`/admin/api/users/${alice.user_id}`, operator())).body.api_keys as Json[];
+    expect(keys.find((key) => key.id === spare.id)!.revoked_at).toEqual(expect.any(String));
+  });
+});
+
+describe('turns, requests and failed workflows', () => {
+  it('lists recent turns and traces one: tools, ledger, provider attempts, its workflow', async () => {
+    const turnId = await chatTurn(alice.key, `What is 6 * 7? ${callDirective('calculator', { expression: '6 * 7' })}`);
+    await chatTurn(bob.key, 'Hello from Bob');
+    const turns = await call(`/admin/api/turns?user_id=${alice.user_id}`, operator());
+    expect(turns.body.turns.map((turn: Json) => turn.turn_id)).toEqual([turnId]);
+    expect(turns.body.turns[0]).toMatchObject({
+      user_id: alice.user_id,
+      email: expect.stringMatching(/^alice-/),
+      agent_id: 'general',
+      status: 'done',
+      credits: expect.any(Number),
+      temporal_url: `http://temporal-ui.example:8080/namespaces/default/workflows/${encodeURIComponent(turnId)}`,
+    });
+    expect(turns.body.turns[0].credits).toBeGreaterThan(0);
+    const all = await call('/admin/api/turns?status=done', { cookie: boss.cookie });
+    expect(all.body.turns.map((turn: Json) => turn.user_id)).toEqual(
+      expect.arrayContaining([alice.user_id, bob.user_id]),
+    );
+
+    const trace = await call(`/admin/api/turns/${turnId}`, { cookie: boss.cookie });
+    expect(trace.status).toBe(200);
+    expect(trace.body).toMatchObject({
+      turn_id: turnId,
+      tool_calls: [{ name: 'calculator', ok: true }],
+      workflow: {
+        status: 'completed',
+        run_id: expect.any(String),
+        history_length: expect.any(Number),
+        temporal_url: expect.stringMatching(/\/workflows\/chat-[^/]+\/[0-9a-f-]+\/history$/),
+      },
+      trace_error: null,
+      pending_approval: null,
+    });
+    expect(trace.body.attempts.length).toBeGreaterThanOrEqual(2);
+    expect(trace.body.attempts[0]).toMatchObject({ provider: expect.any(String), outcome: 'succeeded' });
+    const settled = trace.body.ledger.filter((entry: Json) => entry.kind === 'settle' && entry.workflow_id === turnId);
+    expect(settled.reduce((sum: number, entry: Json) => sum + entry.amount, 0)).toBe(trace.body.credits);
+    // The turn's ledger: its own model calls' entries, and its routing call's when it was routed (not here: the
+    // agent was named).
+    expect(trace.body.routing_workflow_id).toBeNull();
+    expect(new Set(trace.body.ledger.map((entry: Json) => entry.workflow_id))).toEqual(new Set([turnId]));
+    expect((await call('/admin/api/turns/chat-none-1', operator())).status).toBe(404);
+  });
+
+  it('lists recent requests and traces one, and shows a failed one among the day’s failed workflows', async () => {
+    const completion = await platform
+      .openai(alice.key)
+      .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hello' }] });
+    const listed = await waitFor('the request in visibility', async () => {
+      const answer = await call(`/admin/api/requests?user_id=${alice.user_id}`, operator());
+      return answer.body.requests.find(
+        (request: Json) => request.request_id === completion.id && request.status === 'completed',
+      );
+    });
+    expect(listed).toMatchObject({
+      workflow_id: `completion-${completion.id}`,
+      user_id: alice.user_id,
+      model: 'gpt-4o-mini',
+      temporal_url: expect.stringMatching(
+        new RegExp(
+          `^http://temporal-ui\\.example:8080/namespaces/default/workflows/completion-${completion.id}/[0-9a-f-]+/history$`,
+        ),
+      ),
+    });
+    const trace = await call(`/admin/api/requests/${completion.id}`, { cookie: boss.cookie });
+    expect(trace.body.trace).toMatchObject({ id: completion.id, status: 'completed', user_id: alice.user_id });
+    expect(trace.body.trace.attempts[0]).toMatchObject({ outcome: 'succeeded' });
+    expect((await call('/admin/api/requests/chatcmpl-none', operator())).status).toBe(404);
+
+    // A request the provider refuses (a 400 is not retried elsewhere): its workflow fails.
+    await platform.simulator.addFault({ times: 1, fault: { status: 400 } });
+    const refused = await platform
+      .openai(bob.key)
+      .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Fail me' }] })
+      .catch((error: Json) => error);
+    expect(refused.status).toBeGreaterThanOrEqual(400);
+    const failed = await waitFor('the failed workflow in visibility', async () => {
+      const answer = await call('/admin/api/workflows/failed', { cookie: envAdmin.cookie });
+      return answer.body.workflows.find(
+        (workflow: Json) => workflow.user_id === bob.user_id && workflow.kind === 'completion',
+      );
+    });
+    expect(failed).toMatchObject({
+      type: 'chatCompletion',
+      status: 'failed',
+      failure: expect.stringMatching(/\S/),
+      temporal_url: expect.stringMatching(/\/history$/),
+    });
+    const requests = (await call(`/admin/api/requests?user_id=${bob.user_id}`, operator())).body.requests as Json[];
+    expect(requests.find((request) => request.workflow_id === failed.workflow_id)).toMatchObject({ status: 'failed' });
+  });
+});
+
+describe('providers and the platform’s figures', () => {
+  it('shows a provider’s breaker opened by its failures', async () => {
+    const before = await call('/admin/api/providers', operator());
+    expect(before.body.breaker).toEqual({ failure_threshold: 2, cooldown_ms: 30_000 });
+    expect(before.body.providers.find((provider: Json) => provider.id === 'deepseek')).toMatchObject({
+      enabled: true,
+      health: 'healthy',
+      circuit: { state: 'closed', consecutive_failures: 0 },
+      models: expect.arrayContaining(['deepseek-chat']),
+    });
+    expect(before.body.media_engines.length).toBeGreaterThan(0);
+    await platform.simulator.addFault({ match: { model: 'deepseek-chat' }, fault: { status: 503 } });
+    try {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        // The failover serves it from another provider of the tier.
+        await platform
+          .openai(alice.key)
+          .chat.completions.create({ model: 'deepseek-chat', messages: [{ role: 'user', content: 'Hi' }] });
+      }
+    } finally {
+      await platform.simulator.clearFaults();
+    }
+    const deepseek = await waitFor('the open breaker', async () => {
+      const answer = await call('/admin/api/providers', { cookie: boss.cookie });
+      const provider = answer.body.providers.find((candidate: Json) => candidate.id === 'deepseek');
+      return provider.circuit.state === 'open' ? provider : null;
+    });
+    expect(deepseek).toMatchObject({
+      health: 'down',
+      circuit: { consecutive_failures: 2, opened_at: expect.any(String), last_error: expect.stringMatching(/503/) },
+    });
+  });
+
+  it('gives the platform’s figures: turns, schedules, media jobs and webhook runs by status', async () => {
+    const task = await call('/schedule/tasks', alice, {
+      method: 'POST',
+      body: JSON.stringify({ cron: '0 9 * * *', agent_id: 'general', message: 'Morning summary' }),
+    });
+    expect(task.status).toBe(201);
+    const overview = await call('/admin/api/overview?days=1', { cookie: boss.cookie });
+    expect(overview.status).toBe(200);
+    expect(overview.body).toMatchObject({
+      days: 1,
+      totals: { turns: 2, failed_turns: 0 },
+      schedules: { total: 1, active: 1, paused: 0, last_run_by_status: { never: 1 } },
+      media_jobs: { by_status: {} },
+      webhook_runs: { by_status: {} },
+    });
+  });
+});
