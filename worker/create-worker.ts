@@ -11,6 +11,7 @@ import {
   type LogLevel,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
+import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 // Internal to the SDK (pinned in package.json): the handle on the stack-trace promise hook, see SandboxedWorker.
 import { globalHandlers } from '@temporalio/worker/lib/workflow/vm-shared.js';
@@ -73,10 +74,25 @@ export function installTemporalRuntime(level = (process.env.TEMPORAL_LOG_LEVEL ?
   }
 }
 
-/** The workflow bundle, built once per process (webpack through the SDK's bundler). */
+/**
+ * The workflow bundle, built once per process (webpack through the SDK's bundler), or read from
+ * `WORKFLOW_BUNDLE_PATH` when that names a bundle built ahead: a JSON file of what `buildWorkflowBundleFile` writes
+ * (`{code, sourceMap}`). Bundling costs a process 5-10 s of CPU on two cores; `npm test` builds the bundle once for
+ * the whole run (test/helpers/global-setup.ts) instead of once per test file, and a production image may build it at
+ * image build time. A bundle read from a file is used as it is: it must come from the same workflow code.
+ */
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger });
+  const prebuilt = process.env.WORKFLOW_BUNDLE_PATH?.trim();
+  bundle ??= prebuilt
+    ? readFile(prebuilt, 'utf8').then((text) => JSON.parse(text) as WorkflowBundleWithSourceMap)
+    : bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger });
   return bundle;
+}
+
+/** Bundles the workflow code and writes it to `path`, for `WORKFLOW_BUNDLE_PATH`. */
+export async function buildWorkflowBundleFile(path: string): Promise<void> {
+  const built = await bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger });
+  await writeFile(path, JSON.stringify({ code: built.code, sourceMap: built.sourceMap }));
 }
 
 const quietBundlerLogger = {

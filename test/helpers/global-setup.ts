@@ -2,9 +2,11 @@
  * Once per `npm test` run: a Temporal dev server (reused when one already answers) and a freshly migrated
  * template database; each test file clones the template into a database of its own.
  */
+import { resolve } from 'node:path';
 import { migrate, openOrm } from '../../db/orm.ts';
 import { createDatabase, dropDatabase, ensureDatabase } from '../../scripts/lib/database.ts';
 import { ensureTemporalServer } from '../../scripts/lib/temporal-server.ts';
+import { buildWorkflowBundleFile } from '../../worker/create-worker.ts';
 import { testTemplateDatabase, withDatabase } from './databases.ts';
 
 export default async function globalSetup(): Promise<void> {
@@ -17,6 +19,15 @@ export default async function globalSetup(): Promise<void> {
     log,
   });
   const database = await ensureDatabase({ dataDir: '.data', log });
+  // The workflow code bundled once for the run: every test file's in-process worker (and the platforms the tests
+  // start as processes, which inherit the environment) reads it instead of bundling again.
+  // Removed by the global teardown.
+  if (!process.env.WORKFLOW_BUNDLE_PATH) {
+    const bundlePath = resolve('.data', `test-workflow-bundle-${process.pid}.json`);
+    await buildWorkflowBundleFile(bundlePath);
+    process.env.WORKFLOW_BUNDLE_PATH = bundlePath;
+    process.env.TESSERA_TEST_OWN_BUNDLE = bundlePath;
+  }
   process.env.TESSERA_TEST_TEMPLATE = `tessera_test_template_${process.pid}`;
   const template = testTemplateDatabase();
   await dropDatabase(database.url, template);

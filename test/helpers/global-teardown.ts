@@ -1,3 +1,4 @@
+import { rm } from 'node:fs/promises';
 import { dropDatabase } from '../../scripts/lib/database.ts';
 import { testTemplateDatabase } from './databases.ts';
 
@@ -7,6 +8,8 @@ interface Services {
 }
 
 export default async function globalTeardown(): Promise<void> {
+  const bundle = process.env.TESSERA_TEST_OWN_BUNDLE;
+  if (bundle) await rm(bundle, { force: true });
   const services = (globalThis as { tesseraTestServices?: Services }).tesseraTestServices;
   if (!services) return;
   await dropDatabase(services.database.url, testTemplateDatabase()).catch(() => undefined);
