@@ -14,6 +14,7 @@ import {
   completionWorkflowId,
   type Candidate,
   type CompletionMessage,
+  type SequencedStreamEvent,
   type StreamEvent,
 } from '../common/completion.ts';
 import type { CreditLedger } from './credits/credit-ledger.ts';
@@ -24,7 +25,7 @@ import { ProviderError, type ProviderAdapter, type ProviderRequest } from './pro
 import type { CircuitBreaker } from './routing/circuit-breaker.ts';
 import type { StreamHub } from './streaming/stream-hub.ts';
 import type { StreamPart } from '../common/stream-parts.ts';
-import type { StreamJournal } from './streaming/stream-journal.ts';
+import { AlongsideFailed, type JournalWriter, type StreamJournal } from './streaming/stream-journal.ts';
 
 export interface ProviderCallInput {
   requestId: string;
@@ -40,6 +41,16 @@ export interface ProviderCallInput {
   seqBase?: number;
   /** Streamed: also assemble the message (text and tool calls) and return it (chat turns store it). */
   collectMessage?: boolean;
+  /**
+   * The attempt whose worst case was held before the workflow's call (default 1: the API holds a completion's and a
+   * chat turn's first attempt; a turn routed inside its workflow holds its agent's first call in the routing step).
+   */
+  heldAttempt?: number;
+  /**
+   * Events the turn published to its waiting response but not yet to the journal (its `memories-loaded`): journalled
+   * with this call's events, ahead of them, instead of in a transaction of their own.
+   */
+  journalFirst?: SequencedStreamEvent[];
 }
 
 export type ProviderCallOutcome = (
@@ -151,8 +162,18 @@ export class ProviderCalls {
 
   private async run(input: ProviderCallInput, signal: AbortSignal): Promise<ProviderCallOutcome> {
     const reserved = await this.reserve(input);
-    const outcome = reserved ?? (await this.attempt(input, signal));
-    outcome.ledgerDone = await this.closeLedger(input, outcome);
+    // A streamed attempt leaves its journal writer open: its last batch is written with the settlement, in one
+    // transaction (for an answer shorter than the flush interval, the call's only write).
+    const journal: { writer?: JournalWriter } = {};
+    let outcome = reserved ?? (await this.attempt(input, signal, journal));
+    try {
+      outcome.ledgerDone = await this.closeLedger(input, outcome, journal.writer);
+    } catch (error) {
+      // The journal could not take the answer's end: the attempt fails as it did when its journal failed mid-stream
+      // (the hold is left to the workflow's saga).
+      outcome = journalFailure(input, outcome, error);
+      outcome.ledgerDone = false;
+    }
     this.dependencies.observe?.(input.candidate.provider, outcome.outcome);
     if (outcome.outcome !== 'succeeded') {
       this.dependencies.hub.publish(input.requestId, {
@@ -169,8 +190,9 @@ export class ProviderCalls {
    */
   private async reserve(input: ProviderCallInput): Promise<ProviderCallOutcome | null> {
     const { candidate } = input;
-    // Attempt 1 was reserved by the API before anything started.
-    if (input.attempt === 1 || !input.metered || !input.userId || candidate.creditRate === undefined) return null;
+    // The held attempt (attempt 1, unless the turn says otherwise) was reserved before the call was made.
+    if (input.attempt === (input.heldAttempt ?? 1) || !input.metered || !input.userId) return null;
+    if (candidate.creditRate === undefined) return null;
     const amount = worstCaseCredits(input.request, candidate.creditRate);
     const reservation = await this.dependencies.ledger.reserve({
       userId: input.userId,
@@ -187,33 +209,66 @@ export class ProviderCalls {
     };
   }
 
-  /** Settles or releases the attempt's credits; false when metered and the ledger write failed. */
-  private async closeLedger(input: ProviderCallInput, outcome: ProviderCallOutcome): Promise<boolean> {
+  /**
+   * Settles or releases the attempt's credits, with the journal's last batch when the attempt streamed; false when
+   * metered and the ledger write failed (the journal is written regardless). Throws when the journal failed.
+   */
+  private async closeLedger(
+    input: ProviderCallInput,
+    outcome: ProviderCallOutcome,
+    writer: JournalWriter | undefined,
+  ): Promise<boolean> {
     const { candidate } = input;
-    if (!input.metered || !input.userId || candidate.creditRate === undefined) return true;
+    const creditRate = candidate.creditRate;
+    if (!input.metered || !input.userId || creditRate === undefined) {
+      await writer?.close();
+      return true;
+    }
+    const { ledger } = this.dependencies;
     const key = { userId: input.userId, workflowId: ledgerWorkflowId(input), attempt: input.attempt };
-    try {
+    const write = async (on?: Parameters<typeof ledger.settle>[1]) => {
       if (outcome.outcome === 'succeeded') {
-        await this.dependencies.ledger.settle({
-          ...key,
-          amount: creditsFor(outcome.usage.total_tokens, candidate.creditRate),
-          model: candidate.model,
-          promptTokens: outcome.usage.prompt_tokens,
-          completionTokens: outcome.usage.completion_tokens,
-          estimated: outcome.usageEstimated,
-        });
+        await ledger.settle(
+          {
+            ...key,
+            amount: creditsFor(outcome.usage.total_tokens, creditRate),
+            model: candidate.model,
+            promptTokens: outcome.usage.prompt_tokens,
+            completionTokens: outcome.usage.completion_tokens,
+            estimated: outcome.usageEstimated,
+          },
+          on,
+        );
       } else {
-        await this.dependencies.ledger.release(key);
+        await ledger.release(key, on);
       }
+    };
+    if (writer) {
+      try {
+        await writer.close(write);
+        return true;
+      } catch (error) {
+        if (error instanceof AlongsideFailed) return false;
+        throw error;
+      }
+    }
+    try {
+      await write();
       return true;
     } catch {
       return false;
     }
   }
 
-  private async attempt(input: ProviderCallInput, signal: AbortSignal): Promise<ProviderCallOutcome> {
+  private async attempt(
+    input: ProviderCallInput,
+    signal: AbortSignal,
+    journalHolder: { writer?: JournalWriter },
+  ): Promise<ProviderCallOutcome> {
     const { candidate, request, requestId } = input;
     const { catalogue, breaker, hub, journal } = this.dependencies;
+    // The writer a streamed attempt opens: closed by `run`, with the settlement.
+    const opened = journalHolder;
     const endpoint = catalogue.endpoints.get(candidate.provider);
     if (!endpoint) return { outcome: 'skipped', reason: `provider ${candidate.provider} has no key` };
     if (candidate.probe && !(await breaker.claimProbe(candidate.provider))) {
@@ -271,6 +326,8 @@ export class ProviderCalls {
         if (recorded) return { ...recorded, latencyMs: elapsed(startedAt) };
       }
       const writer = journal.writer(requestId);
+      opened.writer = writer;
+      for (const event of input.journalFirst ?? []) writer.append(event);
       seq = input.seqBase ?? 0;
       const collected = input.collectMessage ? new MessageAssembler() : null;
       const emit = (event: StreamEvent) => {
@@ -321,8 +378,6 @@ export class ProviderCalls {
           });
         }
         throw error;
-      } finally {
-        await writer.close();
       }
     } catch (error) {
       const providerError =
@@ -340,6 +395,24 @@ export class ProviderCalls {
       };
     }
   }
+}
+
+/**
+ * An attempt whose journal could not take its last events (the database refused or was gone): it fails as a network
+ * failure would, with what it sent counted as sent (a stream already delivered to the client ends in an in-band
+ * error after it, at the position after its last event).
+ */
+function journalFailure(input: ProviderCallInput, outcome: ProviderCallOutcome, error: unknown): ProviderCallOutcome {
+  const message = `the stream journal failed: ${error instanceof Error ? error.message : String(error)}`;
+  const contentSent = outcome.outcome === 'succeeded' || (outcome.outcome === 'failed' && outcome.contentSent);
+  const nextSeq = outcome.outcome === 'skipped' ? undefined : outcome.nextSeq;
+  return {
+    outcome: 'failed',
+    error: new ProviderError({ provider: input.candidate.provider, kind: 'network', message }),
+    contentSent,
+    latencyMs: outcome.outcome === 'skipped' ? 0 : outcome.latencyMs,
+    ...(contentSent && nextSeq !== undefined ? { nextSeq } : {}),
+  };
 }
 
 /** The ledger's key base of an attempt: the workflow that made it. */

@@ -193,7 +193,7 @@ export function createWorkerDependencies(
   const hub = new StreamHub();
   const ledger = new CreditLedger(orm, pool);
   const accounts = new AccountPlans(orm, ledger, plans);
-  const journal = new StreamJournal(orm);
+  const journal = new StreamJournal(orm, { pool });
   const breaker = new CircuitBreaker(orm, {
     failureThreshold: settings.BREAKER_FAILURE_THRESHOLD,
     cooldownMs: settings.BREAKER_COOLDOWN_MS,

@@ -10,7 +10,7 @@
  * (abandoned-holds.ts) finds them by age without reading the ledger.
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { run, type Pool } from '../../db/pool.ts';
+import { run, type Pool, type Queryable } from '../../db/pool.ts';
 
 export interface AttemptKey {
   userId: string;
@@ -209,12 +209,12 @@ export class CreditLedger {
   /**
    * Holds `amount` credits for an attempt if the available balance covers it (see `reservationCtes`). A second
    * reservation of the same key finds the row and changes nothing; two racing ones collide on the key and one
-   * fails whole.
+   * fails whole. `on`: a transaction's client, to reserve along with the caller's other writes (a turn's opening).
    */
-  async reserve(reservation: Reservation): Promise<ReservationOutcome> {
+  async reserve(reservation: Reservation, on?: Queryable): Promise<ReservationOutcome> {
     try {
       const [row] = await run<{ reserved: boolean; existed: boolean; available: number | null }>(
-        this.hotPath,
+        on ?? this.hotPath,
         reserveStatement,
         reservationValues(reservation),
       );
@@ -225,7 +225,7 @@ export class CreditLedger {
     }
   }
 
-  /** Charges the real usage and lifts the attempt's hold, once (one statement). */
+  /** Charges the real usage and lifts the attempt's hold, once (one statement; `on`: in the caller's transaction). */
   async settle(
     key: AttemptKey & {
       amount: number;
@@ -234,8 +234,9 @@ export class CreditLedger {
       completionTokens: number;
       estimated: boolean;
     },
+    on?: Queryable,
   ): Promise<void> {
-    await run(this.hotPath, settleStatement, [
+    await run(on ?? this.hotPath, settleStatement, [
       attemptKey(key, 'reserve'),
       attemptKey(key, 'settle'),
       key.userId,
@@ -249,9 +250,12 @@ export class CreditLedger {
     ]);
   }
 
-  /** Lifts the hold of an attempt that served nothing, once (one statement); true when this call lifted it. */
-  async release(key: AttemptKey): Promise<boolean> {
-    const lifted = await run(this.hotPath, releaseStatement, [
+  /**
+   * Lifts the hold of an attempt that served nothing, once (one statement; `on`: in the caller's transaction); true
+   * when this call lifted it.
+   */
+  async release(key: AttemptKey, on?: Queryable): Promise<boolean> {
+    const lifted = await run(on ?? this.hotPath, releaseStatement, [
       attemptKey(key, 'reserve'),
       attemptKey(key, 'release'),
       key.userId,

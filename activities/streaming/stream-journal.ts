@@ -1,22 +1,61 @@
 /**
  * The stream journal (table stream_chunks): every event of a streamed completion, keyed (request_id, seq).
  * Writes are batched (one multi-row insert per `flushIntervalMs`) so the journal costs little per token;
- * `close()` flushes what is left before the provider call reports back to the workflow.
+ * `close()` flushes what is left before the provider call reports back to the workflow, in the same transaction as
+ * the caller's own last write when it names one (a model call's settlement): a short answer is journalled and
+ * charged in one commit.
+ *
+ * With the hot-path `pg` pool (every process's worker builds it so) the journal's statements are prepared ones, and
+ * `write` puts events in the caller's transaction (a turn's opening or close writes its events with its rows).
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { PoolClient } from 'pg';
 import type { SequencedStreamEvent, StreamEvent } from '../../common/completion.ts';
+import { run, transaction, type Pool, type Queryable } from '../../db/pool.ts';
 
 export interface JournalWriter {
   append(event: SequencedStreamEvent): void;
-  close(): Promise<void>;
+  /**
+   * Flushes what is left. With `alongside`, that flush and `alongside`'s writes are one transaction; when the
+   * transaction fails the events are written alone (the journal must hold them before the call reports back) and
+   * `AlongsideFailed` is thrown, carrying `alongside`'s error. Any other error is the journal's own.
+   */
+  close(alongside?: (client: PoolClient) => Promise<void>): Promise<void>;
 }
+
+/** The write that shared a journal flush's transaction failed; the events were journalled on their own. */
+export class AlongsideFailed extends Error {
+  readonly reason: unknown;
+  constructor(reason: unknown) {
+    super(`the write beside the journal's flush failed: ${reason instanceof Error ? reason.message : String(reason)}`);
+    this.reason = reason;
+  }
+}
+
+/**
+ * The journal's insert: one statement for any number of events (arrays), so it is prepared once per connection. A
+ * re-executed attempt (after a worker crash) writes the same keys again: the first write wins.
+ */
+const insertStatement = {
+  name: 'journal-insert',
+  text: `insert into stream_chunks (request_id, seq, data, created_at)
+         select $1::text, event.seq, event.data, now() from unnest($2::int[], $3::text[]) as event(seq, data)
+         on conflict do nothing`,
+};
+
+const readStatement = {
+  name: 'journal-read',
+  text: 'select seq, data from stream_chunks where request_id = $1 and seq > $2 order by seq',
+};
 
 export class StreamJournal {
   private readonly orm: MikroORM;
+  private readonly pool: Pool | null;
   private readonly flushIntervalMs: number;
 
-  constructor(orm: MikroORM, options: { flushIntervalMs?: number } = {}) {
+  constructor(orm: MikroORM, options: { flushIntervalMs?: number; pool?: Pool } = {}) {
     this.orm = orm;
+    this.pool = options.pool ?? null;
     this.flushIntervalMs = options.flushIntervalMs ?? 100;
   }
 
@@ -37,21 +76,56 @@ export class StreamJournal {
         pending.push(event);
         timer ??= setTimeout(() => void flush().catch(() => undefined), this.flushIntervalMs);
       },
-      close: async () => {
+      close: async (alongside) => {
         if (timer) clearTimeout(timer);
-        await flush();
+        timer = null;
+        if (!alongside) {
+          await flush();
+          return;
+        }
+        if (!this.pool) {
+          // A journal built without the pool (tests reading it) cannot share a transaction: the caller's write is
+          // left to the caller's own retry.
+          await flush();
+          throw new AlongsideFailed(new Error('this journal has no pool to share a transaction on'));
+        }
+        // Earlier batches first (in order), then the rest with the caller's write.
+        await writing;
+        const batch = pending;
+        pending = [];
+        try {
+          await transaction(this.pool, async (client) => {
+            if (batch.length) await this.write(client, requestId, batch);
+            await alongside(client);
+          });
+        } catch (error) {
+          if (batch.length) await this.insert(requestId, batch);
+          throw new AlongsideFailed(error);
+        }
       },
     };
   }
 
+  /** Writes events on `executor`: the pool, or the client of a transaction the caller runs. */
+  async write(executor: Queryable, requestId: string, events: SequencedStreamEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    await run(executor, insertStatement, [
+      requestId,
+      events.map((item) => item.seq),
+      events.map((item) => JSON.stringify(item.event)),
+    ]);
+  }
+
   /** Events after `afterSeq`, in order. */
   async read(requestId: string, afterSeq = -1): Promise<SequencedStreamEvent[]> {
-    const rows = await this.orm.em
-      .fork()
-      .execute<Array<{ seq: number; data: string }>>(
-        'select seq, data from stream_chunks where request_id = ? and seq > ? order by seq',
-        [requestId, afterSeq],
-      );
+    const rows = this.pool
+      ? await run<{ seq: number; data: string }>(this.pool, readStatement, [requestId, afterSeq])
+      : await this.orm.em
+          .fork()
+          .execute<Array<{ seq: number; data: string }>>(
+            'select seq, data from stream_chunks where request_id = ? and seq > ? order by seq',
+            [requestId, afterSeq],
+          );
     return rows.map((row) => ({ seq: row.seq, event: JSON.parse(row.data) as StreamEvent }));
   }
 
@@ -72,9 +146,12 @@ export class StreamJournal {
   }
 
   private async insert(requestId: string, batch: SequencedStreamEvent[]): Promise<void> {
+    if (this.pool) {
+      await this.write(this.pool, requestId, batch);
+      return;
+    }
     const placeholders = batch.map(() => '(?, ?, ?, now())').join(', ');
     const params = batch.flatMap((item) => [requestId, item.seq, JSON.stringify(item.event)]);
-    // A re-executed attempt (after a worker crash) writes the same keys again: the first write wins.
     await this.orm.em
       .fork()
       .execute(
