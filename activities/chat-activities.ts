@@ -7,7 +7,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ChatMessage } from '../common/chat.ts';
 import { isDeterministicDatabaseError } from '../db/errors.ts';
-import type { ChatTurnEvent, RoutedAgent } from '../common/chat-turn.ts';
+import { turnStartEvent, type ChatTurnEvent, type RoutedAgent } from '../common/chat-turn.ts';
 import type { SequencedStreamEvent } from '../common/completion.ts';
 import type { ConversationStore, StoredMessage } from './conversations/conversation-store.ts';
 import { countPromptTokens } from './credits/tokens.ts';
@@ -77,17 +77,23 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
         historyBudgetTokens: number;
         agent?: RoutedAgent;
         memories?: { userId: string; limit: number };
+        /**
+         * The turn's opening stored the message and journalled `turn-start` already (ChatService.prepare, or the
+         * routing step): they go to the waiting response only, and `memories-loaded` comes back in `unjournaled`,
+         * for the turn's first model call to journal with its own events.
+         */
+        opened?: boolean;
       },
-    ): Promise<{ messages: ChatMessage[]; droppedMessages: number; memories: LoadedMemory[]; nextSeq: number }> {
+    ): Promise<{
+      messages: ChatMessage[];
+      droppedMessages: number;
+      memories: LoadedMemory[];
+      nextSeq: number;
+      unjournaled?: SequencedStreamEvent[];
+    }> {
       if (input.previousTurnId) await waitForTurn(input.previousTurnId);
-      await conversations.appendMessages(input, [{ role: 'user', content: input.message }], 0);
-      const start: ChatTurnEvent = {
-        type: 'turn-start',
-        turnId: input.turnId,
-        sessionId: input.sessionKey,
-        model: input.model,
-        ...(input.agent ? { agent: input.agent } : {}),
-      };
+      if (!input.opened) await conversations.appendMessages(input, [{ role: 'user', content: input.message }], 0);
+      const start = turnStartEvent({ ...input, agent: input.agent });
       const events: SequencedStreamEvent[] = [{ seq: 0, event: start }];
       let memories: LoadedMemory[] = [];
       if (input.memories && dependencies.memories) {
@@ -95,7 +101,8 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
         memories = found.map(({ id, content, importance }) => ({ id, content, importance }));
         events.push({ seq: 1, event: { type: 'memories-loaded', memories } satisfies ChatTurnEvent });
       }
-      await publish(input.turnId, events);
+      if (input.opened) for (const event of events) hub.publish(input.turnId, event);
+      else await publish(input.turnId, events);
       const history = await conversations.history(input.conversationId, input.turn);
       const current: ChatMessage = { role: 'user', content: input.message };
       const kept = trimHistory(history, input.historyBudgetTokens - countPromptTokens([current]));
@@ -104,6 +111,7 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
         droppedMessages: history.length - kept.length,
         memories,
         nextSeq: events.length,
+        ...(input.opened ? { unjournaled: events.slice(1) } : {}),
       };
     },
 
@@ -234,7 +242,11 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
       return { ...outcome, nextSeq: next + 1 };
     },
 
-    /** Stores what the turn added after the user's message, closes the turn, and ends its stream. */
+    /**
+     * Stores what the turn added after the user's message, closes the turn and ends its stream: the messages, the
+     * status and the last event (with any event not journalled yet, `unjournaled`) in one transaction; the waiting
+     * response gets the last event once it is committed.
+     */
     async finishTurn(
       input: TurnTarget & {
         status: 'done' | 'failed';
@@ -243,14 +255,21 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
         final: ChatTurnEvent;
         /** Position of the first message (a loop stored its earlier iterations already). Default 1. */
         firstSeq?: number;
+        /** Events the waiting response had but the journal may not (a turn that failed before its first call). */
+        unjournaled?: SequencedStreamEvent[];
       },
     ): Promise<void> {
-      await conversations.appendMessages(input, input.messages, input.firstSeq ?? 1);
-      const finished = await conversations.finishTurn(input.turnId, input.status);
+      const last: SequencedStreamEvent = { seq: input.seq, event: input.final };
+      const finished = await conversations.closeTurn(input, {
+        messages: input.messages,
+        firstSeq: input.firstSeq ?? 1,
+        status: input.status,
+        journal: (client) => journal.write(client, input.turnId, [...(input.unjournaled ?? []), last]),
+      });
       if (finished.ended && finished.agentId) {
         agentTurns.inc({ agent: agentLabel(finished.agentId), outcome: input.status });
       }
-      await publish(input.turnId, [{ seq: input.seq, event: input.final }]);
+      hub.publish(input.turnId, last);
     },
   };
   const { runToolCall, ...storageSteps } = steps;

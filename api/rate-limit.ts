@@ -33,7 +33,7 @@
  * faults of the counter store should not turn into refused traffic. A brief overshoot is the cost.
  */
 import type { Context, Middleware } from 'koa';
-import { run, type Pool } from '../db/pool.ts';
+import { run, type Pool, type Queryable } from '../db/pool.ts';
 import type { PlanName, PlansFile } from '../common/plans.ts';
 import type { AuthState } from './auth.ts';
 import { ApiError } from './errors.ts';
@@ -189,7 +189,13 @@ export class RateLimits {
    * What the counted rows mean for the subject; when one window refused, the points the others took are given
    * back (a second statement, on the refusing path only).
    */
-  async outcome(subject: Subject | null, rows: CountedRow[], now = Date.now()): Promise<RateLimitOutcome> {
+  async outcome(
+    subject: Subject | null,
+    rows: CountedRow[],
+    now = Date.now(),
+    /** False when the caller rolls the counting back itself on a refusal (it counted inside its transaction). */
+    refund = true,
+  ): Promise<RateLimitOutcome> {
     const counters = this.counters(subject);
     if (counters.length === 0) return { allowed: true, windows: [] };
     const counted = counters.map((counter) => {
@@ -199,7 +205,7 @@ export class RateLimits {
       return { counter, points, ok: points <= counter.limit, resetSeconds };
     });
     const allowed = counted.every((entry) => entry.ok);
-    const refunds = allowed ? [] : counted.filter((entry) => entry.ok).map((entry) => entry.counter.key);
+    const refunds = allowed || !refund ? [] : counted.filter((entry) => entry.ok).map((entry) => entry.counter.key);
     if (refunds.length > 0) await run(this.store, refundStatement, [refunds]).catch(() => undefined);
     const states: WindowState[] = counted.map(({ counter, points, ok, resetSeconds }) => ({
       window: counter.window.name,
@@ -228,6 +234,18 @@ export class RateLimits {
     }
     this.storeAnswered();
     return this.outcome(subject, rows, now);
+  }
+
+  /**
+   * Takes one request from every limited window of the subject inside the caller's transaction (a chat turn's
+   * opening): a refusal is the caller's to roll back, which gives every window its point back. A failing store fails
+   * the transaction, as a completion's admission fails with its reservation.
+   */
+  async consumeWithin(executor: Queryable, subject: Subject): Promise<RateLimitOutcome> {
+    if (this.counters(subject).length === 0) return { allowed: true, windows: [] };
+    const now = Date.now();
+    const rows = await run<CountedRow>(executor, countStatement, this.countingValues(subject, now));
+    return this.outcome(subject, rows, now, false);
   }
 
   /** Consumes for the subject, then answers as `apply` does. */

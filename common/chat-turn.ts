@@ -181,6 +181,36 @@ export interface ChatTurnInput {
   images?: string[];
   /** An agent loop: iterations until `[[DONE]]` or a bound (see LoopOptions). */
   loop?: LoopOptions & { carry?: LoopCarry; iterationsPerRun: number };
+  /**
+   * The turn's opening (one transaction before the start) stored the user's message and journalled `turn-start`:
+   * the turn's first step neither stores nor journals them again. Absent in turns started by earlier releases.
+   */
+  opened?: boolean;
+}
+
+/** A turn's first event: what a response shows before anything else (the agent service's `routed`). */
+export function turnStartEvent(turn: {
+  turnId: string;
+  sessionKey: string;
+  model: string;
+  agent?: RoutedAgent | undefined;
+}): ChatTurnEvent {
+  return {
+    type: 'turn-start',
+    turnId: turn.turnId,
+    sessionId: turn.sessionKey,
+    model: turn.model,
+    ...(turn.agent
+      ? {
+          agent: {
+            id: turn.agent.id,
+            name: turn.agent.name,
+            confidence: turn.agent.confidence,
+            method: turn.agent.method,
+          },
+        }
+      : {}),
+  };
 }
 
 /** A decision on a tool call waiting for approval, delivered to the turn as a Temporal update. */

@@ -158,6 +158,9 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
   };
   // The number the turn's next model call takes (a loop continued as new carries it on).
   let nextAttempt = carry?.nextAttempt ?? 1;
+  // Events the waiting response has and the journal may not yet (an opened turn's `memories-loaded`): the first model
+  // call journals them with its own, the close with the last event when no call did.
+  let unjournaled: SequencedStreamEvent[] = [];
   try {
     if (input.candidates.length === 0) {
       throw modelCallFailure('upstream_error', 'No provider is available for this model', attempts);
@@ -189,8 +192,10 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
             }
           : {}),
         ...(input.memories ? { memories: input.memories } : {}),
+        ...(input.opened ? { opened: true } : {}),
       });
       seq = begun.nextSeq;
+      unjournaled = begun.unjournaled ?? [];
       messages = [...begun.messages];
       if (input.images?.length) attachImages(messages, input.images);
       memories = begun.memories.map(({ content }) => ({ content }));
@@ -235,9 +240,15 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
           attempts,
           workflowId: input.turnId,
           firstAttempt: nextAttempt,
-          extra: { seqBase: seq, collectMessage: true, workflowId: input.turnId },
+          extra: {
+            seqBase: seq,
+            collectMessage: true,
+            workflowId: input.turnId,
+            ...(unjournaled.length ? { journalFirst: unjournaled } : {}),
+          },
         },
       );
+      unjournaled = [];
       nextAttempt = served.nextAttempt;
       seq = served.nextSeq ?? seq;
       model = served.candidate.model;
@@ -435,7 +446,15 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
       ...(input.agent ? { costUsd } : {}),
       ...(input.loop ? { iterations: iteration, ...(stop ? { stop } : {}) } : {}),
     };
-    await finishTurn({ ...target, status: 'done', messages: added, seq, final, firstSeq: stored + 1 });
+    await finishTurn({
+      ...target,
+      status: 'done',
+      messages: added,
+      seq,
+      final,
+      firstSeq: stored + 1,
+      ...(unjournaled.length ? { unjournaled } : {}),
+    });
     return { turnId: input.turnId, response, model, usage, credits, toolCalls: toolCalls.length };
   } catch (error) {
     // A loop continuing as new is not a failure: the next run carries on.
@@ -450,7 +469,15 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
       errorType: failure?.type ?? 'internal_error',
       message: failure?.message ?? (error instanceof Error ? error.message : String(error)),
     };
-    await finishTurn({ ...target, status: 'failed', messages: added, seq, final, firstSeq: stored + 1 });
+    await finishTurn({
+      ...target,
+      status: 'failed',
+      messages: added,
+      seq,
+      final,
+      firstSeq: stored + 1,
+      ...(unjournaled.length ? { unjournaled } : {}),
+    });
     // A turn that ended before its first model call (its message could not be stored, say) leaves the hold the API
     // took for that call: lift it now rather than at the stale-hold sweep. After a call the hold is the call's own,
     // settled or released by it, and this finds nothing to release. (Patched: histories of turns that failed

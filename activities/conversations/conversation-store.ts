@@ -8,7 +8,8 @@ import { createHash, randomBytes, randomInt } from 'node:crypto';
 import type { ChatMessage as OpenAIMessage, ToolCall } from '../../common/chat.ts';
 import { chatTurnWorkflowId } from '../../common/chat-turn.ts';
 import { messageSearchConfig } from '../../db/entities/chat-message.entity.ts';
-import { run, type Pool } from '../../db/pool.ts';
+import type { PoolClient } from 'pg';
+import { run, transaction, type Pool, type Queryable } from '../../db/pool.ts';
 import { storableJson, storableText } from '../../common/text.ts';
 import type { MessengerPlatform, MessengerTarget } from '../messengers/messenger.ts';
 
@@ -23,6 +24,24 @@ export interface AcceptedTurn {
   turnId: string;
   turn: number;
   previousTurnId: string | null;
+}
+
+/** A turn as its opening left it: the session it came through, and its number in the conversation. */
+export type OpenedTurn = SessionRef & AcceptedTurn;
+
+/** What a turn's opening writes (`openTurn`). */
+export interface TurnOpening {
+  owner: string;
+  key: string;
+  channel: string;
+  /** The session, when the caller holds it already (a messaging app's chat): otherwise found or created by key. */
+  session?: SessionRef;
+  /** The agent that answers (the agent service's turns; null: the gateway's chat, or routed inside the turn). */
+  agentId: string | null;
+  /** The completion workflow that routed the message (turns routed before their own workflow started). */
+  routingWorkflowId?: string | null;
+  /** The user's message: the turn's first message (position 0). */
+  message: string;
 }
 
 export interface StoredMessage {
@@ -261,28 +280,82 @@ export class ConversationStore {
   }
 
   /** The owner's session with this key, created (with a conversation of its own) on first use. */
-  async openSession(owner: string, key: string, channel: string): Promise<SessionRef> {
-    const found = await this.findSession(owner, key);
+  async openSession(owner: string, key: string, channel: string, on: Queryable = this.pool): Promise<SessionRef> {
+    const found = await this.findSession(owner, key, on);
     if (found) return found;
     const conversationId = newId('conv');
     const sessionId = newId('ses');
-    await run(this.pool, statements.createConversation, [conversationId, owner]);
-    const created = await run(this.pool, statements.createSession, [sessionId, owner, key, channel, conversationId]);
+    await run(on, statements.createConversation, [conversationId, owner]);
+    const created = await run(on, statements.createSession, [sessionId, owner, key, channel, conversationId]);
     if (created.length === 0) {
       // A concurrent first message created it: use that one (the conversation made here stays empty).
-      const raced = await this.findSession(owner, key);
+      const raced = await this.findSession(owner, key, on);
       if (raced) return raced;
     }
     return { sessionId, conversationId, key, channel };
   }
 
-  async findSession(owner: string, key: string): Promise<SessionRef | null> {
+  async findSession(owner: string, key: string, on: Queryable = this.pool): Promise<SessionRef | null> {
     const [row] = await run<{ id: string; conversation_id: string; key: string; channel: string }>(
-      this.pool,
+      on,
       statements.findSession,
       [owner, key],
     );
     return row ? { sessionId: row.id, conversationId: row.conversation_id, key: row.key, channel: row.channel } : null;
+  }
+
+  /**
+   * Opens a turn in one transaction: `before` (the caller's rate limits), the session (found, or created with its
+   * conversation), the turn's number, the user's message, then `after` (the first call's credit hold, the turn's start
+   * event in the journal). A throw anywhere rolls it all back: a refused message leaves nothing behind. One commit
+   * where the separate statements took five to eight.
+   */
+  async openTurn<T>(
+    opening: TurnOpening,
+    steps: {
+      before?: (client: PoolClient) => Promise<void>;
+      after: (client: PoolClient, opened: OpenedTurn) => Promise<T>;
+    },
+  ): Promise<{ opened: OpenedTurn; result: T }> {
+    return transaction(this.pool, async (client) => {
+      await steps.before?.(client);
+      const session = opening.session ?? (await this.openSession(opening.owner, opening.key, opening.channel, client));
+      const accepted = await this.acceptTurn(
+        session.conversationId,
+        opening.routingWorkflowId ?? null,
+        opening.agentId,
+        client,
+      );
+      const opened: OpenedTurn = { ...session, ...accepted };
+      await this.appendMessages(
+        { ...session, turn: accepted.turn },
+        [{ role: 'user', content: opening.message }],
+        0,
+        client,
+      );
+      return { opened, result: await steps.after(client, opened) };
+    });
+  }
+
+  /**
+   * Closes a turn in one transaction: the messages it added (from position `firstSeq`), its status, and its last
+   * events in the journal (`journal`, the caller's: the stream journal's own insert). `ended` as `finishTurn`.
+   */
+  async closeTurn(
+    target: { turnId: string; conversationId: string; sessionId: string; turn: number; channel: string },
+    close: {
+      messages: StoredMessage[];
+      firstSeq: number;
+      status: 'done' | 'failed';
+      journal: (client: PoolClient) => Promise<void>;
+    },
+  ): Promise<{ ended: boolean; agentId: string | null }> {
+    return transaction(this.pool, async (client) => {
+      if (close.messages.length) await this.appendMessages(target, close.messages, close.firstSeq, client);
+      const ended = await this.finishTurn(target.turnId, close.status, client);
+      await close.journal(client);
+      return ended;
+    });
   }
 
   /**
@@ -293,8 +366,9 @@ export class ConversationStore {
     conversationId: string,
     routingWorkflowId: string | null = null,
     agentId: string | null = null,
+    on: Queryable = this.pool,
   ): Promise<AcceptedTurn> {
-    const [row] = await run<{ number: number }>(this.pool, statements.acceptTurn, [
+    const [row] = await run<{ number: number }>(on, statements.acceptTurn, [
       conversationId,
       routingWorkflowId,
       agentId,
@@ -311,8 +385,12 @@ export class ConversationStore {
    * Ends a running turn. `ended` is true only for the call that ended it (a retried finish finds it ended), with the
    * turn's agent (null for the gateway's session chat).
    */
-  async finishTurn(turnId: string, status: 'done' | 'failed'): Promise<{ ended: boolean; agentId: string | null }> {
-    const [row] = await run<{ agent_id: string | null }>(this.pool, statements.finishTurn, [turnId, status]);
+  async finishTurn(
+    turnId: string,
+    status: 'done' | 'failed',
+    on: Queryable = this.pool,
+  ): Promise<{ ended: boolean; agentId: string | null }> {
+    const [row] = await run<{ agent_id: string | null }>(on, statements.finishTurn, [turnId, status]);
     return { ended: row !== undefined, agentId: row?.agent_id ?? null };
   }
 
@@ -347,8 +425,9 @@ export class ConversationStore {
     target: { conversationId: string; sessionId: string; turn: number; channel: string },
     messages: StoredMessage[],
     firstSeq: number,
+    on: Queryable = this.pool,
   ): Promise<void> {
-    await run(this.pool, statements.appendMessages, [
+    await run(on, statements.appendMessages, [
       target.conversationId,
       target.sessionId,
       target.turn,

@@ -31,8 +31,15 @@ it('ends failed with invalid_request, records the failure and releases the first
       appendAttempts++;
       throw refused;
     },
-    async finishTurn(turnId: string, status: string) {
-      finished.push({ turnId, status });
+    // The turn's close: its messages (none here), its status and its last event, as one transaction would.
+    async closeTurn(
+      target: { turnId: string },
+      close: { messages: unknown[]; status: string; journal: (client: unknown) => Promise<void> },
+    ) {
+      if (close.messages.length) throw refused;
+      finished.push({ turnId: target.turnId, status: close.status });
+      await close.journal(null);
+      return { ended: true, agentId: null };
     },
     async turnStatus() {
       return null;
@@ -40,6 +47,9 @@ it('ends failed with invalid_request, records the failure and releases the first
   } as unknown as ConversationStore;
   const journal = {
     writer: () => ({ append: (event: unknown) => published.push(event), close: async () => undefined }),
+    write: async (_client: unknown, _turnId: string, events: unknown[]) => {
+      published.push(...events);
+    },
   } as unknown as StreamJournal;
   const hub = { publish: () => undefined } as unknown as StreamHub;
   const activities = createChatActivities({

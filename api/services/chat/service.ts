@@ -5,13 +5,24 @@
  * to guests (`guest`): a guest session is reached by its key alone, and a keyed user never sees one.
  */
 import type { Client } from '@temporalio/client';
+import type { PoolClient } from 'pg';
 import { WorkflowIdConflictPolicy } from '@temporalio/common';
 import type { ChatCompletionRequest } from '../../../common/chat.ts';
-import type { ChatRequest, ChatTurnEvent, ChatTurnInput, OfferedTool } from '../../../common/chat-turn.ts';
+import {
+  turnStartEvent,
+  type ChatRequest,
+  type ChatTurnEvent,
+  type ChatTurnInput,
+  type OfferedTool,
+} from '../../../common/chat-turn.ts';
 import type { SequencedStreamEvent } from '../../../common/completion.ts';
 import { kindKey, modelKey, userKey } from '../../../common/search-attributes.ts';
 import { resolveModel } from '../../../common/catalogue.ts';
-import type { ConversationStore, SessionRef } from '../../../activities/conversations/conversation-store.ts';
+import type {
+  ConversationStore,
+  OpenedTurn,
+  SessionRef,
+} from '../../../activities/conversations/conversation-store.ts';
 import type { CreditLedger } from '../../../activities/credits/credit-ledger.ts';
 import { countPromptTokens, worstCaseCredits } from '../../../activities/credits/tokens.ts';
 import type { Router } from '../../../activities/routing/router.ts';
@@ -40,6 +51,12 @@ export interface ChatServiceDependencies {
   defaultModel: string;
   maxToolRounds: number;
 }
+
+/**
+ * Counts a message against its caller's rate limits inside the turn's opening transaction (RateLimits.consumeWithin);
+ * throws to refuse it.
+ */
+export type Admit = (client: PoolClient) => Promise<void>;
 
 /** Who is chatting: a keyed principal, or a guest. */
 export type Chatter = { principal: Principal } | { guest: true };
@@ -114,9 +131,12 @@ export class ChatService {
     return tokens;
   }
 
-  /** Prepares the turn (`prepare`) and starts its workflow, eagerly, so it usually runs in this process. */
-  async start(chatter: Chatter, body: ChatRequest, stream: boolean): Promise<StartedTurn> {
-    const input = await this.prepare(chatter, body, stream);
+  /**
+   * Prepares the turn (`prepare`) and starts its workflow, eagerly, so it usually runs in this process. `admit` counts
+   * the caller's rate limits inside the turn's opening transaction (throwing refuses the message).
+   */
+  async start(chatter: Chatter, body: ChatRequest, stream: boolean, admit?: Admit): Promise<StartedTurn> {
+    const input = await this.prepare(chatter, body, stream, undefined, undefined, admit);
     return this.launch(input, {
       memo: { session: body.session_id, channel: body.channel, stream },
       summary: `Chat turn ${input.turn} of session ${body.session_id} (${body.channel}), for ${input.userId}`,
@@ -164,9 +184,11 @@ export class ChatService {
   }
 
   /**
-   * Plans the model for the chatter's plan, opens the session (or takes `session`, a messaging app's), numbers the
-   * conversation's next turn and holds attempt 1's worst-case credits: the turn's workflow input, ready to start.
-   * Refusals (no such model, not in the plan, not enough credits) are ApiErrors and leave no turn running.
+   * Plans the model for the chatter's plan, then opens the turn in one transaction (ConversationStore.openTurn): the
+   * caller's rate limits (`admit`), the session (or `session`, a messaging app's), the conversation's next turn number,
+   * the user's message, attempt 1's worst-case credit hold and the turn's start event in the journal. The turn's
+   * workflow input, ready to start. Refusals (no such model, not in the plan, not enough credits, a rate limit) are
+   * ApiErrors and leave nothing behind.
    */
   async prepare(
     chatter: Chatter,
@@ -174,8 +196,9 @@ export class ChatService {
     stream: boolean,
     session?: SessionRef,
     agentTurn?: AgentTurnOptions,
+    admit?: Admit,
   ): Promise<ChatTurnInput> {
-    const { router, conversations, ledger, catalogue } = this.dependencies;
+    const { router, conversations, ledger, catalogue, journal } = this.dependencies;
     const principal = 'principal' in chatter ? chatter.principal : null;
     const requestedModel = body.model ?? this.dependencies.defaultModel;
     const { tools, specs, tokens: toolTokens } = agentTurn ? this.agentOffer(agentTurn.tools) : this.offer();
@@ -208,21 +231,20 @@ export class ChatService {
     const { candidates } = plan;
     const userId = principal?.userId ?? 'guest';
     const metered = !!principal && !principal.operator;
-    session ??= await conversations.openSession(ownerOf(chatter), body.session_id, body.channel);
-    const accepted = await conversations.acceptTurn(
-      session.conversationId,
-      agentTurn?.routingWorkflowId ?? null,
-      agentTurn?.agent.id ?? null,
-    );
     const first = candidates[0];
     const contextWindow = first
       ? (resolveModel(catalogue.catalogue, first.model)?.model.contextWindow ?? 32_768)
       : 32_768;
-    const input: ChatTurnInput = {
+    // Attempt 1's worst case is held in the opening: a refusal answers 402 and nothing of the turn stays.
+    const hold =
+      metered && first?.creditRate !== undefined
+        ? { amount: worstCaseCredits(probe, first.creditRate), model: first.model }
+        : null;
+    const inputOf = (accepted: OpenedTurn): ChatTurnInput => ({
       turnId: accepted.turnId,
-      conversationId: session.conversationId,
-      sessionId: session.sessionId,
-      sessionKey: session.key,
+      conversationId: accepted.conversationId,
+      sessionId: accepted.sessionId,
+      sessionKey: accepted.key,
       channel: body.channel,
       turn: accepted.turn,
       previousTurnId: accepted.previousTurnId,
@@ -250,25 +272,40 @@ export class ChatService {
             ...(agentTurn.loop ? { loop: agentTurn.loop } : {}),
           }
         : {}),
-    };
-    // Attempt 1's worst case is held before the turn starts: a refusal answers 402 and the turn is closed unused.
-    if (metered && first?.creditRate !== undefined) {
-      const amount = worstCaseCredits(probe, first.creditRate);
-      const held = await ledger.reserve({
-        userId,
-        workflowId: accepted.turnId,
-        attempt: 1,
-        amount,
-        model: first.model,
-      });
-      if (!held.ok) {
-        await conversations.finishTurn(accepted.turnId, 'failed');
-        throw new ApiError(
-          'insufficient_credits',
-          `This message may cost up to ${amount} credits on ${first.model}; ${held.available} are available`,
-        );
-      }
-    }
+      opened: true,
+    });
+    const { result: input } = await conversations.openTurn(
+      {
+        owner: ownerOf(chatter),
+        key: body.session_id,
+        channel: body.channel,
+        ...(session ? { session } : {}),
+        agentId: agentTurn?.agent.id ?? null,
+        routingWorkflowId: agentTurn?.routingWorkflowId ?? null,
+        message: body.message,
+      },
+      {
+        ...(admit ? { before: admit } : {}),
+        after: async (client, accepted) => {
+          if (hold) {
+            const held = await ledger.reserve(
+              { userId, workflowId: accepted.turnId, attempt: 1, amount: hold.amount, model: hold.model },
+              client,
+            );
+            if (!held.ok) {
+              throw new ApiError(
+                'insufficient_credits',
+                `This message may cost up to ${hold.amount} credits on ${hold.model}; ${held.available} are available`,
+              );
+            }
+          }
+          const prepared = inputOf(accepted);
+          const start = turnStartEvent({ ...prepared, model: prepared.requestedModel, agent: prepared.agent });
+          await journal.write(client, prepared.turnId, [{ seq: 0, event: start }]);
+          return prepared;
+        },
+      },
+    );
     return input;
   }
 

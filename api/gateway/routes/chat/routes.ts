@@ -28,7 +28,7 @@ import type { RateLimits } from '../../../rate-limit.ts';
 import { openSse, type SseWriter } from '../../../sse.ts';
 import type { OpenStreams } from '../completions/routes.ts';
 import { parseLinkCommand, type Linking } from '../../../services/chat/linking.ts';
-import { ownerOf, type ChatService, type Chatter } from '../../../services/chat/service.ts';
+import { ownerOf, type Admit, type ChatService, type Chatter } from '../../../services/chat/service.ts';
 
 type ChatState = Partial<AuthState>;
 
@@ -47,9 +47,23 @@ function chatterOf(context: Context & { state: ChatState }): Chatter {
 /** Counts the request against the caller's limits: the plan's for a key's user, the guest row's per IP. */
 async function limit(limits: RateLimits | undefined, context: Context & { state: ChatState }): Promise<void> {
   if (!limits) return;
-  const principal = context.state.principal;
-  const subject = principal ? limits.subjectFor(principal) : limits.guestSubject(context.ip);
+  const subject = subjectOf(limits, context);
   if (subject) await limits.enforce(context, subject);
+}
+
+function subjectOf(limits: RateLimits, context: Context & { state: ChatState }) {
+  const principal = context.state.principal;
+  return principal ? limits.subjectFor(principal) : limits.guestSubject(context.ip);
+}
+
+/**
+ * The same count, made inside the turn's opening transaction (ChatService.prepare): a message refused by its limits
+ * leaves nothing behind, and a message let through costs no transaction of its own for it.
+ */
+function admission(limits: RateLimits | undefined, context: Context & { state: ChatState }): Admit | undefined {
+  const subject = limits && subjectOf(limits, context);
+  if (!limits || !subject) return undefined;
+  return async (client) => limits.apply(context, subject, await limits.consumeWithin(client, subject));
 }
 
 export function chatRoutes(dependencies: {
@@ -61,10 +75,14 @@ export function chatRoutes(dependencies: {
 }) {
   const { chat, conversations, linking, limits, openStreams } = dependencies;
 
-  /** Runs a linking command (`/link`, `/link CODE`) typed in the web or API chat; null for any other message. */
+  /**
+   * Runs a linking command (`/link`, `/link CODE`) typed in the web or API chat, counted against the caller's limits
+   * as a message is; null for any other message (its count is taken when its turn opens).
+   */
   const command = async (context: Context & { state: ChatState }, body: ChatRequest): Promise<string | null> => {
     const parsed = parseLinkCommand(body.message, false);
     if (!parsed) return null;
+    await limit(limits, context);
     const owner = ownerOf(chatterOf(context));
     const session = await conversations.openSession(owner, body.session_id, body.channel);
     return linking.run({ ...session, owner }, parsed);
@@ -96,13 +114,12 @@ export function chatRoutes(dependencies: {
 
   router.post('/api/v1/chat', async (context) => {
     const body = parseTurn(context);
-    await limit(limits, context);
     const reply = await command(context, body);
     if (reply !== null) {
       context.body = { response: reply, session_id: body.session_id, command: 'link' };
       return;
     }
-    const started = await chat.start(chatterOf(context), body, false);
+    const started = await chat.start(chatterOf(context), body, false, admission(limits, context));
     context.set('X-Turn-Id', started.turnId);
     const toolCalls: Array<{ tool: string; ok: boolean }> = [];
     for await (const item of chat.events(started)) {
@@ -127,7 +144,6 @@ export function chatRoutes(dependencies: {
 
   router.post('/api/v1/chat/stream', async (context) => {
     const body = parseTurn(context);
-    await limit(limits, context);
     const reply = await command(context, body);
     if (reply !== null) {
       // A command is answered at once, in the same events as a turn (without a turn id, model or usage).
@@ -138,7 +154,7 @@ export function chatRoutes(dependencies: {
       sse.end();
       return;
     }
-    const started = await chat.start(chatterOf(context), body, true);
+    const started = await chat.start(chatterOf(context), body, true, admission(limits, context));
     context.set('X-Turn-Id', started.turnId);
     relayTurn(context, openStreams, chat.events(started), started.turnId);
   });

@@ -1,0 +1,102 @@
+/**
+ * What one chat turn writes (issue 21): PostgreSQL write transactions per turn without tools, counted in the test's
+ * own database by row triggers (test/helpers/write-transactions.ts), for the gateway's session chat and the agent
+ * service's turns (routed by the model, and with a named agent). Each turn is measured from its request to the end of
+ * its workflow, after a first turn of the same key and session, so what happens once (the session's creation, the
+ * key's `last_used_at`) is measured apart.
+ *
+ * The budget: at most 4 write transactions per turn without tools. Where they go: the turn's opening (rate limits,
+ * session, turn number, the user's message, the first call's credit hold and the turn's start event, one transaction),
+ * the model call (its journal and its settlement, one transaction when the answer streams in under the journal's
+ * flush interval), the turn's close (its messages, status and last event, one transaction), and for a routed agent
+ * message the routing step (the classifier call's settlement, the routed agent's credit hold and the `routed` event).
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { readSse } from '../helpers/sse.ts';
+import { countWriteTransactions, type WriteCounter, type WriteTransaction } from '../helpers/write-transactions.ts';
+
+let platform: TestPlatform;
+let counter: WriteCounter;
+let temporal: Client;
+let connection: Connection;
+let key: string;
+
+beforeAll(async () => {
+  platform = await startTestPlatform();
+  counter = await countWriteTransactions(platform.databaseUrl);
+  connection = await Connection.connect({ address: platform.environment.TEMPORAL_ADDRESS! });
+  temporal = new Client({ connection });
+  key = (await platform.createKey()).key;
+});
+
+afterAll(async () => {
+  await counter?.close();
+  await connection?.close();
+  await platform?.close();
+});
+
+/**
+ * The write transactions of `send` (a turn's request, answered with the turn's id), counted until the turn's workflow
+ * has ended. A key's `last_used_at` (written at most once a minute per key, off the request's path) is not the turn's.
+ */
+async function measure(send: () => Promise<string>): Promise<WriteTransaction[]> {
+  await counter.reset();
+  const turnId = await send();
+  await temporal.workflow.getHandle(turnId).result();
+  const written = await counter.transactions();
+  return written.filter((transaction) => !transaction.tables.every((table) => table === 'api_keys'));
+}
+
+async function sessionTurn(sessionId: string, stream = false): Promise<string> {
+  const response = await platform.fetch(stream ? '/api/v1/chat/stream' : '/api/v1/chat', {
+    method: 'POST',
+    key,
+    body: JSON.stringify({ message: 'Say hello in three words', session_id: sessionId }),
+  });
+  expect(response.status).toBe(200);
+  if (stream) await readSse(response);
+  else await response.json();
+  return response.headers.get('x-turn-id')!;
+}
+
+async function agentTurn(path: string, body: Record<string, unknown>): Promise<string> {
+  const response = await platform.agents(path, { method: 'POST', key, body: JSON.stringify(body) });
+  expect(response.status).toBe(200);
+  const text = await response.text();
+  expect(text).toContain('"type":"cost"');
+  return response.headers.get('x-turn-id')!;
+}
+
+const describeAll = (written: WriteTransaction[]) => written.map((transaction) => transaction.tables.join('+'));
+
+describe('write transactions per turn without tools', () => {
+  it('session chat: at most 4 per turn, a new session or a reused one, streamed or not', async () => {
+    const sessionId = `api:${randomUUID()}`;
+    const first = await measure(() => sessionTurn(sessionId));
+    const reused = await measure(() => sessionTurn(sessionId));
+    const streamed = await measure(() => sessionTurn(sessionId, true));
+    const fresh = await measure(() => sessionTurn(`api:${randomUUID()}`, true));
+    console.log(
+      'session chat write transactions',
+      JSON.stringify({
+        first: describeAll(first),
+        reused: describeAll(reused),
+        streamed: describeAll(streamed),
+        fresh: describeAll(fresh),
+      }),
+    );
+    for (const written of [first, reused, streamed, fresh]) expect(describeAll(written).length).toBeLessThanOrEqual(4);
+  });
+
+  it('agent service: at most 4 per turn with a named agent', async () => {
+    const sessionId = `web:${randomUUID()}`;
+    const body = { message: 'Hello there', session_id: sessionId, agent_id: 'writer' };
+    await measure(() => agentTurn('/api/v1/chat', body));
+    const named = await measure(() => agentTurn('/api/v1/chat', body));
+    console.log('agent turn write transactions', JSON.stringify({ named: describeAll(named) }));
+    expect(describeAll(named).length).toBeLessThanOrEqual(4);
+  });
+});
