@@ -7,6 +7,9 @@
  * configuration is a file, `/docs/reference.js`, not an inline script), the inline styles and `data:` fonts and
  * images its bundle injects, and requests to this origin only (the document, and the "try it" client's calls).
  * Scalar's web fonts, telemetry and request proxy are switched off in that configuration; the CSP would block them.
+ *
+ * The guides (README.md and docs/*.md), which the document's introduction links, are served beside it at
+ * `/docs/guides` (api/openapi/guides.ts).
  */
 import Router from '@koa/router';
 import { createReadStream } from 'node:fs';
@@ -15,6 +18,7 @@ import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { bytes, json, route, type RouteContract } from './contract.ts';
 import { openApiDocument, type ServiceDescription } from './document.ts';
+import { addGuideRoutes, guideContracts, guidesParagraph } from './guides.ts';
 
 const require = createRequire(import.meta.url);
 /** Scalar's standalone browser bundle (the package's `browser` entry; not in its `exports`, so found by path). */
@@ -76,8 +80,9 @@ export function openApiRoutes(description: ServiceDescription) {
   let document: ReturnType<typeof openApiDocument> | null = null;
   const router = new Router();
   router.get('/openapi.json', (context) => {
-    // Built once, on first use: the contracts do not change while the process runs.
-    document ??= openApiDocument(description);
+    // Built once, on first use: the contracts do not change while the process runs. The introduction ends with links
+    // to the guides, served beside the document.
+    document ??= openApiDocument({ ...description, description: `${description.description}\n\n${guidesParagraph()}` });
     context.body = document;
   });
   router.get('/docs', (context) => {
@@ -98,6 +103,7 @@ export function openApiRoutes(description: ServiceDescription) {
     context.set('X-Content-Type-Options', 'nosniff');
     context.body = referenceScript;
   });
+  addGuideRoutes(router);
   return router;
 }
 
@@ -143,4 +149,5 @@ export const openApiContracts: RouteContract[] = [
     access: 'public',
     responses: { 200: bytes(['text/javascript'], 'JavaScript') },
   }),
+  ...guideContracts,
 ];

@@ -19,6 +19,7 @@ import { ApiError, errorRenderer } from '../../api/errors.ts';
 import { json, route } from '../../api/openapi/contract.ts';
 import { openApiPath } from '../../api/openapi/document.ts';
 import { responseCheck } from '../../api/openapi/response-check.ts';
+import { guides, guidesContentSecurityPolicy } from '../../api/openapi/guides.ts';
 import { docsContentSecurityPolicy } from '../../api/openapi/routes.ts';
 import { routeTable } from '../../api/route-table.ts';
 import { createLogger } from '../../process/logger.ts';
@@ -139,6 +140,58 @@ describe('the OpenAPI documents', () => {
   });
 });
 
+describe('the guides (README.md and docs/*.md), served read-only beside the reference', () => {
+  it('are linked from each document’s introduction and served as pages without script', async () => {
+    for (const { base } of services()) {
+      const document = (await (await fetch(`${base}/openapi.json`)).json()) as Json;
+      for (const { name } of guides) expect(document.info.description).toContain(`(/docs/guides/${name})`);
+      for (const [path, expected] of [
+        ['/docs/guides', 'href="/docs/guides/gateway"'],
+        ['/docs/guides/readme', '<h2 id="a-first-request">'],
+        ['/docs/guides/gateway', '<h2 id="embeddings">'],
+        ['/docs/guides/web-app', 'src="/docs/guides/web/chat-approvals-1280.png"'],
+      ] as const) {
+        const page = await fetch(`${base}${path}`);
+        expect({ path, status: page.status }).toEqual({ path, status: 200 });
+        expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+        expect(page.headers.get('content-security-policy')).toBe(guidesContentSecurityPolicy);
+        expect(page.headers.get('x-content-type-options')).toBe('nosniff');
+        const html = await page.text();
+        expect(html).toContain(expected);
+        expect(html).not.toMatch(/<script/i);
+      }
+      const screenshot = await fetch(`${base}/docs/guides/web/chat-375.png`);
+      expect(screenshot.status).toBe(200);
+      expect(screenshot.headers.get('content-type')).toBe('image/png');
+      expect(Buffer.from(await screenshot.arrayBuffer()).subarray(0, 8)).toEqual(
+        Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+      );
+    }
+  });
+
+  it('serve those files and nothing else', async () => {
+    for (const { base } of services()) {
+      for (const path of [
+        '/docs/guides/nope',
+        '/docs/guides/gateway.md',
+        '/docs/guides/..%2Fpackage.json',
+        '/docs/guides/..%2F..%2F.env.example',
+        '/docs/guides/web/nope.png',
+        '/docs/guides/web/..%2F..%2Fpackage.json',
+        '/docs/guides/web/chat-375.PNG',
+      ]) {
+        const answer = await fetch(`${base}${path}`);
+        expect({ path, status: answer.status }).toEqual({ path, status: 404 });
+        expect(((await answer.json()) as Json).error.type).toBe('not_found');
+      }
+      const forged = await fetch(`${base}/docs/guides/gateway`, {
+        headers: { authorization: 'Bearer te_forged_key_0000000000' },
+      });
+      expect(forged.status).toBe(401);
+    }
+  });
+});
+
 // `npm test` installs Debian's Chromium when it is missing (scripts/lib/debian-packages.ts).
 const chromiumPath = spawnSync('sh', ['-c', 'command -v chromium']).stdout.toString().trim() || '/usr/bin/chromium';
 
@@ -176,7 +229,19 @@ describe('the reference page in a real browser (Chromium)', () => {
       try {
         await page.goto(`${base}/docs`);
         await page.getByText(operation).first().waitFor({ timeout: 90_000 });
+        // The introduction links the guides; one of them opens from this origin, its screenshots with it.
+        await page.locator('a[href="/docs/guides/web-app"]').first().waitFor({ timeout: 30_000 });
         await page.screenshot({ path: `/tmp/tessera-openapi-docs-${name}.png` });
+        await page.goto(`${base}/docs/guides/web-app`);
+        await page.getByRole('heading', { name: 'Web app', level: 1 }).waitFor();
+        const images = await page.locator('main img').evaluateAll((elements) =>
+          elements.map((element) => {
+            const image = element as unknown as { complete: boolean; naturalWidth: number };
+            return image.complete && image.naturalWidth > 0;
+          }),
+        );
+        expect(images.length).toBeGreaterThan(3);
+        expect(images.every(Boolean)).toBe(true);
         expect(elsewhere).toEqual([]);
         expect(refusals).toEqual([]);
       } finally {
