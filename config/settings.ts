@@ -79,7 +79,7 @@ const settingsSchema = z.object({
         return z.NEVER;
       }
     }),
-  /** The agent service's port (README, "Agent service"). */
+  /** The agent service's port (docs/agent-service.md). */
   AGENT_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
   /** Which HTTP services this API process serves: `gateway`, `agents`, or both (comma-separated). */
   API_SERVICES: commaList('gateway,agents').pipe(
@@ -133,7 +133,7 @@ const settingsSchema = z.object({
   BILLING_SUCCESS_URL: z.url().default('http://localhost:8080/billing/success?session_id={CHECKOUT_SESSION_ID}'),
   BILLING_CANCEL_URL: z.url().default('http://localhost:8080/billing/cancel'),
   BILLING_PORTAL_RETURN_URL: z.url().default('http://localhost:8080/billing'),
-  // Hosted media engines (README, "Media engines (hosted)"). OpenAI's use OPENAI_API_KEY and OPENAI_BASE_URL.
+  // Hosted media engines (docs/media.md, "Hosted engines"). OpenAI's use OPENAI_API_KEY and OPENAI_BASE_URL.
   ELEVENLABS_API_KEY: optionalText(z.string()),
   /** Without `/v1`. */
   ELEVENLABS_BASE_URL: z.url({ protocol: /^https?$/ }).default('https://api.elevenlabs.io'),
@@ -158,7 +158,7 @@ const settingsSchema = z.object({
     .string()
     .regex(replicateModel, 'owner/name or owner/name:<version>')
     .default('nightmareai/real-esrgan:f121d640bd286e1fdc67f9799164c1d5be36ff74576ee11c803ae5b665dd46aa'),
-  // Media jobs (README, "Media files"): where files are stored, how long they are kept, video poll interval.
+  // Media jobs (docs/media.md, "Media files"): where files are stored, how long they are kept, video poll interval.
   MEDIA_DIR: z.string().default(resolve('.data/media')),
   /** Days a media file is served before it expires (fractions allowed: 0.5 is 12 hours). */
   MEDIA_FILE_TTL_DAYS: z.coerce.number().positive().default(7),
@@ -177,7 +177,8 @@ const settingsSchema = z.object({
   /** Put before every object key, for a bucket shared with other data (e.g. `tessera/`). */
   MEDIA_S3_PREFIX: z.string().default(''),
   MEDIA_POLL_INTERVAL_MS: z.coerce.number().int().positive().default(15_000),
-  // Media job callbacks (README, "Media job callbacks"): deliveries tried at most this many times, with backoff.
+  // Media job callbacks (docs/media.md, "Media jobs: callbacks, cancel, list"): deliveries tried at most this many
+  // times, with backoff.
   MEDIA_CALLBACK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(10),
   /**
    * The embedding model of the RAG index (activities/rag/rag-model.ts); unset: the embedding default (EMBEDDING_MODEL,
@@ -185,7 +186,7 @@ const settingsSchema = z.object({
    * it simulates the providers, so its index is a real one.
    */
   RAG_EMBEDDING_MODEL: optionalText(z.string()),
-  // Uploaded files (README, "Files, RAG and SQL"): the largest file taken, and what one account's files may take.
+  // Uploaded files (docs/files-and-rag.md): the largest file taken, and what one account's files may take.
   UPLOAD_MAX_BYTES: z.coerce
     .number()
     .int()
@@ -196,7 +197,7 @@ const settingsSchema = z.object({
     .int()
     .positive()
     .default(1024 * 1024 * 1024),
-  // Embeddings (README, "Embeddings").
+  // Embeddings (docs/gateway.md, "Embeddings").
   /**
    * The embedding model of callers that name none (RAG indexing and search); unset: the first catalogue embedding
    * model whose provider has a key, else the local engine. `npm start` sets `local-embedding` when it simulates the
@@ -213,7 +214,7 @@ const settingsSchema = z.object({
    * texts are the input of the request's workflow, in its history, where Temporal refuses a payload over 2 MB.
    */
   EMBEDDING_MAX_TOKENS: z.coerce.number().int().positive().default(100_000),
-  // Session chat and built-in tools (README, "Session chat").
+  // Session chat and built-in tools (docs/session-chat-and-tools.md).
   CHAT_DEFAULT_MODEL: z.string().min(1).default('gpt-4o-mini'),
   CHAT_MAX_TOOL_ROUNDS: z.coerce.number().int().min(0).max(32).default(8),
   SANDBOX_DIR: z.string().default(resolve('.data/sandboxes')),
@@ -234,7 +235,7 @@ const settingsSchema = z.object({
   BRAVE_SEARCH_API_URL: z.url().default('https://api.search.brave.com'),
   TAVILY_API_KEY: optionalText(z.string()),
   TAVILY_API_URL: z.url().default('https://api.tavily.com'),
-  // Messaging apps (README, "Messaging apps"). Each is on when its credentials are set.
+  // Messaging apps (docs/channels.md). Each is on when its credentials are set.
   LINE_CHANNEL_SECRET: optionalText(z.string()),
   LINE_CHANNEL_ACCESS_TOKEN: optionalText(z.string()),
   /** An origin: the SDK resolves its paths (`/v2/bot/...`) from the root, so a path here is ignored. */
@@ -242,13 +243,13 @@ const settingsSchema = z.object({
   TELEGRAM_BOT_TOKEN: optionalText(z.string()),
   TELEGRAM_WEBHOOK_SECRET: optionalText(z.string().regex(/^[A-Za-z0-9_-]{1,256}$/, 'Telegram allows A-Z a-z 0-9 _ -')),
   TELEGRAM_API_BASE_URL: z.url().default('https://api.telegram.org'),
-  // Slack (README, "Inbound webhooks: Slack"): an app installed in one workspace. Both or neither.
+  // Slack (docs/webhooks.md, "How to connect Slack"): an app installed in one workspace. Both or neither.
   SLACK_SIGNING_SECRET: optionalText(z.string()),
   /** The app's bot token (`xoxb-…`). */
   SLACK_BOT_TOKEN: optionalText(z.string()),
   /** Slack's Web API (the simulator's `${sim}/slack/api` under `npm start`). */
   SLACK_API_BASE_URL: z.url({ protocol: /^https?$/ }).default('https://slack.com/api'),
-  // Inbound webhooks (README, "Inbound webhooks").
+  // Inbound webhooks (docs/webhooks.md).
   /** GitHub's REST API, where the github_comment tool posts (the simulator's `${sim}/github` under `npm start`). */
   GITHUB_API_BASE_URL: z.url({ protocol: /^https?$/ }).default('https://api.github.com'),
   /**
@@ -260,7 +261,7 @@ const settingsSchema = z.object({
    * host or host:port entries web_fetch may reach although they are not public (a local test server); a bare host
    * allows its default ports (80 and 443) only.
    */
-  // Agent service (README, "Agent service").
+  // Agent service (docs/agent-service.md).
   /** The agent service's public origin: magic links, OAuth redirects and the CSRF origin check use it. */
   AGENT_PUBLIC_URL: optionalText(z.url({ protocol: /^https?$/ })),
   /** Further origins allowed to send cookie-authenticated POSTs (comma-separated), e.g. a separate web front end. */
@@ -309,7 +310,7 @@ const settingsSchema = z.object({
   AGENT_MEMORY_LIMIT: z.coerce.number().int().min(0).max(50).default(5),
   /** Answers a message with an image when the routed agent's model cannot see images. */
   AGENT_VISION_MODEL: z.string().min(1).default('gpt-4o'),
-  // Published sites (README, "Agent service: published sites").
+  // Published sites (docs/published-sites.md).
   /** Sites are served on `<subdomain>.<SITE_DOMAIN>` by the agent service (a domain that is not the app's host). */
   SITE_DOMAIN: z
     .string()
@@ -336,7 +337,7 @@ const settingsSchema = z.object({
         return false;
       }
     }, 'must be a duration of at least 10 seconds, such as "10 minutes"'),
-  // Read-only SQL and table imports (README, "Agent service: read-only SQL and table imports").
+  // Read-only SQL and table imports (docs/files-and-rag.md).
   /** The users' data database; unset: the platform's database name with `_data`, on its server, created on demand. */
   USER_DATA_DATABASE_URL: optionalText(z.string()),
   /** Rows `POST /sql/query` and the sql_query tool answer at most; a longer answer says `truncated`. */
