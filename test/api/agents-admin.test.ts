@@ -114,7 +114,13 @@ async function ledgerRows(userId: string): Promise<number> {
   return Number(rows[0]!.count);
 }
 
-function adjust(userId: string, caller: Caller, body: unknown, idempotencyKey?: string, headers: HeadersInit = {}) {
+function adjust(
+  userId: string,
+  caller: Caller,
+  body: unknown,
+  idempotencyKey?: string,
+  headers: Record<string, string> = {},
+) {
   return call(`/admin/api/users/${userId}/credits`, caller, {
     method: 'POST',
     body: JSON.stringify(body),
@@ -192,7 +198,10 @@ describe('who may use the console', () => {
     expect((await call('/admin/api/users?limit=1', { cookie: temporary.cookie })).status).toBe(200);
     await admin(['revoke-admin', '--email', temporary.email]);
     expect((await call('/admin/api/users?limit=1', { cookie: temporary.cookie })).status).toBe(403);
-    const unknown = await admin(['grant-admin', '--email', 'nobody-here@example.com']).catch((error: Json) => error);
+    const unknown = (await admin(['grant-admin', '--email', 'nobody-here@example.com']).then(
+      () => ({ code: 0, stderr: '' }),
+      (error: { code: number; stderr: string }) => error,
+    )) as { code: number; stderr: string };
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/No account has the address/);
   });
@@ -272,6 +281,10 @@ describe('users, credits and keys', () => {
     const ledger = await call(`/admin/api/users/${alice.user_id}/ledger?limit=1`, { cookie: boss.cookie });
     expect(ledger.body.entries).toEqual([adjusted.body.entry]);
     expect(ledger.body.next_before).toBe(adjusted.body.entry.id);
+    // Newest first by the entry's number (not its text: entry 10 comes before entry 9).
+    const all = (await call(`/admin/api/users/${alice.user_id}/ledger?limit=200`, operator())).body.entries as Json[];
+    const ids = all.map((entry) => BigInt(entry.id));
+    expect(ids).toEqual([...ids].sort((a, b) => (a > b ? -1 : a < b ? 1 : 0)));
     const older = await call(`/admin/api/users/${alice.user_id}/ledger?before=${ledger.body.next_before}`, operator());
     expect(older.body.entries.length).toBeGreaterThan(0);
     expect(older.body.entries.every((entry: Json) => Number(entry.id) < Number(adjusted.body.entry.id))).toBe(true);
@@ -441,7 +454,10 @@ describe('turns, requests and failed workflows', () => {
     const refused = await platform
       .openai(bob.key)
       .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Fail me' }] })
-      .catch((error: Json) => error);
+      .then(
+        () => ({ status: 200 }),
+        (error: { status: number }) => error,
+      );
     expect(refused.status).toBeGreaterThanOrEqual(400);
     const failed = await waitFor('the failed workflow in visibility', async () => {
       const answer = await call('/admin/api/workflows/failed', { cookie: envAdmin.cookie });

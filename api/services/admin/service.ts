@@ -146,6 +146,7 @@ const keysStatement = {
          order by created_at desc, id desc`,
 };
 
+/** `id` is answered as text (a bigint); an `order by` names the table's column, not this text. */
 const ledgerColumns = `id::text, kind, amount, workflow_id, attempt, model, prompt_tokens, completion_tokens, note,
   created_at`;
 
@@ -153,7 +154,7 @@ const ledgerStatement = {
   name: 'admin-user-ledger',
   text: `select ${ledgerColumns} from credit_ledger
          where user_id = $1 and ($2::bigint is null or id < $2::bigint) and ($3::text is null or kind = $3::text)
-         order by id desc limit $4::int`,
+         order by credit_ledger.id desc limit $4::int`,
 };
 
 const turnColumns = `t.id, t.conversation_id, t.number, t.status, t.agent_id, t.created_at, t.finished_at,
@@ -187,7 +188,7 @@ const turnToolsStatement = {
 
 const workflowLedgerStatement = {
   name: 'admin-workflow-ledger',
-  text: `select ${ledgerColumns} from credit_ledger where workflow_id = any($1::text[]) order by id`,
+  text: `select ${ledgerColumns} from credit_ledger where workflow_id = any($1::text[]) order by credit_ledger.id`,
 };
 
 /** The media engines' kinds (MediaEngines), in the order the console lists them. */
