@@ -29,7 +29,7 @@ export const viteConfig: InlineConfig = {
   server: {
     proxy: Object.fromEntries(
       [
-        '^/(auth|link|api|billing|agents|chat|sessions|history|search|usage|memory|schedule|deploy|teams|upload|rag|sql|share|s|export|dashboard)(/|$)',
+        '^/(auth|link|api|billing|agents|chat|sessions|history|search|usage|memory|schedule|deploy|teams|upload|rag|sql|share|s|export|dashboard|admin/api)(/|$)',
       ].map((pattern) => [pattern, { target: process.env.AGENT_URL ?? 'http://127.0.0.1:8081', changeOrigin: false }]),
     ),
   },

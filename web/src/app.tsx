@@ -1,7 +1,7 @@
 /**
  * The app's shell: who is logged in (or the login page), the navigation, the theme switch, and the pages
- * (web/routes.ts lists their paths; the agent service answers each with index.html). Pages other than the chat are
- * loaded when first opened, so the first load carries the chat only.
+ * (web/routes.ts lists their paths; the agent service answers each with index.html), the operator console's among
+ * them for an admin. Pages other than the chat are loaded when first opened, so the first load carries the chat only.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ErrorBoundary, lazy, LocationProvider, Route, Router, useLocation } from 'preact-iso';
@@ -20,6 +20,12 @@ const SitesPage = lazy(() => import('./pages/sites.tsx').then((module) => module
 const FilesPage = lazy(() => import('./pages/files.tsx').then((module) => module.FilesPage));
 const TeamsPage = lazy(() => import('./pages/teams.tsx').then((module) => module.TeamsPage));
 const SettingsPage = lazy(() => import('./pages/settings.tsx').then((module) => module.SettingsPage));
+// The operator console (src/admin/): one chunk for its pages, never loaded by a person who does not open it.
+const admin = () => import('./admin/index.ts');
+const AdminOverviewPage = lazy(() => admin().then((module) => module.AdminOverviewPage));
+const AdminUsersPage = lazy(() => admin().then((module) => module.AdminUsersPage));
+const AdminUserPage = lazy(() => admin().then((module) => module.AdminUserPage));
+const AdminActivityPage = lazy(() => admin().then((module) => module.AdminActivityPage));
 
 const navigation: Array<[string, string]> = [
   [pagePaths.chat, 'Chat'],
@@ -91,7 +97,14 @@ function Shell({ me }: { me: LoggedIn }) {
   }, [location.path]);
 
   const current = (path: string) =>
-    path === pagePaths.chat ? location.path === '/' || location.path.startsWith('/chats/') : location.path === path;
+    path === pagePaths.chat
+      ? location.path === '/' || location.path.startsWith('/chats/')
+      : path === pagePaths.admin
+        ? location.path === path || location.path.startsWith(`${path}/`)
+        : location.path === path;
+  // An admin's browser (GET /auth/me: `admin`) gets the console in the navigation; it is at /admin for anyone, and
+  // tells a person who is not an operator so.
+  const links = me.admin ? [...navigation, [pagePaths.admin, 'Admin'] as [string, string]] : navigation;
 
   return (
     <div class="shell">
@@ -114,7 +127,7 @@ function Shell({ me }: { me: LoggedIn }) {
         </a>
         <nav id="site-navigation" aria-label="Main" class={menuOpen ? 'open' : ''}>
           <ul>
-            {navigation.map(([path, label]) => (
+            {links.map(([path, label]) => (
               <li key={path}>
                 <a href={path} aria-current={current(path) ? 'page' : undefined}>
                   {label}
@@ -137,6 +150,10 @@ function Shell({ me }: { me: LoggedIn }) {
             <Route path={pagePaths.files} component={FilesPage} />
             <Route path={pagePaths.teams} component={TeamsPage} />
             <Route path={pagePaths.settings} component={SettingsPage} />
+            <Route path={pagePaths.admin} component={AdminOverviewPage} />
+            <Route path={pagePaths.adminUsers} component={AdminUsersPage} />
+            <Route path={pagePaths.adminUser} component={AdminUserPage} />
+            <Route path={pagePaths.adminActivity} component={AdminActivityPage} />
             <Route default component={NotFound} />
           </Router>
         </ErrorBoundary>

@@ -1,0 +1,279 @@
+/**
+ * The operator console (`/admin`, docs/web-app.md "Operator console") in a real browser: Debian's Chromium driven by
+ * playwright-core against a test platform with a real SMTP server. A person logs in through the mail's magic link and
+ * is refused the console (not an operator); made an admin from a shell (`npm run admin -- grant-admin`), they find
+ * a customer, adjust the customer's credits with a reason using the keyboard alone and see the ledger entry (the
+ * balance moved by exactly that, once, though the button was pressed twice), see a refusal in the API's words,
+ * revoke one of the customer's keys through the confirm step (the key then gets 401), read a turn's trace with its
+ * provider attempts and Temporal link, and see provider health and the day's failed workflows. Every console page
+ * passes axe-core (no serious or critical violation) at 375 and 1280 px in the light and dark themes, with nothing
+ * wider than the screen and no CSP violation. With WEB_SCREENSHOTS=<folder> the pages are photographed into it
+ * (docs/web/ holds them).
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFile } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { callDirective } from '../helpers/agents.ts';
+import { launchBrowser, logInByMail, seriousViolations } from '../helpers/browser.ts';
+import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { readSse } from '../helpers/sse.ts';
+import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+let platform: TestPlatform;
+let smtp: TestSmtp;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+const suffix = randomBytes(3).toString('hex');
+const adminEmail = `operator-${suffix}@example.com`;
+const customerEmail = `customer-${suffix}@example.com`;
+let customer: { id: string; key: string; user_id: string };
+let laptop: { id: string; key: string };
+const cspViolations: string[] = [];
+const screenshots = process.env.WEB_SCREENSHOTS;
+const repository = fileURLToPath(new URL('../..', import.meta.url));
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
+
+beforeAll(async () => {
+  smtp = await startTestSmtp();
+  platform = await startTestPlatform({ SMTP_URL: smtp.url });
+  customer = await platform.createKey(customerEmail, 'pro');
+  // A second key of the customer's, to revoke.
+  const created = await platform.fetch('/api/v1/apikeys', {
+    method: 'POST',
+    key: platform.masterKey,
+    body: JSON.stringify({ email: customerEmail, name: 'laptop' }),
+  });
+  laptop = (await created.json()) as { id: string; key: string };
+  // A turn with a tool call, for the activity page's trace.
+  const turn = await platform.agents(`/chat/stream/web:${randomUUID()}`, {
+    method: 'POST',
+    key: customer.key,
+    body: JSON.stringify({
+      message: `What is 6 * 7? ${callDirective('calculator', { expression: '6 * 7' })}`,
+      preferred_agents: ['general'],
+    }),
+  });
+  expect(turn.status).toBe(200);
+  expect((await readSse(turn)).some((event) => (event.data as Json).type === 'cost')).toBe(true);
+  // A completion through the gateway, for the activity page's requests.
+  await platform
+    .openai(customer.key)
+    .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hello' }] });
+  browser = await launchBrowser();
+  context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  page = await context.newPage();
+  page.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+  });
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await platform?.close();
+  await smtp?.close();
+});
+
+async function expectAccessible(): Promise<void> {
+  await page.waitForLoadState('networkidle');
+  expect(await seriousViolations(page)).toEqual([]);
+  // Nothing wider than the screen: wide tables scroll inside their own region.
+  const fits = await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth');
+  expect({ page: page.url(), fits }).toEqual({ page: page.url(), fits: true });
+}
+
+/** The page at the current width, as tall as its content (the shell scrolls inside `main`, not the document). */
+async function photograph(name: string): Promise<void> {
+  if (!screenshots) return;
+  mkdirSync(screenshots, { recursive: true });
+  await page.evaluate("document.querySelector('main').scrollTop = 0");
+  const viewport = page.viewportSize()!;
+  const height = (await page.evaluate(
+    "document.querySelector('main').scrollHeight + document.querySelector('.topbar').offsetHeight",
+  )) as number;
+  await page.setViewportSize({ width: viewport.width, height: Math.min(Math.max(height, viewport.height), 3000) });
+  await page.screenshot({ path: `${screenshots}/${name}.png` });
+  await page.setViewportSize(viewport);
+}
+
+/** One of the console's sections by its own navigation. */
+async function openSection(name: 'Overview' | 'Users' | 'Activity'): Promise<void> {
+  await page.getByRole('navigation', { name: 'Operator console' }).getByRole('link', { name, exact: true }).click();
+  await page.getByRole('heading', { level: 1, name: name === 'Overview' ? 'Operator console' : name }).waitFor();
+}
+
+const balanceOf = async (key: string) =>
+  (((await (await platform.agents('/auth/me', { key })).json()) as Json).credits as Json).balance as number;
+
+describe('the operator console', () => {
+  it('tells a person who is not an operator so', async () => {
+    await logInByMail(page, platform.agentsUrl, smtp, adminEmail);
+    await expect(
+      page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Admin', exact: true }).count(),
+    ).resolves.toBe(0);
+    await page.goto(`${platform.agentsUrl}/admin`);
+    await page.getByRole('heading', { level: 1, name: 'Not an operator' }).waitFor();
+    await page.getByText(/You are not an operator of this deployment/).waitFor();
+    await expectAccessible();
+    await photograph('admin-refused-1280');
+    // The API says the same to this browser.
+    const answer = await page.evaluate(async () => {
+      const response = await fetch('/admin/api/users', { headers: { accept: 'application/json' } });
+      return { status: response.status, body: await response.json() };
+    });
+    expect(answer).toMatchObject({ status: 403, body: { error: { type: 'permission_denied' } } });
+  });
+
+  it('opens for the same person once a shell grants the admin role', async () => {
+    await promisify(execFile)(process.execPath, ['scripts/admin.ts', 'grant-admin', '--email', adminEmail], {
+      cwd: repository,
+      env: { ...process.env, DATABASE_URL: platform.databaseUrl, NODE_OPTIONS: '' },
+    });
+    await page.goto(platform.agentsUrl);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Admin', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'Operator console' }).waitFor();
+    const openai = page.getByTestId('provider-openai');
+    await openai.getByText('Healthy').waitFor();
+    await page.getByRole('heading', { name: 'Failed workflows, last 24 hours' }).waitFor();
+    await page
+      .getByTestId('platform-totals')
+      .getByText(/^1 turn \(0 failed\)/)
+      .waitFor();
+    await expectAccessible();
+    await photograph('admin-overview-1280');
+  });
+
+  it('finds a customer and adjusts their credits with a reason, by keyboard, and sees the ledger entry', async () => {
+    await openSection('Users');
+    await page.getByRole('searchbox', { name: 'Find users by e-mail address or id' }).fill(`CUSTOMER-${suffix}`);
+    await page.getByRole('searchbox', { name: 'Find users by e-mail address or id' }).press('Enter');
+    await page.getByText('One user matching').waitFor();
+    await expectAccessible();
+    await page.getByRole('link', { name: customerEmail }).click();
+    await page.getByRole('heading', { level: 1, name: customerEmail }).waitFor();
+    const before = await balanceOf(customer.key);
+
+    // The keyboard alone: the amount, Tab to the reason, Enter to send.
+    await page.getByLabel('Credits (negative to take back)').focus();
+    await page.keyboard.type('500');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('Goodwill for the outage');
+    await page.keyboard.press('Enter');
+    await page.getByRole('status').filter({ hasText: '+500 credits' }).waitFor();
+    await page.getByTestId('ledger-entry').filter({ hasText: 'Goodwill for the outage' }).waitFor();
+    const newest = page.getByTestId('ledger-entry').first();
+    await expect(newest.textContent()).resolves.toMatch(
+      new RegExp(`adjust\\s*\\+500\\s*Goodwill for the outage \\(by ${adminEmail.replace(/\./g, '\\.')}\\)`),
+    );
+    expect(await balanceOf(customer.key)).toBe(before + 500);
+    await expectAccessible();
+    await photograph('admin-user-1280');
+
+    // A button pressed twice: one adjustment.
+    await page.getByLabel('Credits (negative to take back)').fill('25');
+    await page.getByLabel('Reason').fill('Double-clicked bonus');
+    await page.getByRole('button', { name: 'Adjust credits' }).dblclick();
+    await page.getByRole('status').filter({ hasText: '+25 credits' }).waitFor();
+    const bonus = page.getByTestId('ledger-entry').filter({ hasText: 'Double-clicked bonus' });
+    await bonus.first().waitFor();
+    await page.waitForLoadState('networkidle');
+    expect(await balanceOf(customer.key)).toBe(before + 525);
+    await expect(bonus.count()).resolves.toBe(1);
+    const adjustments = await platform.agents(`/admin/api/users/${customer.user_id}/ledger?kind=adjust`, {
+      key: platform.masterKey,
+    });
+    expect(((await adjustments.json()) as Json).entries.map((entry: Json) => entry.amount)).toEqual([25, 500]);
+
+    // Refused in the API's words.
+    await page.getByLabel('Credits (negative to take back)').fill('-99999999');
+    await page.getByLabel('Reason').fill('Take it all back');
+    await page.getByRole('button', { name: 'Adjust credits' }).click();
+    await expect(page.getByRole('alert').textContent()).resolves.toMatch(
+      /The adjustment was refused: .*would leave less than nothing/,
+    );
+    expect(await balanceOf(customer.key)).toBe(before + 525);
+  });
+
+  it('revokes one of the customer’s keys after a confirm step, and the key is refused', async () => {
+    expect((await platform.agents('/auth/me', { key: laptop.key })).status).toBe(200);
+    await page.getByRole('button', { name: 'Revoke key laptop' }).click();
+    const confirm = page.getByRole('group', { name: 'Confirm revoking key laptop' });
+    // Escape goes back; nothing revoked.
+    await confirm.getByRole('button', { name: 'Yes, revoke laptop' }).waitFor();
+    await expectAccessible();
+    await page.keyboard.press('Escape');
+    await confirm.waitFor({ state: 'detached' });
+    expect((await platform.agents('/auth/me', { key: laptop.key })).status).toBe(200);
+    // Focus lands on the confirmation: Enter revokes.
+    await page.getByRole('button', { name: 'Revoke key laptop' }).click();
+    await expect(page.evaluate('document.activeElement && document.activeElement.textContent')).resolves.toBe(
+      'Yes, revoke laptop',
+    );
+    await page.keyboard.press('Enter');
+    await page.getByText('Revoked key laptop: it is refused from now on.').waitFor();
+    await waitFor(
+      'the key refused',
+      async () => (await platform.agents('/auth/me', { key: laptop.key })).status === 401,
+    );
+    expect((await platform.agents('/auth/me', { key: customer.key })).status).toBe(200);
+    await page.setViewportSize({ width: 375, height: 812 });
+    await expectAccessible();
+    await photograph('admin-user-375');
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  it('shows recent turns with their traces and Temporal links', async () => {
+    await openSection('Activity');
+    const turn = page.getByTestId('turn').filter({ hasText: customerEmail }).first();
+    await turn.waitFor();
+    await expect(turn.getByRole('link', { name: /^Temporal workflow chat-/ }).getAttribute('href')).resolves.toMatch(
+      /^http:\/\/127\.0\.0\.1:\d+\/namespaces\/default\/workflows\/chat-[\w-]+$/,
+    );
+    await turn.getByRole('button', { name: /trace of the turn/i }).click();
+    const trace = page.getByTestId('turn-trace');
+    await trace.getByText('Tools: calculator (ok)').waitFor({ timeout: 30_000 });
+    await expect(trace.getByRole('table', { name: 'Provider attempts' }).textContent()).resolves.toMatch(/succeeded/);
+    await expect(turn.getByRole('button', { name: /trace of the turn/i }).getAttribute('aria-expanded')).resolves.toBe(
+      'true',
+    );
+    await page.getByTestId('request').first().waitFor();
+    await expectAccessible();
+    await photograph('admin-activity-1280');
+  });
+
+  it('passes axe-core on every console page at phone and desktop widths, light and dark', async () => {
+    const pages = [
+      ['/admin', 'Operator console'],
+      ['/admin/users', 'Users'],
+      [`/admin/users/${customer.user_id}`, customerEmail],
+      ['/admin/activity', 'Activity'],
+    ] as const;
+    for (const theme of ['light', 'dark'] as const) {
+      // Chosen in the account menu at desktop width (a phone has it behind the Menu button); kept across pages.
+      await page.setViewportSize({ width: 1280, height: 800 });
+      await page.goto(`${platform.agentsUrl}/admin`);
+      await page.getByRole('combobox', { name: 'Theme' }).selectOption(theme);
+      for (const width of [375, 1280]) {
+        await page.setViewportSize({ width, height: width === 375 ? 812 : 800 });
+        for (const [path, heading] of pages) {
+          await page.goto(`${platform.agentsUrl}${path}`);
+          await page.getByRole('heading', { level: 1, name: heading }).waitFor();
+          await expectAccessible();
+          if (theme === 'dark' && path === '/admin') await photograph(`admin-overview-${width}-dark`);
+          if (theme === 'light' && width === 375 && path === '/admin') await photograph('admin-overview-375');
+        }
+      }
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+    expect(cspViolations).toEqual([]);
+    // Nothing of the console is kept in the browser but the theme choice.
+    expect(await page.evaluate('Object.keys(localStorage)')).toEqual(['tessera-theme']);
+  });
+});

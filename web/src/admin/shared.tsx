@@ -1,0 +1,132 @@
+/**
+ * Pieces of the operator console's pages (docs/web-app.md, "Operator console"): the gate that tells a person who is
+ * not an operator so, the console's own navigation, health badges, links to the Temporal Web UI and tables that
+ * scroll sideways on a phone (a focusable, named region, so the keyboard reaches what is out of sight).
+ */
+import type { ComponentChildren } from 'preact';
+import { useLocation } from 'preact-iso';
+import { pagePaths } from '../../routes.ts';
+import { useAccount } from '../account.tsx';
+import { PageHeader } from '../components/ui.tsx';
+
+/**
+ * The console's pages for an admin; for anyone else a page saying they are not an operator. The API refuses them
+ * anyway (403): this only spares them a page of errors. The master key, the console's other operator, is for
+ * programs (Bearer): a browser always arrives with a person's login.
+ */
+export function AdminGate({ title, children }: { title: string; children: ComponentChildren }) {
+  const { me } = useAccount();
+  if (!me.admin) {
+    return (
+      <section class="page" aria-labelledby="page-title">
+        <PageHeader title="Not an operator" />
+        <p>
+          You are not an operator of this deployment: the operator console is for accounts with the admin role. An
+          operator can grant it from a shell with{' '}
+          <code>npm run admin -- grant-admin --email {me.user?.email ?? '…'}</code>.
+        </p>
+        <p>
+          <a href={pagePaths.chat}>Back to the chat</a>
+        </p>
+      </section>
+    );
+  }
+  return (
+    <section class="page admin" aria-labelledby="page-title">
+      <PageHeader title={title} />
+      <AdminNavigation />
+      {children}
+    </section>
+  );
+}
+
+const sections: Array<[string, string]> = [
+  [pagePaths.admin, 'Overview'],
+  [pagePaths.adminUsers, 'Users'],
+  [pagePaths.adminActivity, 'Activity'],
+];
+
+function AdminNavigation() {
+  const { path } = useLocation();
+  const current = (target: string) =>
+    target === pagePaths.adminUsers ? path.startsWith(pagePaths.adminUsers) : path === target;
+  return (
+    <nav aria-label="Operator console" class="sub-navigation">
+      <ul>
+        {sections.map(([target, label]) => (
+          <li key={target}>
+            <a href={target} aria-current={current(target) ? 'page' : undefined}>
+              {label}
+            </a>
+          </li>
+        ))}
+      </ul>
+    </nav>
+  );
+}
+
+export type Health = 'healthy' | 'degraded' | 'probing' | 'down' | 'disabled';
+
+const healthWords: Record<Health, string> = {
+  healthy: 'Healthy',
+  degraded: 'Degraded',
+  probing: 'Probing',
+  down: 'Down',
+  disabled: 'Disabled',
+};
+
+/** The health in words (never colour alone), coloured as a hint. */
+export function HealthBadge({ health }: { health: Health }) {
+  return <span class={`badge health health-${health}`}>{healthWords[health]}</span>;
+}
+
+/** A workflow in the Temporal Web UI, in a new tab; the link names the workflow for a screen reader. */
+export function TemporalLink({ url, workflowId }: { url: string; workflowId: string }) {
+  return (
+    <a href={url} target="_blank" rel="noopener noreferrer">
+      Temporal<span class="visually-hidden"> workflow {workflowId}</span>
+    </a>
+  );
+}
+
+/** A table that scrolls sideways inside the page when the screen is narrower than it. */
+export function TableScroll({ label, children }: { label: string; children: ComponentChildren }) {
+  return (
+    <div class="table-scroll" role="region" aria-label={label} tabIndex={0}>
+      {children}
+    </div>
+  );
+}
+
+/** A signed amount of credits: `+1,200` or `−34`. */
+export function formatCredits(amount: number): string {
+  const text = new Intl.NumberFormat().format(Math.abs(amount));
+  return amount > 0 ? `+${text}` : amount < 0 ? `−${text}` : text;
+}
+
+/** Counts by status as a small table (`{done: 3, failed: 1}`), or a line saying there are none. */
+export function StatusCounts({ counts, caption }: { counts: Record<string, number>; caption: string }) {
+  const entries = Object.entries(counts).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  if (entries.length === 0) return <p class="muted">None in this period.</p>;
+  return (
+    <table class="counts">
+      <caption class="visually-hidden">{caption}</caption>
+      <thead>
+        <tr>
+          <th scope="col">Status</th>
+          <th scope="col" class="number">
+            Count
+          </th>
+        </tr>
+      </thead>
+      <tbody>
+        {entries.map(([status, count]) => (
+          <tr key={status}>
+            <td>{status.replace(/_/g, ' ')}</td>
+            <td class="number">{new Intl.NumberFormat().format(count)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
