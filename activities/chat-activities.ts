@@ -7,7 +7,13 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ChatMessage } from '../common/chat.ts';
 import { isDeterministicDatabaseError } from '../db/errors.ts';
-import { turnStartEvent, type ChatTurnEvent, type RoutedAgent } from '../common/chat-turn.ts';
+import {
+  turnStartEvent,
+  type ChatTurnEvent,
+  type RouteMessageInput,
+  type RouteMessageResult,
+  type RoutedAgent,
+} from '../common/chat-turn.ts';
 import type { SequencedStreamEvent } from '../common/completion.ts';
 import type { ConversationStore, StoredMessage } from './conversations/conversation-store.ts';
 import { countPromptTokens } from './credits/tokens.ts';
@@ -29,7 +35,21 @@ export interface ChatActivityDependencies {
   memories?: { relevant(userId: string, text: string, limit: number): Promise<LoadedMemory[]> };
   /** What tools with outside effects use (memories, mail). */
   toolServices?: ToolServices;
+  /** The agent service's routing step, set by the agent service in the processes that serve it (api/agents/app.ts). */
+  agentRouting?: AgentRoutingSlot;
 }
+
+/**
+ * Where the agent service puts its routing step (AgentChat.route: its agent catalogue and turn preparation are the
+ * API's). A process without it (the background worker) answers the `routeMessage` activity with `RouteElsewhere`, and
+ * the turn runs the step on the agent service's task queue instead.
+ */
+export interface AgentRoutingSlot {
+  route?: (input: RouteMessageInput, signal: AbortSignal) => Promise<RouteMessageResult>;
+}
+
+/** The failure type of a routing step asked of a process that does not serve the agent service. */
+export const routeElsewhere = 'RouteElsewhere';
 
 export interface LoadedMemory {
   id: string;
@@ -113,6 +133,21 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
         nextSeq: events.length,
         ...(input.opened ? { unjournaled: events.slice(1) } : {}),
       };
+    },
+
+    /**
+     * The routing step of a turn that routes its message (the agent service's, see AgentRoutingSlot): which agent
+     * answers, what the classifier's call cost, and the agent's part of the turn (or the refusal the turn ends with).
+     */
+    async routeMessage(input: RouteMessageInput): Promise<RouteMessageResult> {
+      const route = dependencies.agentRouting?.route;
+      if (!route) {
+        throw ApplicationFailure.nonRetryable(
+          'This process does not serve the agent service: the routing step runs on its task queue',
+          routeElsewhere,
+        );
+      }
+      return route(input, Context.current().cancellationSignal);
     },
 
     /**

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { reasoningEffortSchema, type ReasoningEffort, type Usage } from './chat.ts';
 import type { Candidate } from './completion.ts';
+import type { PlanName } from './plans.ts';
 
 export const defaultSessionKey = 'api:default';
 
@@ -29,7 +30,15 @@ export type ChatRequest = z.infer<typeof chatRequestSchema>;
 
 /** A turn's events as they travel (in-process hub and stream journal), beside its model calls' stream parts. */
 export type ChatTurnEvent =
-  | { type: 'turn-start'; turnId: string; sessionId: string; model: string; agent?: RoutedAgent }
+  | {
+      type: 'turn-start';
+      turnId: string;
+      sessionId: string;
+      model: string;
+      agent?: RoutedAgent;
+      /** A turn routed inside its workflow: how (kept in the journal, so a re-run routing step reuses it). */
+      routing?: RoutingRecord;
+    }
   | { type: 'memories-loaded'; memories: Array<{ id: string; content: string; importance: number }> }
   | { type: 'plan'; change: 'created' | 'step' | 'done'; steps: PlanStep[]; step?: PlanStep & { index: number } }
   | { type: 'tool-start'; callId: string; name: string; arguments: string }
@@ -58,7 +67,13 @@ export type ChatTurnEvent =
       iterations?: number;
       stop?: LoopStop;
     }
-  | { type: 'turn-error'; errorType: string; message: string };
+  | {
+      type: 'turn-error';
+      errorType: string;
+      message: string;
+      /** The routed agent needs a Google login the user has not given (the agent service answers 302 /auth/google). */
+      login?: { agent: string; workspace: string };
+    };
 
 /** The agent a message was routed to, how, and how sure the router was (0..1). */
 export interface RoutedAgent {
@@ -67,6 +82,87 @@ export interface RoutedAgent {
   confidence: number;
   method: 'model' | 'keywords' | 'preferred' | 'named';
 }
+
+/**
+ * A turn routed inside its own workflow (the agent service's message for several candidate agents): the routing step
+ * (`routeMessage`) asks the classifier, picks the agent, prepares its part of the turn and holds its first call.
+ */
+export interface TurnRouting {
+  /** The agents the message may go to, as the classifier reads them; ties go to the first. */
+  candidates: RoutingCandidate[];
+  /**
+   * The classifier's call: the router model's planned candidates, the turn's attempt 1 (its worst case held in the
+   * turn's opening). Null: no model may classify for this caller (or its hold did not fit), and the keywords decide.
+   */
+  classifier: { model: string; candidates: Candidate[] } | null;
+  /** The agent service's task queue, where the step runs when the turn's worker does not serve the agent service. */
+  taskQueue: string;
+  /** The request as the agent service took it, for preparing the routed agent's part of the turn. */
+  request: {
+    /** The message has images (the turn's `images`): an agent whose model cannot see answers on the vision model. */
+    hasImages?: boolean;
+    presetInstruction?: string;
+    extraTools?: Array<{ name: string; needsApproval: boolean }>;
+  };
+  /** The caller (its plan decides the routed agent's models): the API's Principal, as data. */
+  principal: {
+    userId: string;
+    keyId: string | null;
+    operator: boolean;
+    plan: PlanName;
+    customLimits: { per_hour?: number | null; per_day?: number | null; models?: string[] | 'all' } | null;
+  };
+}
+
+export interface RoutingCandidate {
+  id: string;
+  name: string;
+  description: string;
+  keywords: string[];
+}
+
+/** What the routing step decided, and what its classifier call cost (the trace's `routing`, and the journal's). */
+export interface RoutingRecord {
+  scores: Record<string, number>;
+  /** The classifier's call, when one answered. */
+  call: {
+    model: string;
+    provider: string;
+    usage: Usage;
+    credits: number;
+    costUsd: number;
+    latencyMs: number;
+  } | null;
+  /** Why no classifier answered, when none did (the keywords decided). */
+  fallback?: string;
+}
+
+/** The routing step's input: the turn's, as far as routing needs it. */
+export interface RouteMessageInput {
+  turnId: string;
+  conversationId: string;
+  sessionKey: string;
+  userId: string;
+  metered: boolean;
+  message: string;
+  routing: TurnRouting;
+}
+
+/** The routed agent's part of the turn, merged into the turn's input. */
+export type TurnSetup = Pick<ChatTurnInput, 'requestedModel' | 'candidates' | 'tools' | 'historyBudgetTokens'> & {
+  agent: NonNullable<ChatTurnInput['agent']>;
+};
+
+export type RouteMessageResult = {
+  routed: RoutedAgent;
+  routing: RoutingRecord;
+  /** The number of the routed agent's first model call (its hold taken): 2 after a classifier's call, else 1. */
+  firstAttempt: number;
+} & (
+  | { setup: TurnSetup }
+  /** The routed agent cannot answer this caller (no Google login, a model outside the plan, short of credits). */
+  | { refusal: { errorType: string; message: string; login?: { agent: string; workspace: string } } }
+);
 
 /** A step of the plan an agent keeps with `update_plan`. */
 export interface PlanStep {
@@ -186,6 +282,11 @@ export interface ChatTurnInput {
    * the turn's first step neither stores nor journals them again. Absent in turns started by earlier releases.
    */
   opened?: boolean;
+  /**
+   * Routed inside the turn: the first step picks the agent (`requestedModel`, `candidates`, `tools`, `agent` and
+   * `historyBudgetTokens` are then the routed agent's; until then `requestedModel` is `auto` and the rest empty).
+   */
+  routing?: TurnRouting;
 }
 
 /** A turn's first event: what a response shows before anything else (the agent service's `routed`). */
@@ -194,12 +295,14 @@ export function turnStartEvent(turn: {
   sessionKey: string;
   model: string;
   agent?: RoutedAgent | undefined;
+  routing?: RoutingRecord;
 }): ChatTurnEvent {
   return {
     type: 'turn-start',
     turnId: turn.turnId,
     sessionId: turn.sessionKey,
     model: turn.model,
+    ...(turn.routing ? { routing: turn.routing } : {}),
     ...(turn.agent
       ? {
           agent: {

@@ -29,6 +29,7 @@ import { googleWorkspaceConfigured, messengerSettingsOf, toolSettingsOf, type Se
 import { messengerClients } from '../activities/messengers/messenger-activities.ts';
 import type { MessengerClient, MessengerPlatform, MessengerSettings } from '../activities/messengers/messenger.ts';
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
+import type { AgentRoutingSlot } from '../activities/chat-activities.ts';
 import { ConversationStore } from '../activities/conversations/conversation-store.ts';
 import type { ToolServices, ToolSettings } from '../activities/tools/tool.ts';
 import { MemoryStore } from '../activities/memory/memory-store.ts';
@@ -177,6 +178,8 @@ export interface WorkerDependencies {
   webhooks: WebhookStore | null;
   /** Users' Google accounts (the login stores them, the workspace tools use their tokens); null unless configured. */
   google: GoogleAccounts | null;
+  /** Filled by the agent service where this process serves it: the routing step of its turns (chat-activities.ts). */
+  agentRouting?: AgentRoutingSlot;
 }
 
 export function createWorkerDependencies(
@@ -313,6 +316,7 @@ export function createWorkerDependencies(
     },
     google,
     webhooks,
+    agentRouting: {},
     pool,
     conversations,
     toolSettings,

@@ -25,6 +25,7 @@ import {
   proxyLocalActivities,
   proxyActivities,
   setHandler,
+  upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { ChatActivities } from '../activities/chat-activities.ts';
 import type { StoredMessage } from '../activities/conversations/conversation-store.ts';
@@ -43,7 +44,12 @@ import type {
   LoopCarry,
   LoopStop,
   PlanStep,
+  RouteMessageInput,
+  RouteMessageResult,
+  RoutedAgent,
+  RoutingRecord,
 } from '../common/chat-turn.ts';
+import { modelKey } from '../common/search-attributes.ts';
 import type { SequencedStreamEvent } from '../common/completion.ts';
 import type { Attempt, CompletionFailureDetails } from '../common/completion.ts';
 import { creditsFor } from '../common/credits.ts';
@@ -55,6 +61,18 @@ const { beginTurn, finishTurn, resumeTurn, storeMessages, publishEvents } = prox
   startToCloseTimeout: '30 minutes',
   retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '10s' },
 });
+
+// The routing step (a turn that routes its message): the classifier's call and a transaction, retried until they
+// answer; a re-run keeps the decision it journalled.
+const { routeMessage } = proxyLocalActivities<ChatActivities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '10s' },
+});
+
+/** The routing step as the agent service serves it on its own task queue (api/agents/app.ts). */
+export interface RoutingActivities {
+  routeMessage(input: RouteMessageInput): Promise<RouteMessageResult>;
+}
 
 // A loop's finished iteration is stored by a regular activity, which ends the workflow task (see below).
 const { storeMessages: storeIteration } = proxyActivities<ChatActivities>({
@@ -69,6 +87,8 @@ export interface ChatTurnTrace {
   /** The tool call waiting for a person's decision, if any. */
   pendingApproval: { approvalId: string; tool: string; expiresAt: string } | null;
   iteration: number;
+  /** A turn that routed its message: the agent it chose, how, and what the classifier's call cost. */
+  routing?: RoutedAgent & RoutingRecord;
 }
 
 export const chatTurnTraceQuery = defineQuery<ChatTurnTrace>('trace');
@@ -85,7 +105,10 @@ export const cancelLoopUpdate = defineUpdate<{ cancelling: boolean }, [{ by: str
 
 const defaultApprovalTimeoutMs = 15 * 60_000;
 
-export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
+export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> {
+  // A turn that routes its message becomes its routed agent's turn after its first step.
+  let input = started;
+  let routing: ChatTurnTrace['routing'];
   const carry = input.loop?.carry;
   const attempts: Attempt[] = [];
   const toolCalls: ChatTurnTrace['toolCalls'] = [];
@@ -99,6 +122,7 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
     toolCalls,
     pendingApproval: pending && { approvalId: pending.approvalId, tool: pending.tool, expiresAt: pending.expiresAt },
     iteration,
+    ...(routing ? { routing } : {}),
   }));
   setHandler(
     decideApprovalUpdate,
@@ -161,7 +185,35 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
   // Events the waiting response has and the journal may not yet (an opened turn's `memories-loaded`): the first model
   // call journals them with its own, the close with the last event when no call did.
   let unjournaled: SequencedStreamEvent[] = [];
+  // The attempt whose hold was taken before its call: 1 (the turn's opening), or the routed agent's first.
+  let heldAttempt = 1;
   try {
+    if (input.routing) {
+      const routed = await routeStep({
+        turnId: input.turnId,
+        conversationId: input.conversationId,
+        sessionKey: input.sessionKey,
+        userId: input.userId,
+        metered: input.metered,
+        message: input.message,
+        routing: input.routing,
+      });
+      routing = { ...routed.routed, ...routed.routing };
+      nextAttempt = routed.firstAttempt;
+      heldAttempt = routed.firstAttempt;
+      if ('refusal' in routed) {
+        const { errorType, message, login } = routed.refusal;
+        throw ApplicationFailure.create({
+          type: errorType,
+          message,
+          nonRetryable: true,
+          details: login ? [{ login }] : [],
+        });
+      }
+      const { routing: _routed, ...rest } = input;
+      input = { ...rest, ...routed.setup };
+      upsertSearchAttributes([{ key: modelKey, value: input.requestedModel }]);
+    }
     if (input.candidates.length === 0) {
       throw modelCallFailure('upstream_error', 'No provider is available for this model', attempts);
     }
@@ -244,6 +296,7 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
             seqBase: seq,
             collectMessage: true,
             workflowId: input.turnId,
+            ...(heldAttempt !== 1 ? { heldAttempt } : {}),
             ...(unjournaled.length ? { journalFirst: unjournaled } : {}),
           },
         },
@@ -464,10 +517,12 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
     // A stream cut after content used positions past `seq`: the final event goes after them.
     const details = failure?.details?.[0] as CompletionFailureDetails | undefined;
     if (details?.nextSeq !== undefined) seq = Math.max(seq, details.nextSeq);
+    const login = (failure?.details?.[0] as { login?: { agent: string; workspace: string } } | undefined)?.login;
     const final: ChatTurnEvent = {
       type: 'turn-error',
       errorType: failure?.type ?? 'internal_error',
       message: failure?.message ?? (error instanceof Error ? error.message : String(error)),
+      ...(login ? { login } : {}),
     };
     await finishTurn({
       ...target,
@@ -486,6 +541,26 @@ export async function chatTurn(input: ChatTurnInput): Promise<ChatTurnResult> {
       await releaseUnusedHold({ userId: input.userId, workflowId: input.turnId, attempt: nextAttempt });
     }
     throw error;
+  }
+}
+
+/**
+ * The routing step: a local activity in the process that runs the turn, or, where that process does not serve the
+ * agent service (a background worker), the agent service's activity on its own task queue.
+ */
+async function routeStep(request: RouteMessageInput): Promise<RouteMessageResult> {
+  try {
+    return await routeMessage(request);
+  } catch (error) {
+    const cause = error instanceof ActivityFailure ? error.cause : error;
+    // 'RouteElsewhere' (activities/chat-activities.ts; not imported: the workflow bundle takes no activity code).
+    if (!(cause instanceof ApplicationFailure) || cause.type !== 'RouteElsewhere') throw error;
+    const { routeMessage: remote } = proxyActivities<RoutingActivities>({
+      taskQueue: request.routing.taskQueue,
+      startToCloseTimeout: '5 minutes',
+      retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
+    });
+    return remote(request);
   }
 }
 

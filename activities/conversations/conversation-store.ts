@@ -178,6 +178,11 @@ const statements = {
     text: `update chat_turns set status = $2, finished_at = now(), approval_expires_at = null
            where id = $1 and status = 'running' returning agent_id`,
   },
+  /** The agent a turn routed inside its workflow went to (its metrics and webhook runs name it). */
+  setTurnAgent: {
+    name: 'chat-set-turn-agent',
+    text: `update chat_turns set agent_id = $2 where id = $1`,
+  },
   markApproval: {
     name: 'chat-mark-approval',
     text: `update chat_turns set approval_expires_at = $2 where id = $1 and status = 'running'`,
@@ -392,6 +397,11 @@ export class ConversationStore {
   ): Promise<{ ended: boolean; agentId: string | null }> {
     const [row] = await run<{ agent_id: string | null }>(on, statements.finishTurn, [turnId, status]);
     return { ended: row !== undefined, agentId: row?.agent_id ?? null };
+  }
+
+  /** Names the agent a turn was routed to inside its workflow (`on`: the routing step's transaction). */
+  async setTurnAgent(turnId: string, agentId: string, on: Queryable = this.pool): Promise<void> {
+    await run(on, statements.setTurnAgent, [turnId, agentId]);
   }
 
   /** Records that the running turn waits for a person's approval until `expiresAt`, or (null) no longer waits. */

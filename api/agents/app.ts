@@ -87,6 +87,9 @@ import { ScheduleService } from '../services/schedules/service.ts';
 import { createScheduleActivities } from '../services/schedules/activities.ts';
 import type { ScheduleActivities } from '../../workflows/scheduled-run.workflow.ts';
 import type { WebhookActivities } from '../../workflows/webhook-run.workflow.ts';
+import type { RoutingActivities } from '../../workflows/chat-turn.workflow.ts';
+import type { RouteMessageInput } from '../../common/chat-turn.ts';
+import { Context } from '@temporalio/activity';
 import type { MessengerPlatform } from '../../activities/messengers/messenger.ts';
 import { SlackClient } from '../../activities/messengers/slack.ts';
 import { messengerSettingsOf } from '../../config/settings.ts';
@@ -128,7 +131,7 @@ export interface AgentService {
   app: Koa;
   schedules: ScheduleService;
   /** Served by an activity-only worker on `agentsTaskQueue(taskQueue)` (api/server.ts). */
-  agentsActivities: ScheduleActivities & WebhookActivities;
+  agentsActivities: ScheduleActivities & WebhookActivities & RoutingActivities;
 }
 
 export function createAgentService(dependencies: AgentAppDependencies): AgentService {
@@ -275,11 +278,14 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
   const agentChat = new AgentChat({
     client: dependencies.client,
     chat,
-    router: new AgentRouter({
-      completions: oneShot.completions,
-      ledger: dependencies.ledger,
-      model: settings.AGENT_ROUTER_MODEL,
-    }),
+    router: new AgentRouter({ calls: dependencies.calls, model: settings.AGENT_ROUTER_MODEL }),
+    planner: oneShot.router,
+    pool: dependencies.pool,
+    ledger: dependencies.ledger,
+    journal: dependencies.journal,
+    hub: dependencies.hub,
+    conversations: dependencies.conversations,
+    agentsTaskQueue: agentsTaskQueue(dependencies.taskQueue),
     agents: {
       list: async (principal) =>
         (await agents.list(principal)).map((agent) => ({ ...agent, keywords: agent.routing.keywords })),
@@ -449,7 +455,13 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
     principalForUser: (userId) => keys.principalForUser(userId),
     platforms: Object.keys(dependencies.messengers) as MessengerPlatform[],
   });
+  // The routing step of the turns this service starts: a local activity in this process's worker, and an activity on
+  // the service's task queue for a turn whose worker does not serve the agent service.
+  if (dependencies.agentRouting) {
+    dependencies.agentRouting.route = (input, signal) => agentChat.route(input, signal);
+  }
   const agentsActivities = {
+    routeMessage: (input: RouteMessageInput) => agentChat.route(input, Context.current().cancellationSignal),
     ...createScheduleActivities({ schedules, runs: agentRuns }),
     ...createWebhookActivities({
       pool,

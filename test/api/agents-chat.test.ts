@@ -279,6 +279,19 @@ describe('routed chat', () => {
     expect((await platform.agents(`/history/${sessionId}`, { key })).status).toBe(404);
   });
 
+  it('answers 302 to /auth/google when routing among several agents picks a workspace agent the user cannot use', async () => {
+    // Routed inside the turn (its first step): the turn ends failed at that step, and the answer is still the 302.
+    const sessionId = newSession();
+    const response = await platform.agents(`/chat/stream/${sessionId}`, {
+      method: 'POST',
+      key,
+      body: JSON.stringify({ message: 'Check my gmail inbox for new email', preferred_agents: ['coder', 'mail'] }),
+    });
+    expect(response.status).toBe(302);
+    expect(response.headers.get('location')).toBe('/auth/google');
+    expect(((await response.json()) as Json).error.message).toContain('Google');
+  });
+
   it('needs a login', async () => {
     const response = await platform.agents(`/chat/stream/${newSession()}`, {
       method: 'POST',

@@ -14,26 +14,31 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
+import pg from 'pg';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { readSse } from '../helpers/sse.ts';
 import { countWriteTransactions, type WriteCounter, type WriteTransaction } from '../helpers/write-transactions.ts';
 
 let platform: TestPlatform;
 let counter: WriteCounter;
+let database: pg.Pool;
 let temporal: Client;
 let connection: Connection;
 let key: string;
+let userId: string;
 
 beforeAll(async () => {
   platform = await startTestPlatform();
   counter = await countWriteTransactions(platform.databaseUrl);
+  database = new pg.Pool({ connectionString: platform.databaseUrl, max: 1 });
   connection = await Connection.connect({ address: platform.environment.TEMPORAL_ADDRESS! });
   temporal = new Client({ connection });
-  key = (await platform.createKey()).key;
+  ({ key, user_id: userId } = await platform.createKey());
 });
 
 afterAll(async () => {
   await counter?.close();
+  await database?.end();
   await connection?.close();
   await platform?.close();
 });
@@ -89,6 +94,27 @@ describe('write transactions per turn without tools', () => {
       }),
     );
     for (const written of [first, reused, streamed, fresh]) expect(describeAll(written).length).toBeLessThanOrEqual(4);
+  });
+
+  it('agent service: at most 4 per turn routed by the model, in one workflow', async () => {
+    const sessionId = `web:${randomUUID()}`;
+    await measure(() => agentTurn(`/chat/stream/${sessionId}`, { message: 'Please debug my python function' }));
+    let turnId = '';
+    const routed = await measure(async () => {
+      turnId = await agentTurn(`/chat/stream/${sessionId}`, { message: 'Translate good morning into French' });
+      return turnId;
+    });
+    console.log('routed agent turn write transactions', JSON.stringify({ routed: describeAll(routed) }));
+    expect(describeAll(routed).length).toBeLessThanOrEqual(4);
+    // One workflow for the message: the classifier's call was the turn's own first step (its trace's `routing`),
+    // charged under the turn's id like its other calls, and no completion workflow was started for it.
+    const trace = await temporal.workflow.getHandle(turnId).query<{ routing?: Record<string, unknown> }>('trace');
+    expect(trace.routing).toMatchObject({ id: 'translator', method: 'model', call: { credits: expect.any(Number) } });
+    const { rows } = await database.query<{ workflow_id: string; attempt: number; kind: string }>(
+      `select workflow_id, attempt, kind from credit_ledger where user_id = $1 and workflow_id not like 'chat-%'`,
+      [userId],
+    );
+    expect(rows).toEqual([]);
   });
 
   it('agent service: at most 4 per turn with a named agent', async () => {

@@ -6,8 +6,12 @@
  *
  * `--agents` captures agent-service turns instead (`chatTurn`): one with a plan, a tool and an approved approval, one
  * whose approval expired, and the last run of a loop that continued as new.
+ *
+ * `--routed` captures one agent-service turn that routes its message in its first step (`routeMessage`, issue 21),
+ * and nothing else.
  */
 import { execFileSync } from 'node:child_process';
+import { Client, Connection } from '@temporalio/client';
 import { writeFileSync } from 'node:fs';
 import { ensureTemporalCli } from '../../scripts/lib/temporal-cli.ts';
 import { callDirective as call, createCustomAgent } from '../helpers/agents.ts';
@@ -17,6 +21,7 @@ import { startTestPlatform } from '../helpers/platform.ts';
 import { startTestSmtp } from '../helpers/smtp.ts';
 
 const agentsOnly = process.argv.includes('--agents');
+const routedOnly = process.argv.includes('--routed');
 const labelArgument = process.argv.slice(2).find((argument) => !argument.startsWith('--'));
 const label = labelArgument ? `${labelArgument}-` : '';
 await globalSetup();
@@ -30,6 +35,12 @@ const capture = (workflowId: string, file: string) => {
 
 if (agentsOnly) {
   await captureAgentTurns();
+  await globalTeardown();
+  process.exit(0);
+}
+
+if (routedOnly) {
+  await captureRoutedTurn();
   await globalTeardown();
   process.exit(0);
 }
@@ -124,4 +135,22 @@ async function captureAgentTurns(): Promise<void> {
   capture(loop.turnId, 'agent-loop-continued');
   await agents.close();
   await smtp.close();
+}
+
+async function captureRoutedTurn(): Promise<void> {
+  const agents = await startTestPlatform();
+  const { key: agentKey } = await agents.createKey();
+  const response = await agents.agents('/chat/stream/web:replay-routed', {
+    method: 'POST',
+    key: agentKey,
+    body: JSON.stringify({ message: 'Translate good morning into French' }),
+  });
+  await response.text();
+  // The answer ends before the turn's workflow task completes: the history is taken once the workflow has ended.
+  const turnId = response.headers.get('x-turn-id')!;
+  const connection = await Connection.connect({ address });
+  await new Client({ connection }).workflow.getHandle(turnId).result();
+  await connection.close();
+  capture(turnId, `${label}agent-turn-routed`);
+  await agents.close();
 }

@@ -58,7 +58,8 @@ export class AgentRuns {
     const linked = request.toLinkedChats ? await this.linkedChats(request.userId) : [];
     const deliverTo = [...(request.deliverTo ?? []), ...linked];
     await this.recordSends(request.origin, input.turnId, deliverTo);
-    return { kind: 'turn', turn: input, agentName: agent.name, deliverTo };
+    // A message routed inside its turn (a Slack channel's, with no agent named) names its agent once routed.
+    return { kind: 'turn', turn: input, agentName: agent?.name ?? 'the agent routing picks', deliverTo };
   }
 
   /**

@@ -2,7 +2,13 @@
  * The agent service's chat (spec 4.1, 6): routes a message to an agent, then runs it as the conversation's next turn
  * of the one chat-turn workflow (api/services/chat/service.ts, workflows/chat-turn.workflow.ts) with that agent's
  * system prompt, model, tools and the caller's relevant memories, or as an agent loop. Approvals and loop
- * cancellation reach the running workflow as a Temporal update and signal.
+ * cancellation reach the running workflow as Temporal updates.
+ *
+ * One workflow per message: a message for several candidate agents is routed inside its turn, by the turn's first
+ * step (`route`, the `routeMessage` activity: the classifier call is the turn's attempt 1, metered and traced there).
+ * The answer still starts with `routed`, or with the HTTP refusal routing ended in (no Google login, a model outside
+ * the plan, credits short): `start` waits for the turn's first event before it answers. A named agent, or a single
+ * preferred one, needs no routing: the turn starts with its agent.
  */
 import type { Client } from '@temporalio/client';
 import { WorkflowUpdateFailedError, WorkflowNotFoundError } from '@temporalio/client';
@@ -12,15 +18,40 @@ import type { WorkspaceName } from '../../../common/agents.ts';
 import { resolveModel, type Catalogue } from '../../../common/catalogue.ts';
 import type { ToolSettings } from '../../../activities/tools/tool.ts';
 import { turnOfApproval } from '../../../common/agent-turn.ts';
-import type { ChatTurnInput, RoutedAgent } from '../../../common/chat-turn.ts';
-import type { SessionRef } from '../../../activities/conversations/conversation-store.ts';
+import {
+  turnStartEvent,
+  type ChatTurnEvent,
+  type ChatTurnInput,
+  type OfferedTool,
+  type RouteMessageInput,
+  type RouteMessageResult,
+  type RoutedAgent,
+  type RoutingRecord,
+  type TurnSetup,
+} from '../../../common/chat-turn.ts';
+import type { SequencedStreamEvent } from '../../../common/completion.ts';
+import { creditsFor } from '../../../common/credits.ts';
+import type { ConversationStore, SessionRef } from '../../../activities/conversations/conversation-store.ts';
+import type { CreditLedger } from '../../../activities/credits/credit-ledger.ts';
+import { worstCaseCredits } from '../../../activities/credits/tokens.ts';
+import type { Router } from '../../../activities/routing/router.ts';
+import type { StreamHub } from '../../../activities/streaming/stream-hub.ts';
+import type { StreamJournal } from '../../../activities/streaming/stream-journal.ts';
+import { transaction, type Pool } from '../../../db/pool.ts';
 import type { ErrorType } from '../../../common/errors.ts';
 import { errorStatus } from '../../../common/errors.ts';
 import { cancelLoopUpdate, decideApprovalUpdate } from '../../../workflows/chat-turn.workflow.ts';
 import { ApiError } from '../../errors.ts';
 import type { Principal } from '../apikeys/service.ts';
-import { offeredTool, ownerOf, type ChatService, type StartedTurn } from '../chat/service.ts';
-import type { AgentRouter, RoutableAgent } from './agent-router.ts';
+import {
+  offeredTool,
+  ownerOf,
+  shortOfCredits,
+  type AgentTurnOptions,
+  type ChatService,
+  type StartedTurn,
+} from '../chat/service.ts';
+import { classifierRequest, type AgentRouter, type RoutableAgent } from './agent-router.ts';
 
 /** An agent as a turn needs it (the caller's view: their model choice applied). */
 export interface ChatAgent extends RoutableAgent {
@@ -73,6 +104,15 @@ export interface AgentMessage {
 
 export interface StartedAgentTurn extends StartedTurn {
   routed: RoutedAgent;
+  /** The turn's events from its first (`routed`) on: what the response relays. */
+  events: AsyncGenerator<SequencedStreamEvent>;
+}
+
+/** A prepared turn: its agent when it is known before the turn starts, null when the turn routes the message itself. */
+export interface PreparedAgentTurn {
+  input: ChatTurnInput;
+  routed: RoutedAgent | null;
+  agent: ChatAgent | null;
 }
 
 export class AgentChat {
@@ -80,10 +120,20 @@ export class AgentChat {
     client: Client;
     chat: ChatService;
     router: AgentRouter;
+    /** The completions router: plans the classifier's model for the caller. */
+    planner: Pick<Router, 'plan'>;
     agents: AgentSource;
     toolSettings: ToolSettings;
     settings: AgentChatSettings;
     catalogue: Catalogue;
+    /** What the routing step writes with, in one transaction (the hot-path pool). */
+    pool: Pool;
+    ledger: CreditLedger;
+    journal: StreamJournal;
+    hub: StreamHub;
+    conversations: ConversationStore;
+    /** The agent service's task queue: the routing step runs there when the turn's worker cannot (see `route`). */
+    agentsTaskQueue: string;
     /** Whether the user's Google login is connected and granted the workspace's scope (absent: never). */
     workspaceConnected?: (userId: string, workspace: WorkspaceName) => Promise<boolean>;
   };
@@ -92,31 +142,49 @@ export class AgentChat {
     this.dependencies = dependencies;
   }
 
-  /** Routes the message and starts its turn (or loop). Refusals are ApiErrors, and nothing is left running. */
+  /**
+   * Prepares the message's turn (or loop), starts it, and waits for its first event when the turn routes the message
+   * itself. Refusals are ApiErrors (a routed agent's refusal too, though its turn ran: it ended failed at its first
+   * step).
+   */
   async start(principal: Principal, request: AgentMessage): Promise<StartedAgentTurn> {
     const { input, routed, agent } = await this.prepare(principal, request);
+    const kind = input.loop ? 'Agent loop' : 'Agent turn';
     const started = await this.dependencies.chat.launch(input, {
       kind: input.loop ? 'agent-loop' : 'agent-turn',
-      memo: { session: request.sessionKey, channel: request.channel, agent: agent.id, confidence: routed.confidence },
-      summary: `${input.loop ? 'Agent loop' : 'Agent turn'} ${input.turn} of session ${request.sessionKey}: ${agent.name} (routed by ${routed.method}, confidence ${routed.confidence}), for ${principal.userId}`,
+      memo: {
+        session: request.sessionKey,
+        channel: request.channel,
+        ...(agent && routed ? { agent: agent.id, confidence: routed.confidence } : { routing: 'in-turn' }),
+      },
+      summary:
+        agent && routed
+          ? `${kind} ${input.turn} of session ${request.sessionKey}: ${agent.name} (routed by ${routed.method}, confidence ${routed.confidence}), for ${principal.userId}`
+          : `${kind} ${input.turn} of session ${request.sessionKey}, routed by its first step among ${input.routing?.candidates.length ?? 0} agents, for ${principal.userId}`,
     });
-    return { ...started, routed };
+    const events = this.dependencies.chat.events(started);
+    if (routed) return { ...started, routed, events };
+    const first = await events.next();
+    const event = first.done ? null : (first.value.event as ChatTurnEvent);
+    if (event?.type === 'turn-start' && event.agent) {
+      return { ...started, routed: event.agent, events: startingWith(first.value!, events) };
+    }
+    if (event?.type === 'turn-error') throw refusalOf(event);
+    throw new ApiError('internal_error', `The turn ${started.turnId} did not route its message`);
   }
 
   /**
-   * Routes the message and prepares its turn (session opened, turn numbered, credits held): the turn's workflow
-   * input, for `start` or for a workflow that runs the turn as its child (a scheduled run). Refusals are ApiErrors.
+   * Prepares the message's turn (session opened, turn numbered, credits held): the turn's workflow input, for `start`
+   * or for a workflow that runs the turn as its child (a scheduled run). A message for one agent (named, or the one
+   * preferred) gets that agent's turn; a message for several gets a turn that routes it (`routed` and `agent` null).
+   * Refusals are ApiErrors.
    */
-  async prepare(
-    principal: Principal,
-    request: AgentMessage,
-  ): Promise<{ input: ChatTurnInput; routed: RoutedAgent; agent: ChatAgent }> {
-    const { chat, router, agents, settings } = this.dependencies;
+  async prepare(principal: Principal, request: AgentMessage): Promise<PreparedAgentTurn> {
+    const { chat, agents, settings } = this.dependencies;
     const all = await agents.list(principal);
     let candidates = all;
     let routed: RoutedAgent;
     let agent: ChatAgent;
-    let routingWorkflowId: string | undefined;
     if (request.agentId !== undefined) {
       const named = all.find((candidate) => candidate.id === request.agentId);
       if (!named) throw new ApiError('not_found', `No agent ${request.agentId}`, { param: 'agent_id' });
@@ -132,15 +200,240 @@ export class AgentChat {
         }
         candidates = all.filter((candidate) => request.preferredAgents!.includes(candidate.id));
       }
-      const decision = await router.route(principal, request.message, candidates);
-      agent = decision.agent as ChatAgent;
-      routingWorkflowId = decision.workflowId;
-      routed = { id: agent.id, name: agent.name, confidence: decision.confidence, method: decision.method };
+      if (candidates.length !== 1)
+        return { input: await this.prepareRouted(principal, request, candidates), routed: null, agent: null };
+      agent = candidates[0]!;
+      routed = { id: agent.id, name: agent.name, confidence: 1, method: 'preferred' };
     }
     if (agent.workspace && !(await this.dependencies.workspaceConnected?.(principal.userId, agent.workspace))) {
       throw new WorkspaceLoginRequired(agent);
     }
-    const tools = agent.tools.flatMap((name) => {
+    const { model, agentTurn } = this.agentTurnOf(agent, routed, {
+      hasImages: !!request.images?.length,
+      ...(request.presetInstruction ? { presetInstruction: request.presetInstruction } : {}),
+      ...(request.extraTools ? { extraTools: request.extraTools } : {}),
+    });
+    const input = await chat.prepare(
+      { principal },
+      { message: request.message, session_id: request.sessionKey, channel: request.channel, model },
+      true,
+      request.session,
+      { ...agentTurn, ...this.turnExtras(principal, request, settings) },
+    );
+    return { input, routed, agent };
+  }
+
+  /**
+   * A turn that routes its message: the candidates as the classifier reads them, the classifier's model planned for
+   * the caller (its worst case held as the turn's attempt 1), and what the routing step needs to prepare the agent.
+   */
+  private async prepareRouted(
+    principal: Principal,
+    request: AgentMessage,
+    candidates: ChatAgent[],
+  ): Promise<ChatTurnInput> {
+    const { chat, router, planner, agentsTaskQueue, settings } = this.dependencies;
+    const readable = candidates.map(({ id, name, description, keywords }) => ({ id, name, description, keywords }));
+    const classify = classifierRequest(router.model, request.message, readable);
+    const plan = await planner.plan(
+      classify,
+      principal.operator ? null : { plan: principal.plan, customModels: principal.customLimits?.models },
+    );
+    const classifier = plan.kind === 'planned' && plan.candidates.length ? plan.candidates : null;
+    const first = classifier?.[0];
+    const hold =
+      first && !principal.operator && first.creditRate !== undefined
+        ? { amount: worstCaseCredits(classify, first.creditRate), model: first.model }
+        : null;
+    return chat.prepareRouted(
+      { principal },
+      { message: request.message, session_id: request.sessionKey, channel: request.channel },
+      {
+        candidates: readable,
+        classifier: classifier ? { model: router.model, candidates: classifier } : null,
+        taskQueue: agentsTaskQueue,
+        request: {
+          ...(request.images?.length ? { hasImages: true } : {}),
+          ...(request.presetInstruction ? { presetInstruction: request.presetInstruction } : {}),
+          ...(request.extraTools?.length ? { extraTools: request.extraTools } : {}),
+        },
+        principal: {
+          userId: principal.userId,
+          keyId: principal.keyId,
+          operator: principal.operator,
+          plan: principal.plan,
+          customLimits: principal.customLimits,
+        },
+      },
+      hold,
+      this.turnExtras(principal, request, settings),
+      request.session,
+    );
+  }
+
+  /**
+   * The routing step of a turn that routes its message (the turn's `routeMessage` activity, in the process that runs
+   * the turn when it serves the agent service, else on the agent service's task queue): the classifier's call as the
+   * turn's attempt 1 (AgentRouter), the routed agent's part of the turn (its prompt, tools, model plan and history
+   * budget, as a named agent's turn gets them), then one transaction: the classifier's settlement (or its hold lifted
+   * when no model answered), the routed agent's first hold, the agent on the turn's row, and `routed` in the journal.
+   * A refusal (no Google login, a model outside the plan, credits short) comes back for the turn to end with. Run
+   * again (a worker died after its transaction), the step finds `routed` in the journal and keeps that decision.
+   */
+  async route(input: RouteMessageInput, signal: AbortSignal): Promise<RouteMessageResult> {
+    const { routing } = input;
+    const { journal, hub, ledger, conversations, pool, router } = this.dependencies;
+    const principal: Principal = routing.principal;
+    const firstAttempt = routing.classifier ? 2 : 1;
+    const recorded = (await journal.at(input.turnId, 0))?.event as ChatTurnEvent | undefined;
+    const known = recorded?.type === 'turn-start' && recorded.agent ? recorded : null;
+    let routed: RoutedAgent;
+    let record: RoutingRecord;
+    let settle: (() => Parameters<CreditLedger['settle']>[0]) | null = null;
+    if (known) {
+      routed = known.agent!;
+      record = known.routing ?? { scores: {}, call: null };
+    } else {
+      const classifier = routing.classifier;
+      const result = await router.route(
+        input.message,
+        routing.candidates,
+        classifier
+          ? { requestId: input.turnId, attempt: 1, userId: input.userId, candidates: classifier.candidates }
+          : null,
+        signal,
+      );
+      const { decision, call } = result;
+      routed = {
+        id: decision.agent.id,
+        name: decision.agent.name,
+        confidence: decision.confidence,
+        method: decision.method,
+      };
+      const rate = call?.candidate.creditRate;
+      const credits = call && input.metered && rate !== undefined ? creditsFor(call.usage.total_tokens, rate) : 0;
+      record = {
+        scores: decision.scores,
+        call: call
+          ? {
+              model: call.candidate.model,
+              provider: call.candidate.provider,
+              usage: call.usage,
+              credits,
+              costUsd:
+                (call.usage.prompt_tokens * call.candidate.price.input_per_1m +
+                  call.usage.completion_tokens * call.candidate.price.output_per_1m) /
+                1_000_000,
+              latencyMs: call.latencyMs,
+            }
+          : null,
+        ...(result.fallback ? { fallback: result.fallback } : {}),
+      };
+      if (call && rate !== undefined) {
+        settle = () => ({
+          userId: input.userId,
+          workflowId: input.turnId,
+          attempt: 1,
+          amount: credits,
+          model: call.candidate.model,
+          promptTokens: call.usage.prompt_tokens,
+          completionTokens: call.usage.completion_tokens,
+          estimated: call.usageEstimated,
+        });
+      }
+    }
+    let prepared: { setup: TurnSetup; hold: { amount: number; model: string } | null } | null = null;
+    let refusal: Extract<RouteMessageResult, { refusal: unknown }>['refusal'] | null = null;
+    try {
+      prepared = await this.setupOf(principal, input.message, routed, routing.request);
+    } catch (error) {
+      if (error instanceof WorkspaceLoginRequired && error.agent.workspace) {
+        refusal = {
+          errorType: error.type,
+          message: error.message,
+          login: { agent: error.agent.name, workspace: error.agent.workspace },
+        };
+      } else if (error instanceof ApiError) {
+        refusal = { errorType: error.type, message: error.message };
+      } else throw error;
+    }
+    if (known) {
+      // The transaction below committed in the step's earlier run: nothing to write again.
+      return prepared
+        ? { routed, routing: record, firstAttempt, setup: prepared.setup }
+        : { routed, routing: record, firstAttempt, refusal: refusal! };
+    }
+    const start = prepared
+      ? turnStartEvent({
+          turnId: input.turnId,
+          sessionKey: input.sessionKey,
+          model: prepared.setup.requestedModel,
+          agent: routed,
+          routing: record,
+        })
+      : null;
+    await transaction(pool, async (client) => {
+      if (routing.classifier && input.metered) {
+        if (settle) await ledger.settle(settle(), client);
+        else await ledger.release({ userId: input.userId, workflowId: input.turnId, attempt: 1 }, client);
+      }
+      const hold = prepared?.hold;
+      if (hold && input.metered) {
+        const held = await ledger.reserve(
+          { userId: input.userId, workflowId: input.turnId, attempt: firstAttempt, ...hold },
+          client,
+        );
+        if (!held.ok) {
+          const error = shortOfCredits(hold, held.available);
+          refusal = { errorType: error.type, message: error.message };
+          prepared = null;
+          return;
+        }
+      }
+      if (prepared && start) {
+        await conversations.setTurnAgent(input.turnId, routed.id, client);
+        await journal.write(client, input.turnId, [{ seq: 0, event: start }]);
+      }
+    });
+    if (prepared && start) hub.publish(input.turnId, { seq: 0, event: start });
+    return prepared
+      ? { routed, routing: record, firstAttempt, setup: prepared.setup }
+      : { routed, routing: record, firstAttempt, refusal: refusal! };
+  }
+
+  /** The routed agent's part of a turn routed inside it, and its first call's hold. Refusals are ApiErrors. */
+  private async setupOf(
+    principal: Principal,
+    message: string,
+    routed: RoutedAgent,
+    request: RouteMessageInput['routing']['request'],
+  ): Promise<{ setup: TurnSetup; hold: { amount: number; model: string } | null }> {
+    const agent = (await this.dependencies.agents.list(principal)).find((candidate) => candidate.id === routed.id);
+    if (!agent) throw new ApiError('not_found', `The agent ${routed.name} no longer exists`);
+    if (agent.workspace && !(await this.dependencies.workspaceConnected?.(principal.userId, agent.workspace))) {
+      throw new WorkspaceLoginRequired(agent);
+    }
+    const { model, agentTurn } = this.agentTurnOf(agent, routed, request);
+    const plan = await this.dependencies.chat.planTurn({ principal }, { message, model }, agentTurn);
+    return {
+      setup: {
+        requestedModel: plan.requestedModel,
+        candidates: plan.candidates,
+        tools: plan.tools,
+        historyBudgetTokens: plan.historyBudgetTokens,
+        agent: agentTurn.agent,
+      },
+      hold: plan.hold,
+    };
+  }
+
+  /** An agent's part of a turn: its prompt (with the preset instruction), its tools, and the model it answers on. */
+  private agentTurnOf(
+    agent: ChatAgent,
+    routed: RoutedAgent,
+    request: RouteMessageInput['routing']['request'],
+  ): { model: string; agentTurn: Pick<AgentTurnOptions, 'agent' | 'tools'> } {
+    const tools: OfferedTool[] = agent.tools.flatMap((name) => {
       const tool = toolByName(name);
       return tool && tool.configured(this.dependencies.toolSettings) ? [offeredTool(tool)] : [];
     });
@@ -153,6 +446,27 @@ export class AgentChat {
     const systemPrompt = request.presetInstruction
       ? `${agent.systemPrompt}\n\n${request.presetInstruction}`
       : agent.systemPrompt;
+    const canSee = resolveModel(this.dependencies.catalogue, agent.model)?.model.capabilities.includes('vision');
+    const model = request.hasImages && !canSee ? this.dependencies.settings.visionModel : agent.model;
+    return {
+      model,
+      agentTurn: {
+        agent: {
+          ...routed,
+          systemPrompt,
+          ...(agent.temperature !== null && agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
+        },
+        tools,
+      },
+    };
+  }
+
+  /** What an agent's turn carries whichever agent answers: memories, the approval deadline, images, a loop's bounds. */
+  private turnExtras(
+    principal: Principal,
+    request: AgentMessage,
+    settings: AgentChatSettings,
+  ): Omit<AgentTurnOptions, 'agent' | 'tools'> {
     const loop: ChatTurnInput['loop'] = request.loop
       ? {
           maxIterations: Math.min(request.loop.maxIterations ?? settings.maxIterations, settings.maxIterations),
@@ -160,28 +474,12 @@ export class AgentChat {
           iterationsPerRun: settings.iterationsPerRun,
         }
       : undefined;
-    const canSee = resolveModel(this.dependencies.catalogue, agent.model)?.model.capabilities.includes('vision');
-    const model = request.images?.length && !canSee ? settings.visionModel : agent.model;
-    const input = await chat.prepare(
-      { principal },
-      { message: request.message, session_id: request.sessionKey, channel: request.channel, model },
-      true,
-      request.session,
-      {
-        agent: {
-          ...routed,
-          systemPrompt,
-          ...(agent.temperature !== null && agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
-        },
-        tools,
-        memories: { userId: principal.userId, limit: settings.memoryLimit },
-        approvalTimeoutMs: settings.approvalTimeoutMs,
-        ...(routingWorkflowId ? { routingWorkflowId } : {}),
-        ...(request.images?.length ? { images: request.images } : {}),
-        ...(loop ? { loop } : {}),
-      },
-    );
-    return { input, routed, agent };
+    return {
+      memories: { userId: principal.userId, limit: settings.memoryLimit },
+      approvalTimeoutMs: settings.approvalTimeoutMs,
+      ...(request.images?.length ? { images: request.images } : {}),
+      ...(loop ? { loop } : {}),
+    };
   }
 
   /** Delivers a decision on a waiting tool call (`POST /chat/approvals/{id}/approve|reject`). */
@@ -228,6 +526,33 @@ export class WorkspaceLoginRequired extends ApiError {
     );
     this.agent = agent;
   }
+}
+
+/** The refusal a turn routed inside its workflow ended with, as the API's error (a Google login: the 302). */
+function refusalOf(event: Extract<ChatTurnEvent, { type: 'turn-error' }>): ApiError {
+  if (event.login) {
+    return new WorkspaceLoginRequired({
+      id: '',
+      name: event.login.agent,
+      description: '',
+      keywords: [],
+      systemPrompt: '',
+      model: '',
+      tools: [],
+      workspace: event.login.workspace as WorkspaceName,
+    });
+  }
+  const type = (event.errorType in errorStatus ? event.errorType : 'internal_error') as ErrorType;
+  return new ApiError(type, event.message);
+}
+
+/** `first`, then the rest of `events`. */
+async function* startingWith(
+  first: SequencedStreamEvent,
+  events: AsyncGenerator<SequencedStreamEvent>,
+): AsyncGenerator<SequencedStreamEvent> {
+  yield first;
+  yield* events;
 }
 
 /** Why a turn refused an update (its validator's failure), as the API's error. */

@@ -3,8 +3,10 @@
  *
  * 1. A fast model classifies (AGENT_ROUTER_MODEL, default gpt-4o-mini): it reads every candidate agent's description
  *    and routing keywords and scores each 0-10 for the message, answering JSON under a strict JSON schema
- *    (`{scores: {<agent id>: integer}}`). The call is an ordinary metered completion workflow (failover, breaker,
- *    credits), so it is in the ledger and in Temporal like any other model call.
+ *    (`{scores: {<agent id>: integer}}`). The call is a step of the turn itself (its `routeMessage` activity, see
+ *    AgentChat.route): the turn's attempt 1, its worst case held in the turn's opening and settled at its real usage
+ *    with the routed agent's hold, failing over between the router model's providers like any model call, and
+ *    recorded in the turn's history and trace.
  * 2. When no model answers (every candidate failed, or the answer is not the JSON asked for), the agents' keyword
  *    hints decide (`keywordScores`). Measured on a labelled set (test/api/agent-routing.test.ts).
  *
@@ -15,10 +17,9 @@
  *
  * `preferred_agents` restricts the candidates; one candidate is chosen without a model call (confidence 1).
  */
-import type { ChatCompletionRequest } from '../../../common/chat.ts';
-import type { CreditLedger } from '../../../activities/credits/credit-ledger.ts';
-import type { CompletionService } from '../../gateway/routes/completions/service.ts';
-import type { Principal } from '../apikeys/service.ts';
+import type { ChatCompletionRequest, Usage } from '../../../common/chat.ts';
+import type { Candidate } from '../../../common/completion.ts';
+import type { ProviderCalls } from '../../../activities/provider-calls.ts';
 import type { RoutedAgent } from '../../../common/chat-turn.ts';
 
 export interface RoutableAgent {
@@ -33,99 +34,149 @@ export interface RouteDecision {
   confidence: number;
   method: RoutedAgent['method'];
   scores: Record<string, number>;
-  /** The routing call's completion workflow (its credits belong to the turn's session), when one was made. */
-  workflowId?: string;
+}
+
+/** The classifier's call that answered: who served it and what it used (the turn's attempt `attempt`). */
+export interface ClassifierCall {
+  candidate: Candidate;
+  usage: Usage;
+  usageEstimated: boolean;
+  latencyMs: number;
 }
 
 /** Softmax temperature over 0-10 scores: a lead of 3 points gives about 0.9 between two agents. */
 export const softmaxTemperature = 1.4;
 const maxScore = 10;
 
-export class AgentRouter {
-  private readonly completions: CompletionService;
-  private readonly ledger: CreditLedger;
-  private readonly model: string;
-
-  constructor(dependencies: { completions: CompletionService; ledger: CreditLedger; model: string }) {
-    this.completions = dependencies.completions;
-    this.ledger = dependencies.ledger;
-    this.model = dependencies.model;
-  }
-
-  async route(principal: Principal, message: string, candidates: RoutableAgent[]): Promise<RouteDecision> {
-    if (candidates.length === 1) {
-      return { agent: candidates[0]!, confidence: 1, method: 'preferred', scores: { [candidates[0]!.id]: maxScore } };
-    }
-    const classified = await this.classify(principal, message, candidates);
-    const routed = classified.scores
-      ? decide(candidates, classified.scores, 'model')
-      : decide(candidates, keywordScores(message, candidates), 'keywords');
-    return { ...routed, ...(classified.workflowId ? { workflowId: classified.workflowId } : {}) };
-  }
-
-  /** The fast model's scores (null when no model answered with them), and the call's workflow when one started. */
-  private async classify(
-    principal: Principal,
-    message: string,
-    candidates: RoutableAgent[],
-  ): Promise<{ scores: Record<string, number> | null; workflowId?: string }> {
-    const request: ChatCompletionRequest = {
-      model: this.model,
-      temperature: 0,
-      max_tokens: 40 + 12 * candidates.length,
-      messages: [
-        {
-          role: 'system',
-          content:
-            'You route a user message to the assistant agents best able to answer it. Score every agent from 0 ' +
-            '(cannot help) to 10 (exactly its specialty) for the message, judging by its description.',
-        },
-        { role: 'user', content: message.slice(0, 4_000) },
-      ],
-      response_format: {
-        type: 'json_schema',
-        json_schema: {
-          name: 'agent_scores',
-          strict: true,
-          schema: {
-            type: 'object',
-            additionalProperties: false,
-            required: ['scores'],
-            properties: {
-              scores: {
-                type: 'object',
-                additionalProperties: false,
-                required: candidates.map((agent) => agent.id),
-                properties: Object.fromEntries(
-                  candidates.map((agent) => [
-                    agent.id,
-                    {
-                      type: 'integer',
-                      minimum: 0,
-                      maximum: maxScore,
-                      description: `${agent.name}: ${agent.description} (topics: ${agent.keywords.join(', ')})`,
-                    },
-                  ]),
-                ),
-              },
+/** The classifier's request for a message and its candidates (the same for the hold and for the call). */
+export function classifierRequest(model: string, message: string, candidates: RoutableAgent[]): ChatCompletionRequest {
+  return {
+    model,
+    temperature: 0,
+    max_tokens: 40 + 12 * candidates.length,
+    messages: [
+      {
+        role: 'system',
+        content:
+          'You route a user message to the assistant agents best able to answer it. Score every agent from 0 ' +
+          '(cannot help) to 10 (exactly its specialty) for the message, judging by its description.',
+      },
+      { role: 'user', content: message.slice(0, 4_000) },
+    ],
+    response_format: {
+      type: 'json_schema',
+      json_schema: {
+        name: 'agent_scores',
+        strict: true,
+        schema: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['scores'],
+          properties: {
+            scores: {
+              type: 'object',
+              additionalProperties: false,
+              required: candidates.map((agent) => agent.id),
+              properties: Object.fromEntries(
+                candidates.map((agent) => [
+                  agent.id,
+                  {
+                    type: 'integer',
+                    minimum: 0,
+                    maximum: maxScore,
+                    description: `${agent.name}: ${agent.description} (topics: ${agent.keywords.join(', ')})`,
+                  },
+                ]),
+              ),
             },
           },
         },
       },
-    };
-    let workflowId: string | undefined;
-    try {
-      const started = await this.completions.start(principal, request, {
-        admit: async (reservation) => (reservation ? this.ledger.reserve(reservation) : null),
-      });
-      workflowId = started.handle.workflowId;
-      const answer = await this.completions.answer(started);
-      const content = answer.message?.content;
-      return { scores: parseScores(typeof content === 'string' ? content : '', candidates), workflowId };
-    } catch {
-      // No model answered (or none this plan allows, or credits ran short): the keywords decide.
-      return { scores: null, ...(workflowId ? { workflowId } : {}) };
+    },
+  };
+}
+
+export class AgentRouter {
+  private readonly calls: ProviderCalls;
+  readonly model: string;
+
+  constructor(dependencies: { calls: ProviderCalls; model: string }) {
+    this.calls = dependencies.calls;
+    this.model = dependencies.model;
+  }
+
+  /**
+   * Routes a message among candidates: by the classifier's scores when one of `classifier` (the router model's
+   * planned candidates, tried in order) answers with them, else by the keywords. The call is made as attempt
+   * `attempt` of `requestId` without touching the ledger: the caller settles it (`call`) or releases its hold.
+   */
+  async route(
+    message: string,
+    candidates: RoutableAgent[],
+    classifier: { requestId: string; attempt: number; userId: string; candidates: Candidate[] } | null,
+    signal: AbortSignal,
+  ): Promise<{ decision: RouteDecision; call: ClassifierCall | null; fallback?: string }> {
+    if (candidates.length === 1) {
+      const only = candidates[0]!;
+      return {
+        decision: { agent: only, confidence: 1, method: 'preferred', scores: { [only.id]: maxScore } },
+        call: null,
+      };
     }
+    const classified = classifier ? await this.classify(message, candidates, classifier, signal) : null;
+    if (classified?.scores) {
+      return { decision: decide(candidates, classified.scores, 'model'), call: classified.call };
+    }
+    return {
+      decision: decide(candidates, keywordScores(message, candidates), 'keywords'),
+      call: classified?.call ?? null,
+      fallback: classified?.fallback ?? 'no model may classify for this caller',
+    };
+  }
+
+  /** The fast model's scores (null when no model answered with them), and the call that answered. */
+  private async classify(
+    message: string,
+    candidates: RoutableAgent[],
+    classifier: { requestId: string; attempt: number; userId: string; candidates: Candidate[] },
+    signal: AbortSignal,
+  ): Promise<{ scores: Record<string, number> | null; call: ClassifierCall | null; fallback?: string }> {
+    const request = classifierRequest(this.model, message, candidates);
+    const failures: string[] = [];
+    for (const candidate of classifier.candidates) {
+      const outcome = await this.calls.callOrAdopt(
+        {
+          requestId: classifier.requestId,
+          attempt: classifier.attempt,
+          candidate,
+          request,
+          userId: classifier.userId,
+          metered: false,
+          workflowId: classifier.requestId,
+        },
+        signal,
+      );
+      if (outcome.outcome === 'skipped') {
+        failures.push(`${candidate.provider}: ${outcome.reason}`);
+        continue;
+      }
+      if (outcome.outcome === 'failed') {
+        failures.push(`${candidate.provider}: ${outcome.error.message}`);
+        // A request the provider rejects (a 400) is rejected by the others too: no failover, as for any model call.
+        if (!outcome.error.retryable) break;
+        continue;
+      }
+      const call: ClassifierCall = {
+        candidate,
+        usage: outcome.usage,
+        usageEstimated: outcome.usageEstimated,
+        latencyMs: outcome.latencyMs,
+      };
+      const content = outcome.message?.content;
+      const scores = parseScores(typeof content === 'string' ? content : '', candidates);
+      return scores ? { scores, call } : { scores: null, call, fallback: 'the classifier did not answer with scores' };
+    }
+    return { scores: null, call: null, fallback: `no classifier answered (${failures.join('; ') || 'no candidate'})` };
   }
 }
 

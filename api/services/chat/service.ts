@@ -14,6 +14,7 @@ import {
   type ChatTurnEvent,
   type ChatTurnInput,
   type OfferedTool,
+  type TurnRouting,
 } from '../../../common/chat-turn.ts';
 import type { SequencedStreamEvent } from '../../../common/completion.ts';
 import { kindKey, modelKey, userKey } from '../../../common/search-attributes.ts';
@@ -120,7 +121,7 @@ export class ChatService {
   }
 
   /** The prompt tokens of an agent's system prompt, counted once per prompt. */
-  private systemTokens(options: AgentTurnOptions): number {
+  private systemTokens(options: Pick<AgentTurnOptions, 'agent'>): number {
     const prompt = options.agent.systemPrompt;
     let tokens = this.promptTokens.get(prompt);
     if (tokens === undefined) {
@@ -198,7 +199,121 @@ export class ChatService {
     agentTurn?: AgentTurnOptions,
     admit?: Admit,
   ): Promise<ChatTurnInput> {
-    const { router, conversations, ledger, catalogue, journal } = this.dependencies;
+    const { conversations, ledger, journal } = this.dependencies;
+    const plan = await this.planTurn(chatter, body, agentTurn);
+    const { result: input } = await conversations.openTurn(
+      {
+        owner: ownerOf(chatter),
+        key: body.session_id,
+        channel: body.channel,
+        ...(session ? { session } : {}),
+        agentId: agentTurn?.agent.id ?? null,
+        message: body.message,
+      },
+      {
+        ...(admit ? { before: admit } : {}),
+        after: async (client, opened) => {
+          const { hold } = plan;
+          if (hold) {
+            const held = await ledger.reserve(
+              { userId: plan.userId, workflowId: opened.turnId, attempt: 1, ...hold },
+              client,
+            );
+            if (!held.ok) throw shortOfCredits(hold, held.available);
+          }
+          const prepared: ChatTurnInput = {
+            ...this.inputOf(chatter, body, stream, opened, plan, agentTurn),
+            requestedModel: plan.requestedModel,
+            candidates: plan.candidates,
+            tools: plan.tools,
+            historyBudgetTokens: plan.historyBudgetTokens,
+            ...(agentTurn ? { agent: agentTurn.agent } : {}),
+          };
+          const start = turnStartEvent({
+            turnId: prepared.turnId,
+            sessionKey: prepared.sessionKey,
+            model: prepared.requestedModel,
+            agent: prepared.agent,
+          });
+          await journal.write(client, prepared.turnId, [{ seq: 0, event: start }]);
+          return prepared;
+        },
+      },
+    );
+    return input;
+  }
+
+  /**
+   * Opens an agent service turn routed inside its workflow (`routing`, see AgentChat): the session, the turn's number,
+   * the user's message and the classifier's hold (attempt 1) in one transaction, as `prepare` does; the routing step
+   * then holds the routed agent's first call and journals `routed`. When the classifier's hold does not fit, the
+   * keywords route (as a classifier refused for credits did). The agent's part of the input is the routing step's.
+   */
+  async prepareRouted(
+    chatter: { principal: Principal },
+    body: { message: string; session_id: string; channel: string },
+    routing: TurnRouting,
+    classifierHold: { amount: number; model: string } | null,
+    agentTurn: Omit<AgentTurnOptions, 'agent' | 'tools'>,
+    session?: SessionRef,
+  ): Promise<ChatTurnInput> {
+    const { conversations, ledger } = this.dependencies;
+    const metered = !chatter.principal.operator;
+    const userId = chatter.principal.userId;
+    const { result: input } = await conversations.openTurn(
+      {
+        owner: ownerOf(chatter),
+        key: body.session_id,
+        channel: body.channel,
+        ...(session ? { session } : {}),
+        agentId: null,
+        message: body.message,
+      },
+      {
+        after: async (client, opened) => {
+          let classifier = routing.classifier;
+          if (classifier && metered && classifierHold) {
+            const held = await ledger.reserve(
+              { userId, workflowId: opened.turnId, attempt: 1, ...classifierHold },
+              client,
+            );
+            if (!held.ok) classifier = null;
+          }
+          const plan: TurnPlan = {
+            userId,
+            metered,
+            requestedModel: 'auto',
+            candidates: [],
+            tools: {},
+            historyBudgetTokens: 0,
+            hold: null,
+          };
+          const prepared: ChatTurnInput = {
+            ...this.inputOf(chatter, { ...body }, true, opened, plan, agentTurn),
+            requestedModel: 'auto',
+            candidates: [],
+            tools: {},
+            historyBudgetTokens: 0,
+            routing: { ...routing, classifier },
+          };
+          return prepared;
+        },
+      },
+    );
+    return input;
+  }
+
+  /**
+   * What a turn's workflow needs that depends on its model: the model's planned candidates for the chatter's plan, the
+   * tools offered (an agent's own, or the deployment's), the history's token budget, and the first call's worst-case
+   * hold. Writes nothing. Refusals (no such model, not in the plan, no vision) are ApiErrors.
+   */
+  async planTurn(
+    chatter: Chatter,
+    body: { message: string; model?: string | undefined; reasoning_effort?: ChatRequest['reasoning_effort'] },
+    agentTurn?: Pick<AgentTurnOptions, 'agent' | 'tools'>,
+  ): Promise<TurnPlan> {
+    const { router, catalogue } = this.dependencies;
     const principal = 'principal' in chatter ? chatter.principal : null;
     const requestedModel = body.model ?? this.dependencies.defaultModel;
     const { tools, specs, tokens: toolTokens } = agentTurn ? this.agentOffer(agentTurn.tools) : this.offer();
@@ -229,42 +344,55 @@ export class ChatService {
     }
     if (plan.kind === 'needs_vision') throw visionRefusal(plan.model);
     const { candidates } = plan;
-    const userId = principal?.userId ?? 'guest';
     const metered = !!principal && !principal.operator;
     const first = candidates[0];
     const contextWindow = first
       ? (resolveModel(catalogue.catalogue, first.model)?.model.contextWindow ?? 32_768)
       : 32_768;
-    // Attempt 1's worst case is held in the opening: a refusal answers 402 and nothing of the turn stays.
-    const hold =
-      metered && first?.creditRate !== undefined
-        ? { amount: worstCaseCredits(probe, first.creditRate), model: first.model }
-        : null;
-    const inputOf = (accepted: OpenedTurn): ChatTurnInput => ({
-      turnId: accepted.turnId,
-      conversationId: accepted.conversationId,
-      sessionId: accepted.sessionId,
-      sessionKey: accepted.key,
-      channel: body.channel,
-      turn: accepted.turn,
-      previousTurnId: accepted.previousTurnId,
-      message: body.message,
-      userId,
+    return {
+      userId: principal?.userId ?? 'guest',
       metered,
       requestedModel,
       candidates,
-      stream,
-      ...(body.reasoning_effort === undefined ? {} : { reasoningEffort: body.reasoning_effort }),
       tools,
       historyBudgetTokens: Math.max(
         1_024,
         contextWindow - answerReserveTokens - toolTokens - (agentTurn ? this.systemTokens(agentTurn) : 0),
       ),
+      // Attempt 1's worst case: held in the turn's opening (or, routed inside the turn, by its routing step).
+      hold:
+        metered && first?.creditRate !== undefined
+          ? { amount: worstCaseCredits(probe, first.creditRate), model: first.model }
+          : null,
+    };
+  }
+
+  /** The turn's input apart from its model's part (`TurnPlan`). */
+  private inputOf(
+    chatter: Chatter,
+    body: { message: string; channel: string; reasoning_effort?: ChatRequest['reasoning_effort'] },
+    stream: boolean,
+    opened: OpenedTurn,
+    plan: TurnPlan,
+    agentTurn?: Omit<AgentTurnOptions, 'agent' | 'tools'>,
+  ): Omit<ChatTurnInput, 'requestedModel' | 'candidates' | 'tools' | 'historyBudgetTokens'> {
+    return {
+      turnId: opened.turnId,
+      conversationId: opened.conversationId,
+      sessionId: opened.sessionId,
+      sessionKey: opened.key,
+      channel: body.channel,
+      turn: opened.turn,
+      previousTurnId: opened.previousTurnId,
+      message: body.message,
+      userId: plan.userId,
+      metered: plan.metered,
+      stream,
+      ...(body.reasoning_effort === undefined ? {} : { reasoningEffort: body.reasoning_effort }),
       maxToolRounds: this.dependencies.maxToolRounds,
       created: Math.floor(Date.now() / 1000),
       ...(agentTurn
         ? {
-            agent: agentTurn.agent,
             owner: ownerOf(chatter),
             approvalTimeoutMs: agentTurn.approvalTimeoutMs,
             ...(agentTurn.memories ? { memories: agentTurn.memories } : {}),
@@ -273,40 +401,7 @@ export class ChatService {
           }
         : {}),
       opened: true,
-    });
-    const { result: input } = await conversations.openTurn(
-      {
-        owner: ownerOf(chatter),
-        key: body.session_id,
-        channel: body.channel,
-        ...(session ? { session } : {}),
-        agentId: agentTurn?.agent.id ?? null,
-        routingWorkflowId: agentTurn?.routingWorkflowId ?? null,
-        message: body.message,
-      },
-      {
-        ...(admit ? { before: admit } : {}),
-        after: async (client, accepted) => {
-          if (hold) {
-            const held = await ledger.reserve(
-              { userId, workflowId: accepted.turnId, attempt: 1, amount: hold.amount, model: hold.model },
-              client,
-            );
-            if (!held.ok) {
-              throw new ApiError(
-                'insufficient_credits',
-                `This message may cost up to ${hold.amount} credits on ${hold.model}; ${held.available} are available`,
-              );
-            }
-          }
-          const prepared = inputOf(accepted);
-          const start = turnStartEvent({ ...prepared, model: prepared.requestedModel, agent: prepared.agent });
-          await journal.write(client, prepared.turnId, [{ seq: 0, event: start }]);
-          return prepared;
-        },
-      },
-    );
-    return input;
+    };
   }
 
   /**
@@ -383,11 +478,29 @@ export interface AgentTurnOptions {
   images?: string[];
   approvalTimeoutMs: number;
   loop?: NonNullable<ChatTurnInput['loop']>;
-  /** The completion workflow that routed the message, when a model did. */
-  routingWorkflowId?: string;
 }
 
-function systemOf(options: AgentTurnOptions) {
+/** A turn's model part (`ChatService.planTurn`). */
+export interface TurnPlan {
+  userId: string;
+  metered: boolean;
+  requestedModel: string;
+  candidates: ChatTurnInput['candidates'];
+  tools: ChatTurnInput['tools'];
+  historyBudgetTokens: number;
+  /** The first call's worst case, when the turn is metered. */
+  hold: { amount: number; model: string } | null;
+}
+
+/** The refusal of a message whose first call's worst case the account cannot cover. */
+export function shortOfCredits(hold: { amount: number; model: string }, available: number): ApiError {
+  return new ApiError(
+    'insufficient_credits',
+    `This message may cost up to ${hold.amount} credits on ${hold.model}; ${available} are available`,
+  );
+}
+
+function systemOf(options: Pick<AgentTurnOptions, 'agent'>) {
   return { role: 'system' as const, content: options.agent.systemPrompt };
 }
 

@@ -145,9 +145,11 @@ export function createWebhookActivities(dependencies: WebhookActivityDependencie
 
     async recordWebhookRun(record: WebhookRunRecord) {
       const ended = record.status !== 'running';
+      // A run whose message its turn routed (a Slack message names no agent) takes the agent the turn chose.
       const { rows } = await pool.query<{ callback_wanted: boolean; callback_url: string | null }>(
         `update webhook_runs set status = $2, turn_id = coalesce($3, turn_id), answer = coalesce($4, answer),
-           error = coalesce($5, error), finished_at = case when $6 then coalesce(finished_at, now()) else null end
+           error = coalesce($5, error), finished_at = case when $6 then coalesce(finished_at, now()) else null end,
+           agent_id = coalesce(agent_id, (select t.agent_id from chat_turns t where t.id = coalesce($3, webhook_runs.turn_id)))
          where id = $1 returning callback_wanted, callback_url`,
         [record.runId, record.status, record.turnId ?? null, record.answer ?? null, record.error ?? null, ended],
       );

@@ -56,6 +56,7 @@ import { ApiError } from '../../../errors.ts';
 import type { Principal } from '../../../services/apikeys/service.ts';
 import type { AgentChat } from '../../../services/agents/agent-chat.ts';
 import type { ChatService } from '../../../services/chat/service.ts';
+import type { SequencedStreamEvent } from '../../../../common/completion.ts';
 import { presentAgentEvent } from '../chat/events.ts';
 
 /** How long answer tokens are gathered into one artifact chunk, and the most characters one holds. */
@@ -235,7 +236,7 @@ export class TesseraAgentExecutor implements AgentExecutor {
       agent_id: started.routed.id,
       agent_name: started.routed.name,
     });
-    await this.follow(bus, taskId, contextId, started.turnId, -1, started.subscription);
+    await this.follow(bus, taskId, contextId, started.turnId, -1, started.events);
   };
 
   cancelTask = async (taskId: string, bus: ExecutionEventBus): Promise<void> => {
@@ -260,7 +261,8 @@ export class TesseraAgentExecutor implements AgentExecutor {
     contextId: string,
     turnId: string,
     afterSeq: number,
-    subscription: Parameters<ChatService['events']>[0]['subscription'] = null,
+    /** The turn's events as its start relays them (from its first); absent: read from the journal after `afterSeq`. */
+    started?: AsyncGenerator<SequencedStreamEvent>,
   ): Promise<void> {
     let answer = '';
     let chunks = 0;
@@ -290,7 +292,7 @@ export class TesseraAgentExecutor implements AgentExecutor {
       pending = '';
       flushedAt = Date.now();
     };
-    for await (const item of this.dependencies.chat.events({ turnId, subscription }, afterSeq)) {
+    for await (const item of started ?? this.dependencies.chat.events({ turnId, subscription: null }, afterSeq)) {
       if (this.cancelled.has(taskId)) return;
       const payload = presentAgentEvent(item.event);
       if (!payload) continue;

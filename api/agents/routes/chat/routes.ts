@@ -12,8 +12,9 @@
  * - `POST /chat/approvals/{id}/approve` and `/reject` `{reason?}`: decide a tool call waiting for approval.
  * - `POST /api/v1/chat` `{message, session_id, agent_id?}`: the external API's chat, the same stream.
  *
- * The answer starts once the turn is accepted (routing and refusals come before as plain HTTP errors); a client that
- * hangs up does not stop the turn. A workspace agent for a user without the Google login answers 302 to
+ * The answer starts once the turn is accepted and routed (a turn that routes its message does so in its first step,
+ * and the answer waits for it): refusals are plain HTTP errors, the routed agent's too. A client that hangs up does
+ * not stop the turn. A workspace agent for a user without the Google login answers 302 to
  * `/auth/google` (spec 7.2) with the error as JSON.
  */
 import Router from '@koa/router';
@@ -64,7 +65,7 @@ export function agentChatRoutes(dependencies: {
     try {
       const started = await agentChat.start(principal, request);
       context.set('X-Turn-Id', started.turnId);
-      relay(context, openStreams, chat.events(started));
+      relay(context, openStreams, started.events);
     } catch (error) {
       if (error instanceof WorkspaceLoginRequired) {
         context.status = 302;
