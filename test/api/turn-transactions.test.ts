@@ -100,6 +100,7 @@ describe('write transactions per turn without tools', () => {
     const sessionId = `web:${randomUUID()}`;
     await measure(() => agentTurn(`/chat/stream/${sessionId}`, { message: 'Please debug my python function' }));
     let turnId = '';
+    await platform.simulator.resetRequests();
     const routed = await measure(async () => {
       turnId = await agentTurn(`/chat/stream/${sessionId}`, { message: 'Translate good morning into French' });
       return turnId;
@@ -115,6 +116,9 @@ describe('write transactions per turn without tools', () => {
       [userId],
     );
     expect(rows).toEqual([]);
+    // Two upstream calls: the classifier's (started beside the turn's start and adopted by its routing step, not made
+    // twice) and the routed agent's answer.
+    expect((await platform.simulator.requests()).total).toBe(2);
   });
 
   it('agent service: at most 4 per turn with a named agent', async () => {

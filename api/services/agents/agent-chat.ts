@@ -150,6 +150,9 @@ export class AgentChat {
   async start(principal: Principal, request: AgentMessage): Promise<StartedAgentTurn> {
     const { input, routed, agent } = await this.prepare(principal, request);
     const kind = input.loop ? 'Agent loop' : 'Agent turn';
+    const classifier = input.routing?.classifier;
+    const speculated = classifier ? this.classifierCall(input, classifier) : null;
+    if (speculated) this.dependencies.router.speculate(input.message, input.routing!.candidates, speculated);
     const started = await this.dependencies.chat.launch(input, {
       kind: input.loop ? 'agent-loop' : 'agent-turn',
       memo: {
@@ -162,6 +165,8 @@ export class AgentChat {
           ? `${kind} ${input.turn} of session ${request.sessionKey}: ${agent.name} (routed by ${routed.method}, confidence ${routed.confidence}), for ${principal.userId}`
           : `${kind} ${input.turn} of session ${request.sessionKey}, routed by its first step among ${input.routing?.candidates.length ?? 0} agents, for ${principal.userId}`,
     });
+    // The turn runs elsewhere (eager start declined): its routing step calls the classifier there.
+    if (speculated && !started.local) this.dependencies.router.discard(input.turnId, 1);
     const events = this.dependencies.chat.events(started);
     if (routed) return { ...started, routed, events };
     const first = await events.next();
@@ -171,6 +176,14 @@ export class AgentChat {
     }
     if (event?.type === 'turn-error') throw refusalOf(event);
     throw new ApiError('internal_error', `The turn ${started.turnId} did not route its message`);
+  }
+
+  /** The classifier's call of a turn that routes its message: the turn's attempt 1. */
+  private classifierCall(
+    input: ChatTurnInput,
+    classifier: NonNullable<NonNullable<ChatTurnInput['routing']>['classifier']>,
+  ) {
+    return { requestId: input.turnId, attempt: 1, userId: input.userId, candidates: classifier.candidates };
   }
 
   /**

@@ -134,6 +134,43 @@ export class AgentRouter {
     };
   }
 
+  /**
+   * Starts the classifier's first call now, for the routing step to adopt (ProviderCalls.callOrAdopt, keyed by request
+   * and attempt) instead of calling again: the turn's start round trip and the call overlap, as a completion's
+   * attempt 1 overlaps its workflow's start. `discard` it when the turn did not start in this process.
+   */
+  speculate(
+    message: string,
+    candidates: RoutableAgent[],
+    classifier: { requestId: string; attempt: number; userId: string; candidates: Candidate[] },
+  ): void {
+    const first = classifier.candidates[0];
+    if (!first || candidates.length < 2) return;
+    void this.calls.startSpeculative(this.callInput(message, candidates, classifier, first)).catch(() => undefined);
+  }
+
+  /** Drops a speculative classifier call nobody will adopt. */
+  discard(requestId: string, attempt: number): void {
+    this.calls.discard(requestId, attempt);
+  }
+
+  private callInput(
+    message: string,
+    candidates: RoutableAgent[],
+    classifier: { requestId: string; attempt: number; userId: string },
+    candidate: Candidate,
+  ) {
+    return {
+      requestId: classifier.requestId,
+      attempt: classifier.attempt,
+      candidate,
+      request: classifierRequest(this.model, message, candidates),
+      userId: classifier.userId,
+      metered: false,
+      workflowId: classifier.requestId,
+    };
+  }
+
   /** The fast model's scores (null when no model answered with them), and the call that answered. */
   private async classify(
     message: string,
@@ -141,21 +178,10 @@ export class AgentRouter {
     classifier: { requestId: string; attempt: number; userId: string; candidates: Candidate[] },
     signal: AbortSignal,
   ): Promise<{ scores: Record<string, number> | null; call: ClassifierCall | null; fallback?: string }> {
-    const request = classifierRequest(this.model, message, candidates);
     const failures: string[] = [];
     for (const candidate of classifier.candidates) {
-      const outcome = await this.calls.callOrAdopt(
-        {
-          requestId: classifier.requestId,
-          attempt: classifier.attempt,
-          candidate,
-          request,
-          userId: classifier.userId,
-          metered: false,
-          workflowId: classifier.requestId,
-        },
-        signal,
-      );
+      // The first candidate's call may be in flight already (`speculate`): adopted, not made again.
+      const outcome = await this.calls.callOrAdopt(this.callInput(message, candidates, classifier, candidate), signal);
       if (outcome.outcome === 'skipped') {
         failures.push(`${candidate.provider}: ${outcome.reason}`);
         continue;
