@@ -38,8 +38,6 @@ export interface TurnOpening {
   session?: SessionRef;
   /** The agent that answers (the agent service's turns; null: the gateway's chat, or routed inside the turn). */
   agentId: string | null;
-  /** The completion workflow that routed the message (turns routed before their own workflow started). */
-  routingWorkflowId?: string | null;
   /** The user's message: the turn's first message (position 0). */
   message: string;
 }
@@ -325,12 +323,7 @@ export class ConversationStore {
     return transaction(this.pool, async (client) => {
       await steps.before?.(client);
       const session = opening.session ?? (await this.openSession(opening.owner, opening.key, opening.channel, client));
-      const accepted = await this.acceptTurn(
-        session.conversationId,
-        opening.routingWorkflowId ?? null,
-        opening.agentId,
-        client,
-      );
+      const accepted = await this.acceptTurn(session.conversationId, null, opening.agentId, client);
       const opened: OpenedTurn = { ...session, ...accepted };
       await this.appendMessages(
         { ...session, turn: accepted.turn },
@@ -365,7 +358,8 @@ export class ConversationStore {
 
   /**
    * Numbers the conversation's next turn and records it as running: turns are answered in this order. An agent
-   * service turn names the completion that routed it and the agent that answers.
+   * service turn names the agent that answers (turns of earlier releases also the completion workflow that routed
+   * them; a turn now routes its message itself, under its own id in the ledger).
    */
   async acceptTurn(
     conversationId: string,

@@ -48,6 +48,11 @@ const readStatement = {
   text: 'select seq, data from stream_chunks where request_id = $1 and seq > $2 order by seq',
 };
 
+const atStatement = {
+  name: 'journal-at',
+  text: 'select data from stream_chunks where request_id = $1 and seq = $2',
+};
+
 export class StreamJournal {
   private readonly orm: MikroORM;
   private readonly pool: Pool | null;
@@ -131,6 +136,10 @@ export class StreamJournal {
 
   /** The event at one position, or null. */
   async at(requestId: string, seq: number): Promise<SequencedStreamEvent | null> {
+    if (this.pool) {
+      const [row] = await run<{ data: string }>(this.pool, atStatement, [requestId, seq]);
+      return row ? { seq, event: JSON.parse(row.data) as StreamEvent } : null;
+    }
     const rows = await this.orm.em
       .fork()
       .execute<Array<{ data: string }>>('select data from stream_chunks where request_id = ? and seq = ?', [

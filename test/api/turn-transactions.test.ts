@@ -16,6 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { callDirective } from '../helpers/agents.ts';
 import { readSse } from '../helpers/sse.ts';
 import { countWriteTransactions, type WriteCounter, type WriteTransaction } from '../helpers/write-transactions.ts';
 
@@ -94,6 +95,25 @@ describe('write transactions per turn without tools', () => {
       }),
     );
     for (const written of [first, reused, streamed, fresh]) expect(describeAll(written).length).toBeLessThanOrEqual(4);
+  });
+
+  it('session chat with one calculator call: the tool adds its journal and the second call', async () => {
+    const sessionId = `api:${randomUUID()}`;
+    await measure(() => sessionTurn(sessionId));
+    const message = `What is 2 + 3? ${callDirective('calculator', { expression: '2 + 3' })}`;
+    const written = await measure(async () => {
+      const response = await platform.fetch('/api/v1/chat', {
+        method: 'POST',
+        key,
+        body: JSON.stringify({ message, session_id: sessionId }),
+      });
+      expect(((await response.json()) as { tool_calls: unknown[] }).tool_calls).toHaveLength(1);
+      return response.headers.get('x-turn-id')!;
+    });
+    console.log('calculator turn write transactions', JSON.stringify(describeAll(written)));
+    // The opening, the first call, the tool's start and result (each journalled as it happens), the second call's
+    // hold, the second call, the close.
+    expect(describeAll(written).length).toBeLessThanOrEqual(7);
   });
 
   it('agent service: at most 4 per turn routed by the model, in one workflow', async () => {
