@@ -153,7 +153,7 @@ export class AgentChat {
     const classifier = input.routing?.classifier;
     const speculated = classifier ? this.classifierCall(input, classifier) : null;
     if (speculated) this.dependencies.router.speculate(input.message, input.routing!.candidates, speculated);
-    const started = await this.dependencies.chat.launch(input, {
+    const launched = this.dependencies.chat.launch(input, {
       kind: input.loop ? 'agent-loop' : 'agent-turn',
       memo: {
         session: request.sessionKey,
@@ -164,6 +164,10 @@ export class AgentChat {
         agent && routed
           ? `${kind} ${input.turn} of session ${request.sessionKey}: ${agent.name} (routed by ${routed.method}, confidence ${routed.confidence}), for ${principal.userId}`
           : `${kind} ${input.turn} of session ${request.sessionKey}, routed by its first step among ${input.routing?.candidates.length ?? 0} agents, for ${principal.userId}`,
+    });
+    const started = await launched.catch((error: unknown) => {
+      if (speculated) this.dependencies.router.discard(input.turnId, 1);
+      throw error;
     });
     // The turn runs elsewhere (eager start declined): its routing step calls the classifier there.
     if (speculated && !started.local) this.dependencies.router.discard(input.turnId, 1);
