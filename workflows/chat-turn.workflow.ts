@@ -12,6 +12,12 @@
  * list prices. With `loop` the turn is an agent loop: it works in iterations, each ending with `[[CONTINUE]]` or
  * `[[DONE]]`, until done, a bound or the `cancelLoop` signal; it stores each iteration as it ends and continues as new
  * every `iterationsPerRun` iterations, so its history stays small however long it runs.
+ *
+ * With `routing` (the agent service's message for several agents) the turn routes its message itself: its first step,
+ * the `routeMessage` activity, calls the classifier as the turn's attempt 1, picks the agent and returns the agent's
+ * part of the turn (or the refusal the turn ends with); the decision and its cost are that step's result in history
+ * and the trace's `routing`. One workflow per message. Turns opened by the API (`opened`) find their message stored
+ * and their start journalled: their first step writes nothing, and the close is one transaction.
  */
 import {
   ActivityFailure,
