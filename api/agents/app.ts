@@ -210,7 +210,7 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
     }) as Koa.Middleware,
   );
   // Public on purpose (probes, Prometheus; no user data), but after the credential check like every path: a sent
-  // key or cookie must be valid even here (README, "Who may call").
+  // key or cookie must be valid even here (docs/agent-service.md, "Who may call").
   const open = new Router();
   open.get('/health', (context) => {
     context.body = { status: 'ok', service: 'agents', version: dependencies.version };

@@ -1,5 +1,5 @@
 /**
- * The web app (web/, README "Web app") as the agent service serves it, from its build output (`web/dist`, made by
+ * The web app (web/, docs/web-app.md) as the agent service serves it, from its build output (`web/dist`, made by
  * scripts/build-web.ts):
  *
  * - `GET|HEAD /assets/<name>-<hash>.<ext>`: the bundles, styles and fonts, whose names change with their content, so
