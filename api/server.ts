@@ -6,6 +6,7 @@
  * Serving the agent service, the process also runs an activity-only worker on `<task queue>-agents` (the activities
  * of scheduled and webhook runs that need the agent service: api/services/schedules/activities.ts,
  * api/services/webhooks/activities.ts), and at start reconciles the scheduled tasks with their Temporal schedules.
+ * Every API process also folds the dashboard's usage changes now and then (api/services/dashboard/usage-fold.ts).
  * SIGTERM drains: stop accepting, let open streams finish (up to SHUTDOWN_GRACE_MS), stop the worker.
  */
 import { Client } from '@temporalio/client';
@@ -32,6 +33,7 @@ import { Metrics } from './observability.ts';
 import { PrincipalCache } from './principal-cache.ts';
 import { RateLimits } from './rate-limit.ts';
 import { OpenStreams } from './gateway/routes/completions/routes.ts';
+import { startUsageFold } from './services/dashboard/usage-fold.ts';
 
 export interface RunningService {
   url: string;
@@ -74,6 +76,8 @@ export async function startGateway(
   await startCreditHoldSweepSchedule(client, settings.TEMPORAL_TASK_QUEUE, settings.CREDIT_HOLD_SWEEP_INTERVAL);
   const openStreams = new OpenStreams();
   const rateLimits = new RateLimits(dependencies.pool, dependencies.plans, { logger });
+  // The dashboard's usage changes folded into its daily figures (any API process; one at a time).
+  const usageFold = startUsageFold(dependencies.pool, logger);
   const principals = new PrincipalCache(settings.DATABASE_URL, logger);
   await principals.start();
   const shared = {
@@ -150,6 +154,7 @@ export async function startGateway(
       ]).catch((error: unknown) => logger.error({ err: error }, 'worker stopped with an error'));
       await connection.close();
       await rateLimits.close();
+      await usageFold.stop();
       await principals.close();
       await dependencies.pool.end();
       await dependencies.userData.close();

@@ -3,6 +3,7 @@ import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, MikroORM } from '@mikro-orm/postgresql';
 import { fileURLToPath } from 'node:url';
 import { entities } from './entities/index.ts';
+import { usageTables } from './entities/usage-triggers.ts';
 
 const migrationsPath = fileURLToPath(new URL('./migrations', import.meta.url));
 
@@ -22,9 +23,12 @@ export function ormConfig(databaseUrl: string, options: { poolMax?: number } = {
       emit: 'ts',
       fileName: (timestamp: string, name?: string) => `Migration${timestamp}${name ? '_' + name : ''}`,
     },
-    // Tables no entity maps: the A2A SDK's own PostgreSQL stores (migration `a2a`), and the RAG index, whose pgvector
-    // columns and indexes MikroORM's schema tools do not know (migration `rag`).
-    schemaGenerator: { skipTables: ['a2a_tasks', 'a2a_push_configs', 'rag_documents', 'rag_chunks'] },
+    // Tables no entity maps: the A2A SDK's own PostgreSQL stores (migration `a2a`), the RAG index, whose pgvector
+    // columns and indexes MikroORM's schema tools do not know (migration `rag`), and the dashboard's usage figures,
+    // written by triggers only, never by the ORM (migration `usage-rollups`; db/entities/usage-triggers.ts).
+    schemaGenerator: {
+      skipTables: ['a2a_tasks', 'a2a_push_configs', 'rag_documents', 'rag_chunks', ...usageTables],
+    },
     debug: false,
     allowGlobalContext: false,
   });

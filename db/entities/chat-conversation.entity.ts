@@ -1,4 +1,5 @@
 import { defineEntity, p } from '@mikro-orm/core';
+import { chatConversationUsageTriggers } from './usage-triggers.ts';
 
 /**
  * A conversation: one history shared by every session linked to it (web, api, messaging apps). Its turns are
@@ -16,6 +17,9 @@ export const ChatConversation = defineEntity({
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p.datetime().onCreate(() => new Date()),
   },
-  // A user's conversations (the dashboard's starting point).
+  // A user's conversations.
   indexes: [{ properties: ['owner'] }],
+  // A conversation that changes owner (or comes or goes) takes its messages and turns along in the dashboard's
+  // figures (api/services/dashboard/).
+  triggers: chatConversationUsageTriggers,
 });

@@ -1,5 +1,6 @@
 import { defineEntity, p } from '@mikro-orm/core';
 import { FullTextType } from '@mikro-orm/postgresql';
+import { chatMessageUsageTriggers } from './usage-triggers.ts';
 
 /**
  * The text search configuration of `searchVector`: `simple` (lower-cased words, no stemming, no stop words), because
@@ -40,11 +41,7 @@ export const ChatMessage = defineEntity({
     createdAt: p.datetime().onCreate(() => new Date()),
   },
   uniques: [{ properties: ['conversationId', 'turn', 'seq'] }],
-  indexes: [
-    { properties: ['searchVector'], type: 'fulltext' },
-    // The dashboard's aggregates (api/services/dashboard/): messages per day and tool calls per tool, of a user's
-    // conversations or of the platform, counted from these indexes alone.
-    { properties: ['conversationId', 'createdAt', 'role', 'toolName'] },
-    { properties: ['createdAt', 'role', 'toolName'] },
-  ],
+  indexes: [{ properties: ['searchVector'], type: 'fulltext' }],
+  // The dashboard's messages per day and tool calls per tool (api/services/dashboard/), counted as rows come and go.
+  triggers: chatMessageUsageTriggers,
 });

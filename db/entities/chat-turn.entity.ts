@@ -1,4 +1,5 @@
 import { defineEntity, p } from '@mikro-orm/core';
+import { chatTurnUsageTriggers } from './usage-triggers.ts';
 
 /**
  * A turn of a conversation: accepted (`running`, its workflow started), then `done` or `failed`. The next turn
@@ -23,12 +24,13 @@ export const ChatTurn = defineEntity({
     approvalExpiresAt: p.datetime().nullable(),
   },
   uniques: [{ properties: ['conversationId', 'number'] }],
-  // The dashboard's aggregates (api/services/dashboard/): a user's turns by day, agent and outcome, read from the
-  // index alone (the user's conversations, then their turns in the period), the platform's likewise by time; and the
-  // approvals waiting (GET /metrics), a range scan over the few turns that wait.
+  // The operator console's turns (api/services/admin/), newest first, of everyone or of an owner's conversations;
+  // and the approvals waiting (GET /metrics), a range scan over the few turns that wait.
   indexes: [
     { properties: ['conversationId', 'createdAt', 'agentId', 'status'] },
     { properties: ['createdAt', 'agentId', 'status'] },
     { properties: ['approvalExpiresAt'] },
   ],
+  // The dashboard's turns per day and per agent, and its credits per agent (api/services/dashboard/).
+  triggers: chatTurnUsageTriggers,
 });

@@ -1,4 +1,5 @@
 import { defineEntity, p } from '@mikro-orm/core';
+import { creditLedgerUsageTriggers } from './usage-triggers.ts';
 import { User } from './user.entity.ts';
 
 /**
@@ -31,10 +32,8 @@ export const CreditLedgerEntry = defineEntity({
     note: p.string().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
   },
-  // The dashboard's credits per day and per agent (api/services/dashboard/): a user's settlements in a period, and
-  // the platform's; the amount and the workflow (a chat turn's id names its agent) are read from the index.
-  indexes: [
-    { properties: ['user', 'kind', 'createdAt', 'amount', 'workflowId'] },
-    { properties: ['kind', 'createdAt', 'amount', 'workflowId'] },
-  ],
+  // A user's settlements in a period, read from the index alone (the account's usage, api/services/account/).
+  indexes: [{ properties: ['user', 'kind', 'createdAt', 'amount', 'workflowId'] }],
+  // The dashboard's credits per day and per agent (api/services/dashboard/), counted as settlements are written.
+  triggers: creditLedgerUsageTriggers,
 });

@@ -2,7 +2,9 @@
  * `GET /dashboard` and `GET /metrics` of the agent service through HTTP: real agent turns (with a tool call), a
  * scheduled task and a tool call waiting for approval; each user sees their own figures only, the operator the
  * platform's; the counters of turns by agent and outcome and tool calls by tool and outcome, and the approvals
- * waiting, as Prometheus text.
+ * waiting, as Prometheus text. The figures follow the history as it changes: a failed turn, credits per agent, a
+ * deleted session, a Telegram chat linked to the account (test/db/usage-rollups.test.ts checks every kind of change
+ * against the rows).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
@@ -10,6 +12,7 @@ import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { callDirective as call, createCustomAgent } from '../helpers/agents.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
+import { simulatedMessengers, newTelegramChat } from '../helpers/messengers.ts';
 import { readSse } from '../helpers/sse.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -22,11 +25,11 @@ let aliceCredits = 0;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
 
-async function turn(key: string, message: string, sessionId = `web:${randomUUID()}`) {
+async function turn(key: string, message: string, sessionId = `web:${randomUUID()}`, agent = 'general') {
   const response = await platform.agents(`/chat/stream/${sessionId}`, {
     method: 'POST',
     key,
-    body: JSON.stringify({ message, preferred_agents: ['general'] }),
+    body: JSON.stringify({ message, preferred_agents: [agent] }),
   });
   expect(response.status).toBe(200);
   await readSse(response);
@@ -179,5 +182,101 @@ describe('GET /metrics', () => {
       async () => (await metric('tessera_agent_turns_total{agent="custom",outcome="done"}')) === 1,
     );
     expect(await metric('tessera_agent_tool_calls_total{tool="calculator",outcome="ok"}')).toBe(1);
+  });
+});
+
+describe('GET /dashboard as the history changes', () => {
+  let carol: { key: string; user_id: string };
+  const today = () => new Date().toISOString().slice(0, 10);
+  const { telegramSays, sentTo } = simulatedMessengers(() => platform);
+
+  beforeAll(async () => {
+    carol = await platform.createKey();
+  });
+
+  it('counts a failed turn as failed', async () => {
+    // The turn's model call is refused upstream (a 400 is not failed over): the turn ends failed.
+    await platform.simulator.addFault({ times: 1, fault: { status: 400 } });
+    try {
+      await turn(carol.key, 'This one will fail');
+    } finally {
+      await platform.simulator.clearFaults();
+    }
+    const { body } = await dashboard(carol.key);
+    expect(body).toMatchObject({
+      totals: { turns: 1, failed_turns: 1, credits_used: 0 },
+      turns_per_day: [{ day: today(), turns: 1, failed: 1 }],
+      top_agents: [{ agent_id: 'general', turns: 1, failed: 1 }],
+      credits_per_agent: [],
+    });
+  });
+
+  it('gives the credits each agent spent', async () => {
+    const general = await turn(carol.key, 'Hello general');
+    const coder = await turn(carol.key, 'Write a haiku about types', `web:${randomUUID()}`, 'coder');
+    expect(general).toBeGreaterThan(0);
+    expect(coder).toBeGreaterThan(0);
+    const { body } = await dashboard(carol.key);
+    expect(body.totals).toMatchObject({ turns: 3, failed_turns: 1, credits_used: general + coder });
+    expect(body.credits_per_agent).toEqual(
+      expect.arrayContaining([
+        { agent_id: 'general', credits: general },
+        { agent_id: 'coder', credits: coder },
+      ]),
+    );
+    expect(body.credits_per_agent).toHaveLength(2);
+    expect(body.top_agents).toEqual(
+      expect.arrayContaining([
+        { agent_id: 'general', turns: 2, failed: 1 },
+        { agent_id: 'coder', turns: 1, failed: 0 },
+      ]),
+    );
+  });
+
+  it('forgets a deleted session’s messages and turns; its credits stay spent', async () => {
+    const sessionId = `web:${randomUUID()}`;
+    const before = (await dashboard(carol.key)).body;
+    const credits = await turn(carol.key, 'A chat to delete', sessionId);
+    const during = (await dashboard(carol.key)).body;
+    expect(during.totals).toMatchObject({
+      messages: before.totals.messages + 2,
+      turns: before.totals.turns + 1,
+      credits_used: before.totals.credits_used + credits,
+    });
+    const deleted = await platform.agents(`/sessions/${sessionId}`, { method: 'DELETE', key: carol.key });
+    expect(deleted.status).toBe(200);
+    const after = (await dashboard(carol.key)).body;
+    expect(after.totals).toEqual({ ...before.totals, credits_used: before.totals.credits_used + credits });
+    expect(after.messages_per_day).toEqual(before.messages_per_day);
+    expect(after.turns_per_day).toEqual(before.turns_per_day);
+    expect(after.top_agents).toEqual(before.top_agents);
+    // The credits were spent; the turn that names their agent is gone with its session.
+    expect(after.credits_per_agent).toEqual(expect.arrayContaining([{ agent_id: null, credits }]));
+  });
+
+  it('counts a linked Telegram chat’s history for the account it was linked to', async () => {
+    const chat = newTelegramChat();
+    const before = (await dashboard(carol.key)).body;
+    const platformBefore = (await dashboard(platform.masterKey)).body;
+    await telegramSays(chat, 'Hello from Telegram');
+    await sentTo('telegram', chat);
+    // The chat's own turn: the platform's, not yet Carol's.
+    await waitFor(
+      'the chat’s turn in the platform’s figures',
+      async () => (await dashboard(platform.masterKey)).body.totals.messages === platformBefore.totals.messages + 2,
+    );
+    expect((await dashboard(carol.key)).body.totals).toEqual(before.totals);
+    // Linked by a code from the account (the helper's `link` expects a chat with no message yet).
+    const issued = (await (await platform.agents('/link/code', { key: carol.key })).json()) as Json;
+    await telegramSays(chat, `/link ${issued.code as string}`);
+    expect((await sentTo('telegram', chat, 2))[1]).toContain('Linked');
+    const after = (await dashboard(carol.key)).body;
+    expect(after.totals).toMatchObject({
+      messages: before.totals.messages + 2,
+      turns: before.totals.turns + 1,
+      failed_turns: before.totals.failed_turns,
+    });
+    // The platform's figures only changed hands.
+    expect((await dashboard(platform.masterKey)).body.totals.messages).toBe(platformBefore.totals.messages + 2);
   });
 });

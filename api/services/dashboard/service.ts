@@ -1,56 +1,79 @@
 /**
- * `GET /dashboard`: a caller's figures, or the platform's for the operator, over the last `days` days. Every figure is
- * an SQL aggregate over indexed columns (one statement per table, run side by side; no row is loaded to be counted
- * here):
+ * `GET /dashboard`: a caller's figures, or the platform's for the operator, over the last `days` days.
  *
- * - messages per day and tool calls per tool: `chat_messages` of the caller's conversations (`chat_conversations`
- *   by owner), read from the index on (conversation_id, created_at, role, tool_name); the platform's from
- *   (created_at, role, tool_name). One scan answers both, by grouping sets.
- * - turns per day (and failed), turns per agent: `chat_turns`, likewise from (conversation_id, created_at, agent_id,
- *   status) or (created_at, agent_id, status).
- * - credits per day and per agent: the ledger's settlements (`credit_ledger` by (user_id, kind, created_at, amount,
- *   workflow_id)); a chat turn's settlements name its workflow, the turn's id, whose row names its agent.
+ * Messages, turns and credits are not counted from their rows on each request: that read every message, turn and
+ * settlement of the period (100k messages: ~100 ms of PostgreSQL per request, growing with the history). PostgreSQL
+ * keeps them per day instead (db/entities/usage-triggers.ts, migration `usage-rollups`):
+ *
+ * - `usage_message_days` (owner, day, tool_name: messages), `usage_turn_days` (owner, day, agent_id: turns, failed),
+ *   `usage_credit_days` (user_id, day, agent_id: settlements, credits). A request reads the caller's rows of the
+ *   period by key (at most one per day and tool or agent), or everyone's by day, plus the changes not folded yet.
+ * - Row triggers on `chat_messages`, `chat_turns`, `chat_conversations` and `credit_ledger` append a signed change
+ *   for every row that starts or stops counting, in the writer's own transaction: every writer is covered (gateway
+ *   session chat, agent turns, scheduled runs, webhooks, A2A, team broadcasts, an account merge in a migration, a
+ *   statement run by hand) and the figures cannot drift from the rows. On the hot path that is one plain insert per
+ *   message, turn or settlement written (plus a primary-key lookup of its conversation's owner or its turn's agent):
+ *   no update of a shared counter row, so no writer waits for another's lock nor deadlocks on two.
+ * - The API process folds the changes into the days tables once a few thousand are waiting (usage-fold.ts); a figure
+ *   is the days rows plus the changes, exact either way.
+ * - Conversations belong to whoever owns them now (a linked chat's history counts for the account it was linked to):
+ *   a conversation whose owner changes moves its messages and turns to the new owner (recounted from its rows: rare).
+ *   A deleted session's messages (and its conversation's turns, when it goes) leave the counts with them. Credits
+ *   count for the account charged, by the agent of the chat turn whose workflow settled them (`chat_turns.id =
+ *   workflow_id`; null for what no chat turn settled, such as completions and media, and for a turn since deleted).
+ * - Days are UTC days; the period is the last `days` of them, today included.
+ *
+ * The rest is read from its own rows, small tables by indexed columns:
  * - schedules: `schedule_tasks` by user_id, with each enabled task's next run from its cron (the schedules' own
  *   rule, api/services/schedules/service.ts), and every task counted by its last run's status (`never` before one).
  * - media jobs by status and kind: `media_jobs` by (user_id, created_at).
  * - inbound webhook runs by status: `webhook_runs`, where the deployment has that table (inbound webhooks, issue 18);
  *   null where it has not.
  *
- * Conversations belong to whoever owns them now (a linked chat's history counts for the account it was linked to);
- * credits to the account charged.
+ * Each figure is one statement (grouping sets give a figure's per-day and per-tool or per-agent rows at once), run
+ * side by side.
  */
 import { run, type Pool } from '../../../db/pool.ts';
 import { fireTimes } from '../schedules/service.ts';
 import type { Principal } from '../apikeys/service.ts';
 import type { Dashboard } from '../../agents/routes/dashboard/schema.ts';
 
+/**
+ * A figure's rows in the period: the days table's and the changes not folded yet (usage-fold.ts), for the caller
+ * (`subject = $1`) or everyone. The days table is read by its key (subject, day) or, for everyone, by day; the changes
+ * table, kept small by the fold, is scanned.
+ */
+function usageRows(table: string, subject: string | null, columns: string, since: string): string {
+  const where = `${subject ? `${subject} = $1 and ` : ''}day >= ${since}::date`;
+  return `(select day, ${columns} from ${table}_days where ${where}
+           union all
+           select day, ${columns} from ${table}_changes where ${where}) u`;
+}
+
 /** The statements of one scope: the caller's (`$1` the owner `user:<id>` or the user id) or the platform's. */
 function statementsOf(scope: 'user' | 'platform') {
   const user = scope === 'user';
-  const day = `(created_at at time zone 'UTC')::date`;
-  const conversations = user ? `conversation_id in (select id from chat_conversations where owner = $1) and` : '';
   const since = user ? '$2' : '$1';
   return {
     messages: {
       name: `dashboard-${scope}-messages`,
-      text: `select ${day}::text as day, tool_name, count(*)::int as count, grouping(${day}) as by_tool
-             from chat_messages where ${conversations} created_at >= ${since}
-             group by grouping sets ((${day}), (tool_name))`,
+      text: `select day::text as day, tool_name, sum(messages)::int as count, grouping(day) as by_tool
+             from ${usageRows('usage_message', user ? 'owner' : null, 'tool_name, messages', since)}
+             group by grouping sets ((day), (tool_name)) having sum(messages) > 0`,
     },
     turns: {
       name: `dashboard-${scope}-turns`,
-      text: `select ${day}::text as day, agent_id, count(*)::int as turns,
-                    (count(*) filter (where status = 'failed'))::int as failed, grouping(${day}) as by_agent
-             from chat_turns where ${conversations} created_at >= ${since}
-             group by grouping sets ((${day}), (agent_id))`,
+      text: `select day::text as day, agent_id, sum(turns)::int as turns, sum(failed)::int as failed,
+                    grouping(day) as by_agent
+             from ${usageRows('usage_turn', user ? 'owner' : null, 'agent_id, turns, failed', since)}
+             group by grouping sets ((day), (agent_id)) having sum(turns) > 0`,
     },
+    // A day or an agent is listed when it had a settlement, even one of 0 credits.
     credits: {
       name: `dashboard-${scope}-credits`,
-      text: `select (l.created_at at time zone 'UTC')::date::text as day, t.agent_id, sum(l.amount)::bigint as credits,
-                    grouping((l.created_at at time zone 'UTC')::date) as by_agent
-             from credit_ledger l left join chat_turns t on l.workflow_id like 'chat-%' and t.id = l.workflow_id
-             where ${user ? 'l.user_id = $1 and' : ''} l.kind = 'settle' and l.created_at >= ${since}
-             group by grouping sets (((l.created_at at time zone 'UTC')::date), (t.agent_id))`,
+      text: `select day::text as day, agent_id, sum(credits)::bigint as credits, grouping(day) as by_agent
+             from ${usageRows('usage_credit', user ? 'user_id' : null, 'agent_id, settlements, credits', since)}
+             group by grouping sets ((day), (agent_id)) having sum(settlements) > 0`,
     },
     schedules: {
       name: `dashboard-${scope}-schedules`,
@@ -99,7 +122,10 @@ export class DashboardService {
     const sql = statements[scope];
     const since = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - (days - 1)));
     const owner = `user:${principal.userId}`;
-    const conversationValues = scope === 'user' ? [owner, since] : [since];
+    // The daily figures by UTC day (`YYYY-MM-DD`); the other tables by the period's first instant.
+    const sinceDay = since.toISOString().slice(0, 10);
+    const conversationValues = scope === 'user' ? [owner, sinceDay] : [sinceDay];
+    const creditValues = scope === 'user' ? [principal.userId, sinceDay] : [sinceDay];
     const userValues = scope === 'user' ? [principal.userId, since] : [since];
     const [messages, turns, credits, schedules, scheduleRuns, media, webhooks] = await Promise.all([
       run<{ day: string | null; tool_name: string | null; count: number; by_tool: number }>(
@@ -115,7 +141,7 @@ export class DashboardService {
       run<{ day: string | null; agent_id: string | null; credits: string; by_agent: number }>(
         this.pool,
         sql.credits,
-        userValues,
+        creditValues,
       ),
       run<{
         id: string;
