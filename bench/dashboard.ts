@@ -3,17 +3,24 @@
  * process with 100,000 messages in the database. One account holds them all (the worst case for a caller's
  * dashboard: every message is theirs and in the period), in 500 conversations of 50 turns (a question, a tool call,
  * its result and the answer: 4 messages a turn, 25,000 turns, one settled ledger entry each, every turn answered by
- * one of 8 agents and one of 5 tools), spread over the last 30 days; a second account has a few. The rows are
- * written with SQL straight into the platform's database (what 25,000 real turns would leave behind, without the
- * hours they would take), then the tables are vacuumed and analysed, as autovacuum does after such a load. Measured:
- * the caller's dashboard and the operator's (the platform's), 1 client, sequential requests after a warm-up, p50 /
- * p95 / p99 of the whole request, and the platform's CPU per request (API, PostgreSQL and the rest, from /proc).
+ * one of 8 agents and one of 5 tools), spread over the last 30 days. The rows are written with SQL straight into the
+ * platform's database (what 25,000 real turns would leave behind, without the hours they would take): ordinary
+ * inserts, so the platform's triggers count them as they count any writer's (db/entities/usage-triggers.ts); the
+ * bench then waits for the API process to fold those changes into the daily figures (api/services/dashboard/
+ * usage-fold.ts), as it does within seconds of any such load, and vacuums and analyses the tables, as autovacuum
+ * does. Measured: the caller's dashboard and the operator's (the platform's), 1 client, sequential requests after a
+ * warm-up, p50 / p95 / p99 of the whole request, and the platform's CPU per request (API, PostgreSQL and the rest,
+ * from /proc); the load average when each began; and what the triggers cost the writers: the 100,000 messages'
+ * insert timed against the same insert into a copy of the table without them.
+ * Writes bench/dashboard-results.md. BENCH_QUICK=1 runs 50 requests per arm (a smoke run, not figures).
  */
 import { randomBytes } from 'node:crypto';
+import { loadavg } from 'node:os';
 import pg from 'pg';
 import { shippedProcesses } from './arms.ts';
-import { benchLog, endBench, quick } from './bench-process.ts';
+import { benchLog, endBench, quick, sleep } from './bench-process.ts';
 import { percentile } from './load.ts';
+import { failureLines, reportLead, writeResults } from './report.ts';
 import { snapshot, total, usageBetween } from './resources.ts';
 import { waitForIdlePlatform, withShippedRun } from './shipped-run.ts';
 
@@ -25,6 +32,26 @@ const turnsPerConversation = 50;
 const requests = quick ? 50 : 1000;
 const agents = ['general', 'researcher', 'coder', 'writer', 'analyst', 'translator', 'planner', 'drive'];
 const tools = ['web_search', 'calculator', 'web_fetch', 'file_write', 'update_plan'];
+const startedAt = Date.now();
+/** The machine's load average when each phase began (other work on the cores shows in the figures). */
+const loads: Array<{ phase: string; load: number[] }> = [];
+const noteLoad = (phase: string) => loads.push({ phase, load: loadavg() });
+/** What the seeding measured: the messages' insert with the triggers and into a copy without them, in ms. */
+const writes: { messages?: number; withTriggers?: number; withoutTriggers?: number; foldWaitMs?: number } = {};
+
+/** The messages of the seed: `target` is the table (chat_messages, or a copy of it). */
+const messagesInsert = (target: string, when: string) =>
+  `insert into ${target} (conversation_id, session_id, turn, seq, role, content, tool_calls, tool_call_id,
+                              tool_name, agent_id, channel, created_at)
+       select 'conv_b' || $1 || c, 'ses_b' || $1 || c, t, m.seq,
+              m.role, case m.role when 'tool' then 'result' when 'user' then 'question ' || t else 'answer ' || t end,
+              case when m.seq = 1 then jsonb_build_array(jsonb_build_object('id', 'call_' || t, 'type', 'function',
+                'function', jsonb_build_object('name', ($2::text[])[1 + t % 5], 'arguments', '{}'))) end,
+              case when m.role = 'tool' then 'call_' || t end,
+              case when m.role = 'tool' then ($2::text[])[1 + t % 5] end,
+              case when m.role = 'assistant' then ($3::text[])[1 + (c + t) % 8] end, 'web', ${when}
+       from generate_series(1, $4) c, generate_series(1, $5) t,
+            (values (0, 'user'), (1, 'assistant'), (2, 'tool'), (3, 'assistant')) as m(seq, role)`;
 
 async function seed(databaseUrl: string, userId: string): Promise<void> {
   const database = new pg.Client({ connectionString: databaseUrl });
@@ -54,20 +81,19 @@ async function seed(databaseUrl: string, userId: string): Promise<void> {
        from generate_series(1, $3) c, generate_series(1, $4) t`,
       [run, agents, conversations, turnsPerConversation],
     );
-    await database.query(
-      `insert into chat_messages (conversation_id, session_id, turn, seq, role, content, tool_calls, tool_call_id,
-                                  tool_name, agent_id, channel, created_at)
-       select 'conv_b' || $1 || c, 'ses_b' || $1 || c, t, m.seq,
-              m.role, case m.role when 'tool' then 'result' when 'user' then 'question ' || t else 'answer ' || t end,
-              case when m.seq = 1 then jsonb_build_array(jsonb_build_object('id', 'call_' || t, 'type', 'function',
-                'function', jsonb_build_object('name', ($2::text[])[1 + t % 5], 'arguments', '{}'))) end,
-              case when m.role = 'tool' then 'call_' || t end,
-              case when m.role = 'tool' then ($2::text[])[1 + t % 5] end,
-              case when m.role = 'assistant' then ($3::text[])[1 + (c + t) % 8] end, 'web', ${when}
-       from generate_series(1, $4) c, generate_series(1, $5) t,
-            (values (0, 'user'), (1, 'assistant'), (2, 'tool'), (3, 'assistant')) as m(seq, role)`,
-      [run, tools, agents, conversations, turnsPerConversation],
-    );
+    // The same insert twice: into a copy of chat_messages (its columns, indexes and defaults, no trigger), then into
+    // chat_messages itself, whose trigger counts each row. The difference is what counting costs a writer.
+    const messageValues = [run, tools, agents, conversations, turnsPerConversation];
+    // (A table like any other, not a temporary one: those skip the write-ahead log.)
+    await database.query(`create table bench_messages_without_triggers (like chat_messages including all)`);
+    let began = performance.now();
+    const copied = await database.query(messagesInsert('bench_messages_without_triggers', when), messageValues);
+    writes.withoutTriggers = performance.now() - began;
+    await database.query('drop table bench_messages_without_triggers');
+    began = performance.now();
+    await database.query(messagesInsert('chat_messages', when), messageValues);
+    writes.withTriggers = performance.now() - began;
+    writes.messages = copied.rowCount ?? 0;
     await database.query(
       `insert into credit_ledger (key, user_id, kind, amount, workflow_id, attempt, model, prompt_tokens,
                                   completion_tokens, estimated, created_at)
@@ -77,7 +103,31 @@ async function seed(databaseUrl: string, userId: string): Promise<void> {
       [run, userId, conversations, turnsPerConversation],
     );
     await database.query('commit');
-    for (const table of ['chat_conversations', 'chat_sessions', 'chat_turns', 'chat_messages', 'credit_ledger']) {
+    // The API process folds the triggers' changes once thousands are waiting (every 5 s it looks).
+    const waitFrom = performance.now();
+    for (;;) {
+      const { rows: waiting } = await database.query<{ changes: number }>(
+        `select (select count(*) from usage_message_changes) + (select count(*) from usage_turn_changes)
+                + (select count(*) from usage_credit_changes) as changes`,
+      );
+      if (Number(waiting[0]!.changes) < 2_000) break;
+      if (performance.now() - waitFrom > 120_000) throw new Error(`the usage changes were not folded in 2 minutes`);
+      await sleep(250);
+    }
+    writes.foldWaitMs = performance.now() - waitFrom;
+    for (const table of [
+      'chat_conversations',
+      'chat_sessions',
+      'chat_turns',
+      'chat_messages',
+      'credit_ledger',
+      'usage_message_days',
+      'usage_message_changes',
+      'usage_turn_days',
+      'usage_turn_changes',
+      'usage_credit_days',
+      'usage_credit_changes',
+    ]) {
       await database.query(`vacuum analyze ${table}`);
     }
     const { rows } = await database.query<{ count: string }>('select count(*) from chat_messages');
@@ -96,6 +146,7 @@ async function measure(url: string, key: string, label: string, platform: Parame
     return { ms: performance.now() - startedAt, messages: body.totals!.messages };
   };
   for (let warm = 0; warm < 20; warm++) await call();
+  noteLoad(label);
   const before = await snapshot(await shippedProcesses(platform));
   const times: number[] = [];
   let messages = 0;
@@ -114,6 +165,68 @@ async function measure(url: string, key: string, label: string, platform: Parame
   return row;
 }
 
+async function writeReport(failure: string | undefined): Promise<void> {
+  const perRow = (ms: number | undefined) =>
+    ms === undefined || !writes.messages ? 'n/a' : ((ms * 1000) / writes.messages).toFixed(1);
+  const added =
+    writes.withTriggers === undefined || writes.withoutTriggers === undefined
+      ? undefined
+      : writes.withTriggers - writes.withoutTriggers;
+  await writeResults(
+    'dashboard-results.md',
+    'Tessera dashboard benchmark',
+    [
+      reportLead() +
+        '`npm run bench:dashboard`. `npm start` as shipped (persistent Temporal dev server, embedded PostgreSQL, the ' +
+        'API with its in-process worker, the background worker) in its own processes, data directory and ports. ' +
+        `${conversations * turnsPerConversation * 4} messages in ${conversations} conversations of ` +
+        `${turnsPerConversation} turns (question, tool call, tool result, answer; one settlement per turn; 8 agents, ` +
+        '5 tools) over the last 30 days, all of one account, written with SQL into the platform’s database: the ' +
+        'triggers count them as they count every writer, the API process folds the counts into the daily figures, ' +
+        'then the tables are vacuumed and analysed. `GET /dashboard` (30 days) from the bench process, one client, ' +
+        'one request after another after 20 warm-up requests; times in ms of the whole request; CPU from /proc.',
+      '',
+      '## GET /dashboard',
+      '',
+      ...(rows.length
+        ? [
+            '| dashboard | messages counted | requests | p50 ms | p95 ms | p99 ms | CPU ms/request (platform) | API | PostgreSQL |',
+            '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+            ...rows,
+          ]
+        : ['Not measured (the run stopped before).']),
+      '',
+      '## What counting costs the writers',
+      '',
+      `The seed's ${writes.messages ?? 'n/a'} messages inserted in one statement into a copy of \`chat_messages\` ` +
+        'without triggers (same columns, indexes and defaults), then into `chat_messages`, whose trigger looks up ' +
+        'each message’s conversation owner and appends its change. Bulk figures: a turn’s close writes its few ' +
+        'messages in one statement the same way.',
+      '',
+      '| insert | ms | µs per message |',
+      '| --- | --- | --- |',
+      `| without triggers | ${writes.withoutTriggers?.toFixed(0) ?? 'n/a'} | ${perRow(writes.withoutTriggers)} |`,
+      `| with the usage trigger | ${writes.withTriggers?.toFixed(0) ?? 'n/a'} | ${perRow(writes.withTriggers)} |`,
+      `| **added by counting** | ${added?.toFixed(0) ?? 'n/a'} | **${perRow(added)}** |`,
+      '',
+      `The API process folded the seed's changes ${writes.foldWaitMs === undefined ? 'n/a' : `${(writes.foldWaitMs / 1000).toFixed(1)} s`} ` +
+        'after the seed committed (it looks every 5 s).',
+      '',
+      '## The machine during the run',
+      '',
+      'The load average (1, 5 and 15 minutes) when each measured phase began: on these cores anything above about 1 ' +
+        "is other work (other engineers' test runs and benches share the machine), and every figure above pays for it.",
+      '',
+      '| phase | load average |',
+      '|---|---|',
+      ...loads.map(({ phase, load }) => `| ${phase} | ${load.map((value) => value.toFixed(2)).join(' / ')} |`),
+      '',
+      ...failureLines(failure),
+    ],
+    { startedAt, log },
+  );
+}
+
 const rows: string[] = [];
 const failure = await withShippedRun({ name: 'bench-dashboard', ports, log }, async ({ platform, databaseUrl }) => {
   const created = await fetch(`${platform.url}/api/v1/apikeys`, {
@@ -122,6 +235,7 @@ const failure = await withShippedRun({ name: 'bench-dashboard', ports, log }, as
     body: JSON.stringify({ email: `dashboard-${randomBytes(3).toString('hex')}@example.com`, plan: 'business' }),
   });
   const account = (await created.json()) as { key: string; user_id: string };
+  noteLoad('seed');
   await seed(databaseUrl, account.user_id);
   await waitForIdlePlatform(platform, log);
   rows.push(
@@ -129,6 +243,7 @@ const failure = await withShippedRun({ name: 'bench-dashboard', ports, log }, as
   );
   rows.push(await measure(`${platform.agentsUrl}/dashboard`, platform.masterKey, 'operator (platform-wide)', platform));
 });
+await writeReport(failure);
 if (failure) {
   log(`failed: ${failure}`);
   endBench(1);
