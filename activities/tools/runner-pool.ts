@@ -29,7 +29,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CodeLimits } from './code-execute.ts';
 import type { RunnerCall, RunnerMessage, RunnerSetup } from './code-runner.ts';
-import { formatBytes, SANDBOX_MAX_ENTRIES } from './sandbox.ts';
+import { formatBytes, makePrivateDirectory, SANDBOX_MAX_ENTRIES } from './sandbox.ts';
 import { ToolError } from './tool.ts';
 
 export type Language = RunnerSetup['language'];
@@ -403,7 +403,8 @@ const sweptRoots = new Set<string>();
 /** A new, empty staging directory (a real path) under `<sandboxRoot>/.runners/`. */
 async function newStagingDirectory(sandboxRoot: string): Promise<string> {
   const root = path.join(path.resolve(sandboxRoot), '.runners');
-  await mkdir(root, { recursive: true, mode: 0o700 });
+  await makePrivateDirectory(path.resolve(sandboxRoot));
+  await makePrivateDirectory(root);
   if (!sweptRoots.has(root)) {
     sweptRoots.add(root);
     await sweepStaleStaging(root);

@@ -31,10 +31,22 @@ export function sandboxDirectory(settings: SandboxSettings, conversationId: stri
   return path.join(path.resolve(settings.sandboxRoot), name);
 }
 
+/**
+ * Creates `directory` with mode 0700 when missing, and its missing parents with the default mode: `mkdir -p` with a
+ * mode gives it to every directory it makes, and the sandbox root's parent is the platform's data directory (`.data`),
+ * which the embedded PostgreSQL's own user must be able to enter.
+ */
+export async function makePrivateDirectory(directory: string): Promise<void> {
+  await mkdir(path.dirname(directory), { recursive: true });
+  await mkdir(directory, { mode: 0o700 }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EEXIST') throw error;
+  });
+}
+
 /** Creates the conversation's sandbox when missing (mode 0700) and returns its real path. */
 export async function openSandbox(settings: SandboxSettings, conversationId: string): Promise<string> {
   const directory = sandboxDirectory(settings, conversationId);
-  await mkdir(path.dirname(directory), { recursive: true, mode: 0o700 });
+  await makePrivateDirectory(path.dirname(directory));
   await mkdir(directory, { recursive: true, mode: 0o700 });
   const stat = await lstat(directory);
   if (!stat.isDirectory()) throw new Error(`the sandbox ${directory} is not a directory`);

@@ -212,6 +212,15 @@ describe('file tools', () => {
     await first.refused(fileReadTool, { path: 'mine.txt' }, /does not exist/);
   });
 
+  it('makes the sandbox root private but leaves the data directory it creates on the way enterable', async () => {
+    // The root's parent is the platform's data directory, where the embedded PostgreSQL's own user keeps its cluster.
+    const dataDirectory = path.join(outside, 'fresh-data');
+    const sandboxRoot = path.join(dataDirectory, 'sandboxes');
+    await openSandbox(testToolSettings({ sandboxRoot }), 'a-conversation');
+    expect((await stat(sandboxRoot)).mode & 0o777).toBe(0o700);
+    expect((await stat(dataDirectory)).mode & 0o077).not.toBe(0);
+  });
+
   it('rejects invalid arguments before touching the disk', async () => {
     const { call } = conversation();
     const invalid = { ok: false, content: expect.stringMatching(/invalid arguments/) };
