@@ -8,9 +8,9 @@
  * `usage_credit_changes`: a plain insert into a table without index, never an update of a shared row, so a writer
  * takes no lock another writer waits for (two turns of one account, or every guest's, would otherwise queue on one
  * counter row, and could deadlock on two). The API process folds the changes into the daily tables (`usage_*_days`,
- * one row per owner, day and tool or agent) once they pile up (api/services/dashboard/usage-fold.ts); a figure is the
- * sum of both, so it is exact whether or not the changes were folded yet. Tables and backfill: migration
- * `usage-rollups`.
+ * one row per owner, day and tool or agent, and the platform's, subject `*`) once they pile up
+ * (api/services/dashboard/usage-fold.ts); a figure is the sum of both, so it is exact whether or not the changes were
+ * folded yet. Tables and backfill: migrations `usage-rollups` and `usage-platform-days`.
  *
  * What counts, as the dashboard counted it from the rows before:
  * - a message: for its conversation's owner now (`chat_conversations.owner`; `''` while the conversation row does

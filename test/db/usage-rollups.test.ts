@@ -4,8 +4,9 @@
  * accepted and finished or failed, messages appended, an agent named after the settlement, a settlement before its
  * turn, a link moving a chat's rows and owner, a guest's conversation passing to an account, a session deleted, a
  * conversation deleted before its messages, messages written before their conversation, an account's ledger moved to
- * another), the figures (days rows plus changes) equal the counts recomputed from the rows, and folding
- * (api/services/dashboard/usage-fold.ts) changes none of them, even with a writer's transaction open across the fold.
+ * another), the figures (days rows plus changes) equal the counts recomputed from the rows, each owner's and the
+ * platform's (its `*` rows, kept by the fold, plus every change), and folding (api/services/dashboard/usage-fold.ts)
+ * changes none of them, even with a writer's transaction open across the fold.
  * The dashboard's answer is checked against the statements it used to run over the rows.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -46,19 +47,30 @@ const fromRows = {
             where l.kind = 'settle' group by 1, 2, 3`,
 };
 
-/** Each figure by its key, from the days rows and the changes not folded yet. */
-const fromUsage = {
-  messages: `select owner as subject, day::text as day, tool_name as dimension, sum(messages)::int as a, 0 as b
-             from (select * from usage_message_days union all select * from usage_message_changes) u
-             group by 1, 2, 3 having sum(messages) <> 0`,
-  turns: `select owner as subject, day::text as day, agent_id as dimension, sum(turns)::int as a, sum(failed)::int as b
-          from (select * from usage_turn_days union all select * from usage_turn_changes) u
-          group by 1, 2, 3 having sum(turns) <> 0 or sum(failed) <> 0`,
-  credits: `select user_id as subject, day::text as day, agent_id as dimension, sum(settlements)::int as a,
-                   sum(credits)::int as b
-            from (select * from usage_credit_days union all select * from usage_credit_changes) u
-            group by 1, 2, 3 having sum(settlements) <> 0 or sum(credits) <> 0`,
+/**
+ * Each figure by its key, from the days rows and the changes not folded yet: every subject's (`platform` false), or
+ * the platform's as the dashboard reads it (its `*` rows and every change), under the subject `*`.
+ */
+const fromUsage = (figure: 'messages' | 'turns' | 'credits', platform: boolean) => {
+  const { table, subject, dimension, a, b } = {
+    messages: { table: 'usage_message', subject: 'owner', dimension: 'tool_name', a: 'messages', b: '0' },
+    turns: { table: 'usage_turn', subject: 'owner', dimension: 'agent_id', a: 'turns', b: 'failed' },
+    credits: { table: 'usage_credit', subject: 'user_id', dimension: 'agent_id', a: 'settlements', b: 'credits' },
+  }[figure];
+  const rows = platform
+    ? `select '*' as subject, day, ${dimension}, ${a} as a, ${b} as b from ${table}_days where ${subject} = '*'
+       union all select '*', day, ${dimension}, ${a}, ${b} from ${table}_changes`
+    : `select ${subject}, day, ${dimension}, ${a}, ${b} from ${table}_days where ${subject} <> '*'
+       union all select ${subject}, day, ${dimension}, ${a}, ${b} from ${table}_changes`;
+  return `select subject, day::text as day, ${dimension} as dimension, sum(a)::int as a, sum(b)::int as b
+          from (${rows}) as u (subject, day, ${dimension}, a, b)
+          group by 1, 2, 3 having sum(a) <> 0 or sum(b) <> 0`;
 };
+
+/** The same counts from the rows, for the whole platform (subject `*`). */
+const platformFromRows = (figure: 'messages' | 'turns' | 'credits') =>
+  `select '*' as subject, day, dimension, sum(a)::int as a, sum(b)::int as b from (${fromRows[figure]}) r
+   group by 2, 3 having sum(a) <> 0 or sum(b) <> 0`;
 
 type Row = { subject: string; day: string; dimension: string | null; a: number; b: number };
 const sorted = (rows: Row[]) =>
@@ -66,12 +78,14 @@ const sorted = (rows: Row[]) =>
     `${x.subject}|${x.day}|${x.dimension ?? '\0'}`.localeCompare(`${y.subject}|${y.day}|${y.dimension ?? '\0'}`),
   );
 
-/** Every figure equals its count from the rows. */
+/** Every figure equals its count from the rows: each owner's or user's, and the platform's. */
 async function expectExact(): Promise<void> {
   for (const figure of ['messages', 'turns', 'credits'] as const) {
     const expected = sorted((await sql(fromRows[figure])) as Row[]);
-    const actual = sorted((await sql(fromUsage[figure])) as Row[]);
+    const actual = sorted((await sql(fromUsage(figure, false))) as Row[]);
     expect({ figure, rows: actual }).toEqual({ figure, rows: expected });
+    const platform = sorted((await sql(fromUsage(figure, true))) as Row[]);
+    expect({ figure, platform }).toEqual({ figure, platform: sorted((await sql(platformFromRows(figure))) as Row[]) });
   }
 }
 

@@ -6,16 +6,18 @@
  * keeps them per day instead (db/entities/usage-triggers.ts, migration `usage-rollups`):
  *
  * - `usage_message_days` (owner, day, tool_name: messages), `usage_turn_days` (owner, day, agent_id: turns, failed),
- *   `usage_credit_days` (user_id, day, agent_id: settlements, credits). A request reads the caller's rows of the
- *   period by key (at most one per day and tool or agent), or everyone's by day, plus the changes not folded yet.
+ *   `usage_credit_days` (user_id, day, agent_id: settlements, credits), and the platform's rows in each (subject `*`).
+ *   A request reads the caller's rows of the period by key (at most one per day and tool or agent), or the
+ *   platform's, plus the changes not folded yet: a few hundred rows at most, however long the history and however
+ *   many accounts.
  * - Row triggers on `chat_messages`, `chat_turns`, `chat_conversations` and `credit_ledger` append a signed change
  *   for every row that starts or stops counting, in the writer's own transaction: every writer is covered (gateway
  *   session chat, agent turns, scheduled runs, webhooks, A2A, team broadcasts, an account merge in a migration, a
  *   statement run by hand) and the figures cannot drift from the rows. On the hot path that is one plain insert per
  *   message, turn or settlement written (plus a primary-key lookup of its conversation's owner or its turn's agent):
  *   no update of a shared counter row, so no writer waits for another's lock nor deadlocks on two.
- * - The API process folds the changes into the days tables once a few thousand are waiting (usage-fold.ts); a figure
- *   is the days rows plus the changes, exact either way.
+ * - The API process folds the changes into the days tables once a few thousand are waiting (usage-fold.ts), adding
+ *   them to their owner's rows and to the platform's; a figure is the days rows plus the changes, exact either way.
  * - Conversations belong to whoever owns them now (a linked chat's history counts for the account it was linked to):
  *   a conversation whose owner changes moves its messages and turns to the new owner (recounted from its rows: rare).
  *   A deleted session's messages (and its conversation's turns, when it goes) leave the counts with them. Credits
@@ -37,17 +39,20 @@ import { run, type Pool } from '../../../db/pool.ts';
 import { fireTimes } from '../schedules/service.ts';
 import type { Principal } from '../apikeys/service.ts';
 import type { Dashboard } from '../../agents/routes/dashboard/schema.ts';
+import { platformSubject } from './usage-fold.ts';
 
 /**
- * A figure's rows in the period: the days table's and the changes not folded yet (usage-fold.ts), for the caller
- * (`subject = $1`) or everyone. The days table is read by its key (subject, day) or, for everyone, by day; the changes
- * table, kept small by the fold, is scanned.
+ * A figure's rows in the period: the days table's and the changes not folded yet (usage-fold.ts). The caller's: their
+ * subject's rows (`subject = $1`) of both. The platform's: the platform's days rows (subject `*`, kept by the fold)
+ * and every change. The days table is read by its key (subject, day); the changes table, kept small by the fold, is
+ * scanned.
  */
-function usageRows(table: string, subject: string | null, columns: string, since: string): string {
-  const where = `${subject ? `${subject} = $1 and ` : ''}day >= ${since}::date`;
-  return `(select day, ${columns} from ${table}_days where ${where}
+function usageRows(table: string, subject: string, user: boolean, columns: string, since: string): string {
+  const period = `day >= ${since}::date`;
+  const days = user ? `${subject} = $1` : `${subject} = '${platformSubject}'`;
+  return `(select day, ${columns} from ${table}_days where ${days} and ${period}
            union all
-           select day, ${columns} from ${table}_changes where ${where}) u`;
+           select day, ${columns} from ${table}_changes where ${user ? `${subject} = $1 and ` : ''}${period}) u`;
 }
 
 /** The statements of one scope: the caller's (`$1` the owner `user:<id>` or the user id) or the platform's. */
@@ -58,21 +63,21 @@ function statementsOf(scope: 'user' | 'platform') {
     messages: {
       name: `dashboard-${scope}-messages`,
       text: `select day::text as day, tool_name, sum(messages)::int as count, grouping(day) as by_tool
-             from ${usageRows('usage_message', user ? 'owner' : null, 'tool_name, messages', since)}
+             from ${usageRows('usage_message', 'owner', user, 'tool_name, messages', since)}
              group by grouping sets ((day), (tool_name)) having sum(messages) > 0`,
     },
     turns: {
       name: `dashboard-${scope}-turns`,
       text: `select day::text as day, agent_id, sum(turns)::int as turns, sum(failed)::int as failed,
                     grouping(day) as by_agent
-             from ${usageRows('usage_turn', user ? 'owner' : null, 'agent_id, turns, failed', since)}
+             from ${usageRows('usage_turn', 'owner', user, 'agent_id, turns, failed', since)}
              group by grouping sets ((day), (agent_id)) having sum(turns) > 0`,
     },
     // A day or an agent is listed when it had a settlement, even one of 0 credits.
     credits: {
       name: `dashboard-${scope}-credits`,
       text: `select day::text as day, agent_id, sum(credits)::bigint as credits, grouping(day) as by_agent
-             from ${usageRows('usage_credit', user ? 'user_id' : null, 'agent_id, settlements, credits', since)}
+             from ${usageRows('usage_credit', 'user_id', user, 'agent_id, settlements, credits', since)}
              group by grouping sets ((day), (agent_id)) having sum(settlements) > 0`,
     },
     schedules: {
