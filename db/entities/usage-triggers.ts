@@ -25,6 +25,11 @@
  * inserted or deleted moves them from or to `''`; a turn inserted, deleted or given another agent moves its
  * workflow's settlements between agents.
  *
+ * A move recounts the rows its transaction sees: rows of that conversation written by a transaction not yet committed
+ * would be left with the old owner. The platform never does both at once: linking and session deletion lock the
+ * conversation and refuse while one of its turns runs (ConversationStore.linkConversations, deleteSession), and a
+ * turn's rows are written while it runs.
+ *
  * Bodies are plpgsql in MikroORM's trigger form (the body between `begin` and `end`); no `--` comments in them (the
  * schema tools join their lines). Their conditions sit in the body, not in a WHEN clause (principal-triggers.ts).
  */
