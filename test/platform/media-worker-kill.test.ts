@@ -100,9 +100,17 @@ async function predictions(): Promise<Prediction[]> {
 }
 
 async function readJob(key: string, job: Job) {
-  const response = await fetch(`${setup.apiUrl}/api/v1/media/${job.kind}/${job.id}`, {
-    headers: { authorization: `Bearer ${key}` },
-  });
+  let response: Response;
+  // The polls count against the account's request limit like any client's: a 429 (on a slow, busy machine the
+  // polling lasts longer) is waited out as its Retry-After says, as a client would.
+  for (;;) {
+    response = await fetch(`${setup.apiUrl}/api/v1/media/${job.kind}/${job.id}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    if (response.status !== 429) break;
+    await response.arrayBuffer();
+    await sleep(Math.max(1, Number(response.headers.get('retry-after') ?? '1')) * 1000);
+  }
   if (response.status !== 200) throw new Error(`GET ${job.kind} ${job.id}: ${response.status}`);
   return (await response.json()) as { status: string; video_url?: string; audio_url?: string; error?: string };
 }
