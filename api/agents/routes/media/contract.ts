@@ -1,7 +1,6 @@
 /** Contracts of the media doors: the gateway's media contracts at the agent service's paths (api/openapi/contract.ts). */
-import { z } from 'zod';
 import { json, route } from '../../../openapi/contract.ts';
-import { mediaErrors, speechAnswer, transcriptionUpload } from '../../../gateway/routes/media/contract.ts';
+import { idempotency, mediaErrors, speechAnswer, transcriptionUpload } from '../../../gateway/routes/media/contract.ts';
 import {
   imageGenerateBodySchema,
   imageGenerateResponseSchema,
@@ -10,7 +9,6 @@ import {
 } from './schema.ts';
 
 const tags = ['Media'];
-const idempotency = z.object({ 'idempotency-key': z.string().optional() });
 
 export const mediaDoorContracts = [
   route({

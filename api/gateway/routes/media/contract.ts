@@ -20,7 +20,8 @@ import {
 } from './schema.ts';
 
 const tags = ['Media'];
-const idempotency = z.object({
+/** The `Idempotency-Key` header of a media job's create (the agent service's media doors take the same). */
+export const idempotency = z.object({
   'idempotency-key': z
     .string()
     .optional()
