@@ -16,7 +16,7 @@ import {
   toEventTime,
   type CalendarEvent,
 } from './calendar-event.ts';
-import { segment, workspaceConfigured, workspaceRetry, writeOf } from './workspace-tool.ts';
+import { segment, workspaceWriteTool, writeOf } from './workspace-tool.ts';
 
 export const calendarCreateTool = defineTool({
   name: 'calendar_create',
@@ -37,11 +37,8 @@ export const calendarCreateTool = defineTool({
     })
     .strict(),
   timeoutMs: 30_000,
-  retry: workspaceRetry,
+  ...workspaceWriteTool,
   maxOutputChars: 2_000,
-  needsApproval: true,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run(input, context) {
     const { google, userId, write } = writeOf(context, 'calendar_create');
     const calendar = segment(input.calendar_id ?? 'primary');

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { defineTool } from '../tool.ts';
 import { calendarIdInput, notifyInput } from './calendar-event.ts';
-import { resourceId, segment, workspaceConfigured, workspaceRetry, writeOf } from './workspace-tool.ts';
+import { resourceId, segment, workspaceWriteTool, writeOf } from './workspace-tool.ts';
 
 export const calendarDeleteTool = defineTool({
   name: 'calendar_delete',
@@ -19,11 +19,8 @@ export const calendarDeleteTool = defineTool({
     })
     .strict(),
   timeoutMs: 30_000,
-  retry: workspaceRetry,
+  ...workspaceWriteTool,
   maxOutputChars: 500,
-  needsApproval: true,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run({ event_id, notify_attendees, calendar_id = 'primary' }, context) {
     const { google, userId, write } = writeOf(context, 'calendar_delete');
     return google.once(write, async () => {

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { defineTool } from '../tool.ts';
 import { calendarIdInput, timeZoneInput } from './calendar-event.ts';
-import { workspaceConfigured, workspaceOf, workspaceRetry } from './workspace-tool.ts';
+import { workspaceOf, workspaceTool } from './workspace-tool.ts';
 
 const rfc3339 = z
   .string()
@@ -34,10 +34,8 @@ export const calendarFreeBusyTool = defineTool({
     })
     .strict(),
   timeoutMs: 30_000,
-  retry: workspaceRetry,
+  ...workspaceTool,
   maxOutputChars: 8_000,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run({ time_min, time_max, calendars = ['primary'], time_zone }, context) {
     const { google, userId } = workspaceOf(context);
     const answer = (

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { defineTool } from '../tool.ts';
 import { calendarIdInput, presentEvent, type CalendarEvent } from './calendar-event.ts';
-import { segment, workspaceConfigured, workspaceOf, workspaceRetry } from './workspace-tool.ts';
+import { segment, workspaceOf, workspaceTool } from './workspace-tool.ts';
 
 const rfc3339 = z
   .string()
@@ -30,10 +30,8 @@ export const calendarListTool = defineTool({
     })
     .strict(),
   timeoutMs: 30_000,
-  retry: workspaceRetry,
+  ...workspaceTool,
   maxOutputChars: 16_000,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run({ time_min, time_max, query, calendar_id = 'primary', max_results = 25 }, context) {
     const { google, userId } = workspaceOf(context);
     const from = time_min ?? new Date().toISOString();

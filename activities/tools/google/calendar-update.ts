@@ -14,7 +14,7 @@ import {
   toEventTime,
   type CalendarEvent,
 } from './calendar-event.ts';
-import { resourceId, segment, workspaceConfigured, workspaceRetry, writeOf } from './workspace-tool.ts';
+import { resourceId, segment, workspaceWriteTool, writeOf } from './workspace-tool.ts';
 
 export const calendarUpdateTool = defineTool({
   name: 'calendar_update',
@@ -37,11 +37,8 @@ export const calendarUpdateTool = defineTool({
     })
     .strict(),
   timeoutMs: 30_000,
-  retry: workspaceRetry,
+  ...workspaceWriteTool,
   maxOutputChars: 2_000,
-  needsApproval: true,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run(input, context) {
     const { google, userId, write } = writeOf(context, 'calendar_update');
     const changes = {

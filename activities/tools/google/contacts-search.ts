@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { defineTool } from '../tool.ts';
-import { workspaceConfigured, workspaceOf, workspaceRetry } from './workspace-tool.ts';
+import { workspaceOf, workspaceTool } from './workspace-tool.ts';
 
 const readMask = 'names,emailAddresses,phoneNumbers,organizations';
 
@@ -29,10 +29,8 @@ export const contactsSearchTool = defineTool({
     })
     .strict(),
   timeoutMs: 30_000,
-  retry: workspaceRetry,
+  ...workspaceTool,
   maxOutputChars: 8_000,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run({ query, max_results = 10 }, context) {
     const { google, userId } = workspaceOf(context);
     const search = (text: string) =>

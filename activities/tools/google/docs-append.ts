@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { defineTool } from '../tool.ts';
 import { documentIdInput, documentLink } from './docs-document.ts';
-import { workspaceConfigured, workspaceRetry, writeOf } from './workspace-tool.ts';
+import { workspaceWriteTool, writeOf } from './workspace-tool.ts';
 
 export const docsAppendTool = defineTool({
   name: 'docs_append',
@@ -19,11 +19,8 @@ export const docsAppendTool = defineTool({
     })
     .strict(),
   timeoutMs: 30_000,
-  retry: workspaceRetry,
+  ...workspaceWriteTool,
   maxOutputChars: 1_000,
-  needsApproval: true,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run({ document_id, text }, context) {
     const { google, userId, write } = writeOf(context, 'docs_append');
     return google.once(write, async () => {

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { defineTool } from '../tool.ts';
 import { documentLink, type DocsDocument } from './docs-document.ts';
-import { workspaceConfigured, workspaceRetry, writeOf } from './workspace-tool.ts';
+import { workspaceWriteTool, writeOf } from './workspace-tool.ts';
 
 export const docsCreateTool = defineTool({
   name: 'docs_create',
@@ -19,11 +19,8 @@ export const docsCreateTool = defineTool({
     })
     .strict(),
   timeoutMs: 30_000,
-  retry: workspaceRetry,
+  ...workspaceWriteTool,
   maxOutputChars: 1_000,
-  needsApproval: true,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run({ title, text }, context) {
     const { google, userId, write } = writeOf(context, 'docs_create');
     return google.once(write, async () => {

@@ -5,14 +5,7 @@
 import { z } from 'zod';
 import { defineTool } from '../tool.ts';
 import { documentIdInput, documentLink, documentText, type DocsDocument } from './docs-document.ts';
-import {
-  cutText,
-  offsetInput,
-  textPageChars,
-  workspaceConfigured,
-  workspaceOf,
-  workspaceRetry,
-} from './workspace-tool.ts';
+import { cutText, offsetInput, textPageChars, workspaceOf, workspaceTool } from './workspace-tool.ts';
 
 export const docsReadTool = defineTool({
   name: 'docs_read',
@@ -21,10 +14,8 @@ export const docsReadTool = defineTool({
     'again with next_offset.',
   input: z.object({ document_id: documentIdInput, offset: offsetInput }).strict(),
   timeoutMs: 30_000,
-  retry: workspaceRetry,
+  ...workspaceTool,
   maxOutputChars: textPageChars + 1_000,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run({ document_id, offset = 0 }, context) {
     const { google, userId } = workspaceOf(context);
     const document = (

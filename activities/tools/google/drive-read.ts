@@ -14,9 +14,8 @@ import {
   resourceId,
   segment,
   textPageChars,
-  workspaceConfigured,
   workspaceOf,
-  workspaceRetry,
+  workspaceTool,
 } from './workspace-tool.ts';
 
 const exports: Record<string, string> = {
@@ -40,10 +39,8 @@ export const driveReadTool = defineTool({
     })
     .strict(),
   timeoutMs: 120_000,
-  retry: workspaceRetry,
+  ...workspaceTool,
   maxOutputChars: textPageChars + 2_000,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run({ file_id, offset = 0 }, context) {
     const { google, userId } = workspaceOf(context);
     const path = `/files/${segment(file_id)}`;

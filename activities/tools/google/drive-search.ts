@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { defineTool } from '../tool.ts';
 import { driveFileFields, driveLiteral, presentFile, type DriveFile } from './drive-file.ts';
-import { workspaceConfigured, workspaceOf, workspaceRetry } from './workspace-tool.ts';
+import { workspaceOf, workspaceTool } from './workspace-tool.ts';
 
 const kindMimeTypes = {
   document: 'application/vnd.google-apps.document',
@@ -35,10 +35,8 @@ export const driveSearchTool = defineTool({
     })
     .strict(),
   timeoutMs: 30_000,
-  retry: workspaceRetry,
+  ...workspaceTool,
   maxOutputChars: 10_000,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run({ query, kind, max_results = 20 }, context) {
     const { google, userId } = workspaceOf(context);
     const terms = ['trashed = false'];

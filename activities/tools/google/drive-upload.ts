@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { openNoFollow, openSandbox, resolveSandboxPath } from '../sandbox.ts';
 import { defineTool, ToolError, type ToolContext } from '../tool.ts';
 import { driveFileFields, driveLiteral, presentFile, type DriveFile } from './drive-file.ts';
-import { resourceId, workspaceConfigured, workspaceRetry, writeOf } from './workspace-tool.ts';
+import { resourceId, workspaceWriteTool, writeOf } from './workspace-tool.ts';
 
 const maxUploadBytes = 5 * 1024 * 1024;
 
@@ -46,11 +46,8 @@ export const driveUploadTool = defineTool({
       message: 'give exactly one of content and path',
     }),
   timeoutMs: 60_000,
-  retry: workspaceRetry,
+  ...workspaceWriteTool,
   maxOutputChars: 1_500,
-  needsApproval: true,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run(input, context) {
     const { google, userId, write } = writeOf(context, 'drive_upload');
     const { bytes, contentType } = await contentOf(input, context);

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { defineTool } from '../tool.ts';
 import { composeMessage, outgoingMessage } from './gmail-message.ts';
-import { workspaceConfigured, workspaceRetry, writeOf } from './workspace-tool.ts';
+import { workspaceWriteTool, writeOf } from './workspace-tool.ts';
 
 export const gmailDraftTool = defineTool({
   name: 'gmail_draft',
@@ -15,11 +15,8 @@ export const gmailDraftTool = defineTool({
     'that thread. The user is asked to approve it first.',
   input: z.object(outgoingMessage).strict(),
   timeoutMs: 30_000,
-  retry: workspaceRetry,
+  ...workspaceWriteTool,
   maxOutputChars: 1_000,
-  needsApproval: true,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run(input, context) {
     const { google, userId, write } = writeOf(context, 'gmail_draft');
     return google.once(write, async () => {

@@ -12,9 +12,8 @@ import {
   resourceId,
   segment,
   textPageChars,
-  workspaceConfigured,
   workspaceOf,
-  workspaceRetry,
+  workspaceTool,
 } from './workspace-tool.ts';
 
 export const gmailReadTool = defineTool({
@@ -29,10 +28,8 @@ export const gmailReadTool = defineTool({
     })
     .strict(),
   timeoutMs: 30_000,
-  retry: workspaceRetry,
+  ...workspaceTool,
   maxOutputChars: textPageChars + 2_000,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run({ message_id, offset = 0 }, context) {
     const { google, userId } = workspaceOf(context);
     const message = (

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { defineTool } from '../tool.ts';
 import { summary, type GmailMessage } from './gmail-message.ts';
-import { segment, workspaceConfigured, workspaceOf, workspaceRetry } from './workspace-tool.ts';
+import { segment, workspaceOf, workspaceTool } from './workspace-tool.ts';
 
 export const gmailSearchTool = defineTool({
   name: 'gmail_search',
@@ -22,10 +22,8 @@ export const gmailSearchTool = defineTool({
     })
     .strict(),
   timeoutMs: 30_000,
-  retry: workspaceRetry,
+  ...workspaceTool,
   maxOutputChars: 12_000,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run({ query, max_results = 10, page_token }, context) {
     const { google, userId } = workspaceOf(context);
     const list = (

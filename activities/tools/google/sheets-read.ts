@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { defineTool } from '../tool.ts';
 import { a1Range, spreadsheetIdInput, valuesPath } from './sheets-values.ts';
-import { workspaceConfigured, workspaceOf, workspaceRetry } from './workspace-tool.ts';
+import { workspaceOf, workspaceTool } from './workspace-tool.ts';
 
 const maxCells = 5_000;
 
@@ -23,10 +23,8 @@ export const sheetsReadTool = defineTool({
     })
     .strict(),
   timeoutMs: 30_000,
-  retry: workspaceRetry,
+  ...workspaceTool,
   maxOutputChars: 20_000,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run({ spreadsheet_id, range }, context) {
     const { google, userId } = workspaceOf(context);
     const spreadsheet = (

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { defineTool } from '../tool.ts';
 import { a1Range, rowsInput, spreadsheetIdInput, valuesPath } from './sheets-values.ts';
-import { workspaceConfigured, workspaceRetry, writeOf } from './workspace-tool.ts';
+import { workspaceWriteTool, writeOf } from './workspace-tool.ts';
 
 export const sheetsUpdateTool = defineTool({
   name: 'sheets_update',
@@ -21,11 +21,8 @@ export const sheetsUpdateTool = defineTool({
     })
     .strict(),
   timeoutMs: 30_000,
-  retry: workspaceRetry,
+  ...workspaceWriteTool,
   maxOutputChars: 1_000,
-  needsApproval: true,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run({ spreadsheet_id, range, values }, context) {
     const { google, userId, write } = writeOf(context, 'sheets_update');
     return google.once(write, async () => {

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { defineTool } from '../tool.ts';
 import { presentTask, taskListInput, type Task } from './tasks-task.ts';
-import { segment, workspaceConfigured, workspaceRetry, writeOf } from './workspace-tool.ts';
+import { segment, workspaceWriteTool, writeOf } from './workspace-tool.ts';
 
 export const tasksAddTool = defineTool({
   name: 'tasks_add',
@@ -25,11 +25,8 @@ export const tasksAddTool = defineTool({
     })
     .strict(),
   timeoutMs: 30_000,
-  retry: workspaceRetry,
+  ...workspaceWriteTool,
   maxOutputChars: 1_000,
-  needsApproval: true,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run({ title, notes, due, list_id = '@default' }, context) {
     const { google, userId, write } = writeOf(context, 'tasks_add');
     return google.once(write, async () => {

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { defineTool } from '../tool.ts';
 import { presentTask, taskListInput, type Task } from './tasks-task.ts';
-import { resourceId, segment, workspaceConfigured, workspaceRetry, writeOf } from './workspace-tool.ts';
+import { resourceId, segment, workspaceWriteTool, writeOf } from './workspace-tool.ts';
 
 export const tasksCompleteTool = defineTool({
   name: 'tasks_complete',
@@ -18,11 +18,8 @@ export const tasksCompleteTool = defineTool({
     })
     .strict(),
   timeoutMs: 30_000,
-  retry: workspaceRetry,
+  ...workspaceWriteTool,
   maxOutputChars: 1_000,
-  needsApproval: true,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run({ task_id, list_id = '@default' }, context) {
     const { google, userId, write } = writeOf(context, 'tasks_complete');
     return google.once(write, async () => {

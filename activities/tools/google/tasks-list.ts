@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { defineTool } from '../tool.ts';
 import { presentTask, taskListInput, type Task } from './tasks-task.ts';
-import { segment, workspaceConfigured, workspaceOf, workspaceRetry } from './workspace-tool.ts';
+import { segment, workspaceOf, workspaceTool } from './workspace-tool.ts';
 
 export const tasksListTool = defineTool({
   name: 'tasks_list',
@@ -19,10 +19,8 @@ export const tasksListTool = defineTool({
     })
     .strict(),
   timeoutMs: 30_000,
-  retry: workspaceRetry,
+  ...workspaceTool,
   maxOutputChars: 12_000,
-  agentsOnly: true,
-  configured: workspaceConfigured,
   async run({ list_id = '@default', show_completed = false }, context) {
     const { google, userId } = workspaceOf(context);
     const lists = (

@@ -18,6 +18,12 @@ export const workspaceRetry: ToolRetryPolicy = { maximumAttempts: 3, initialInte
 
 export const workspaceConfigured = (settings: ToolSettings): boolean => settings.google !== undefined;
 
+/** What every workspace tool declares alike: the retry above, agents only, offered where Google is configured. */
+export const workspaceTool = { retry: workspaceRetry, agentsOnly: true, configured: workspaceConfigured } as const;
+
+/** A workspace write: the same, and the user approves each call first. */
+export const workspaceWriteTool = { ...workspaceTool, needsApproval: true } as const;
+
 /** The Google service and the user a workspace read acts for. */
 export function workspaceOf(context: ToolContext): { google: GoogleWorkspaceService; userId: string } {
   if (!context.userId) throw new ToolError('the Google workspace needs a signed-in user');
