@@ -18,6 +18,7 @@ import type { SequencedStreamEvent } from '../common/completion.ts';
 import type { ConversationStore, StoredMessage } from './conversations/conversation-store.ts';
 import { countPromptTokens } from './credits/tokens.ts';
 import { agentLabel, agentToolCalls, agentTurns } from './agent-metrics.ts';
+import type { TurnStops } from './streaming/turn-stops.ts';
 import type { StreamHub } from './streaming/stream-hub.ts';
 import type { StreamJournal } from './streaming/stream-journal.ts';
 import { toolByName } from './tools/index.ts';
@@ -37,6 +38,8 @@ export interface ChatActivityDependencies {
   toolServices?: ToolServices;
   /** The agent service's routing step, set by the agent service in the processes that serve it (api/agents/app.ts). */
   agentRouting?: AgentRoutingSlot;
+  /** Where a stoppable turn's tool call hears that a person stopped the turn (streaming/turn-stops.ts). */
+  stops?: TurnStops;
 }
 
 /**
@@ -196,7 +199,9 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
       userId?: string | null;
       /** Tools the turn offers beyond the gateway's defaults (the agent's agents-only tools). */
       agentTools?: boolean;
-    }): Promise<{ ok: boolean; content: string; nextSeq?: number }> {
+      /** A turn a person may stop (not a loop): stopped, the call ends at once as not done (`stopped`). */
+      stoppable?: boolean;
+    }): Promise<{ ok: boolean; content: string; nextSeq?: number; stopped?: boolean }> {
       // What this call already put on the stream (a worker that died mid-call, or an earlier attempt): a result
       // there is the outcome, and the tool is not run again; progress there is handed back to the tool, so it can
       // pick up where it was (a delegation resubscribes to its remote task), and its positions are not reused.
@@ -232,31 +237,43 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
         await publish(input.turnId, [{ seq: next++, event }]);
       };
       const tool = toolByName(input.name);
-      let outcome: { ok: boolean; content: string };
+      let outcome: { ok: boolean; content: string; stopped?: boolean };
       // Counted for the agent service's turns (their tools are the agent's own); the label is the tool's name only
       // when it is a tool, so a model inventing names cannot grow the metric without bound.
       const count = (label: string) => {
         if (input.agentTools) agentToolCalls.inc({ tool: tool ? input.name : 'unknown', outcome: label });
       };
+      /** Runs the tool; stopped (`stopped` aborts), the call ends at once, whether or not the tool heeds its abort. */
+      const runCall = async (found: NonNullable<typeof tool>, call: typeof input, stopped?: AbortSignal) => {
+        const cancelled = Context.current().cancellationSignal;
+        const running = runTool(
+          found,
+          call.arguments,
+          {
+            conversationId: call.conversationId,
+            settings: dependencies.toolSettings,
+            userId: call.userId ?? null,
+            callKey: `${call.turnId}:${call.callId}`,
+            services: dependencies.toolServices ?? {},
+            progress,
+            earlierProgress,
+          },
+          stopped ? AbortSignal.any([cancelled, stopped]) : cancelled,
+        );
+        if (!stopped) return running;
+        const onStop = new Promise<ReturnType<typeof stoppedOutcome>>((resolve) =>
+          stopped.addEventListener('abort', () => resolve(stoppedOutcome(call.name)), { once: true }),
+        );
+        return Promise.race([running, onStop]);
+      };
       if (!tool || !tool.configured(dependencies.toolSettings) || (tool.agentsOnly && !input.agentTools)) {
         outcome = { ok: false, content: `There is no tool named ${input.name}` };
         count('unknown');
       } else {
+        const stop = input.stoppable ? dependencies.stops?.watch(input.turnId) : undefined;
         try {
-          outcome = await runTool(
-            tool,
-            input.arguments,
-            {
-              conversationId: input.conversationId,
-              settings: dependencies.toolSettings,
-              userId: input.userId ?? null,
-              callKey: `${input.turnId}:${input.callId}`,
-              services: dependencies.toolServices ?? {},
-              progress,
-              earlierProgress,
-            },
-            Context.current().cancellationSignal,
-          );
+          // A turn stopped before this call began does not run it at all.
+          outcome = stop?.signal.aborted ? stoppedOutcome(input.name) : await runCall(tool, input, stop?.signal);
         } catch (error) {
           if (error instanceof ToolError && error.retryable) {
             const info = Context.current().info;
@@ -269,12 +286,15 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
           } else {
             throw error;
           }
+        } finally {
+          stop?.release();
         }
         count(outcome.ok ? 'ok' : 'error');
       }
-      const result: ChatTurnEvent = { type: 'tool-result', callId: input.callId, name: input.name, ...outcome };
-      await publish(input.turnId, [{ seq: next, event: result }]);
-      return { ...outcome, nextSeq: next + 1 };
+      const { stopped, ...result } = outcome;
+      const event: ChatTurnEvent = { type: 'tool-result', callId: input.callId, name: input.name, ...result };
+      await publish(input.turnId, [{ seq: next, event }]);
+      return { ...result, nextSeq: next + 1, ...(stopped ? { stopped } : {}) };
     },
 
     /**
@@ -373,4 +393,9 @@ export function trimHistory(history: ChatMessage[], budgetTokens: number): ChatM
   return kept
     .flat()
     .filter((message, index, all) => !(message.role === 'tool' && all.slice(0, index).every((m) => m.role === 'tool')));
+}
+
+/** What a tool call stopped by a person answers (on the stream, and in the history the model reads next turn). */
+function stoppedOutcome(tool: string): { ok: false; content: string; stopped: true } {
+  return { ok: false, content: `${tool}: stopped by the user before it finished`, stopped: true };
 }

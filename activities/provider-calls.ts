@@ -26,6 +26,7 @@ import type { CircuitBreaker } from './routing/circuit-breaker.ts';
 import type { StreamHub } from './streaming/stream-hub.ts';
 import type { StreamPart } from '../common/stream-parts.ts';
 import { AlongsideFailed, type JournalWriter, type StreamJournal } from './streaming/stream-journal.ts';
+import type { TurnStops } from './streaming/turn-stops.ts';
 
 export interface ProviderCallInput {
   requestId: string;
@@ -51,6 +52,11 @@ export interface ProviderCallInput {
    * with this call's events, ahead of them, instead of in a transaction of their own.
    */
   journalFirst?: SequencedStreamEvent[];
+  /**
+   * A turn's call that a person may stop (a turn that is not a loop; turn-stops.ts): stopped, the stream ends there and
+   * the call succeeds with what it had (`stopped`), its usage estimated from what was sent and settled.
+   */
+  stoppable?: boolean;
 }
 
 export type ProviderCallOutcome = (
@@ -64,6 +70,8 @@ export type ProviderCallOutcome = (
       message: CompletionMessage | null;
       /** The sequence number after this call's last stream event. */
       nextSeq?: number;
+      /** A person stopped the turn during the call: the message is what was streamed, without tool calls. */
+      stopped?: boolean;
     }
   | { outcome: 'skipped'; reason: string; insufficientCredits?: boolean }
   | {
@@ -90,6 +98,8 @@ export interface ProviderCallDependencies {
   journal: StreamJournal;
   providerTimeouts?: { connectTimeoutMs?: number; idleTimeoutMs?: number; requestTimeoutMs?: number };
   ledger: CreditLedger;
+  /** Where a stoppable call hears that its turn was stopped. */
+  stops?: TurnStops;
   /** Told every attempt's outcome (metrics). */
   observe?: (provider: string, outcome: ProviderCallOutcome['outcome']) => void;
 }
@@ -338,8 +348,32 @@ export class ProviderCalls {
       let finishReason: FinishReason = 'stop';
       let usage: Usage | null = null;
       let completionText = '';
+      const stop = input.stoppable ? this.dependencies.stops?.watch(ledgerWorkflowId(input)) : undefined;
+      /** The call stopped by a person: what was streamed is the answer, its usage estimated and settled. */
+      const stopped = (asked = true): ProviderCallOutcome => {
+        const estimated = asked
+          ? estimateUsage(request, countTokens(completionText))
+          : { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+        if (contentSent) emit({ type: 'usage', usage: estimated });
+        return {
+          outcome: 'succeeded',
+          latencyMs: elapsed(startedAt),
+          finishReason: 'stop',
+          usage: estimated,
+          usageEstimated: true,
+          message: collected ? { content: collected.message().content ?? '', toolCalls: [] } : null,
+          nextSeq: seq,
+          stopped: true,
+        };
+      };
+      if (stop?.signal.aborted) {
+        stop.release();
+        // Stopped before the provider was asked: nothing was generated, and nothing is billed.
+        return stopped(false);
+      }
       try {
-        for await (const part of adapter.stream(providerRequest, { signal })) {
+        const streamSignal = stop ? AbortSignal.any([signal, stop.signal]) : signal;
+        for await (const part of adapter.stream(providerRequest, { signal: streamSignal })) {
           if (part.type === 'usage') {
             usage = part.usage;
             continue;
@@ -356,19 +390,26 @@ export class ProviderCalls {
           }
           emit(part);
         }
+        // An adapter may end its stream quietly when aborted: a stop is then seen here.
+        if (stop?.signal.aborted && !usage) return stopped();
         const finalUsage = usage ?? estimateUsage(request, countTokens(completionText));
         emit({ type: 'usage', usage: finalUsage });
         await breaker.recordSuccess(candidate.provider);
+        const message = collected?.message() ?? null;
+        // Stopped after the provider's last part: the answer is whole, but the tool calls it asks for are not run.
+        const stoppedLate = !!stop?.signal.aborted;
         return {
           outcome: 'succeeded',
           latencyMs: elapsed(startedAt),
           finishReason,
           usage: finalUsage,
           usageEstimated: !usage,
-          message: collected?.message() ?? null,
+          message: message && stoppedLate ? { ...message, toolCalls: [] } : message,
           nextSeq: seq,
+          ...(stoppedLate ? { stopped: true } : {}),
         };
       } catch (error) {
+        if (stop?.signal.aborted && !signal.aborted) return stopped();
         if (contentSent) {
           const message = error instanceof Error ? error.message : String(error);
           emit({
@@ -378,6 +419,8 @@ export class ProviderCalls {
           });
         }
         throw error;
+      } finally {
+        stop?.release();
       }
     } catch (error) {
       const providerError =

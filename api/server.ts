@@ -78,8 +78,10 @@ export async function startGateway(
   const rateLimits = new RateLimits(dependencies.pool, dependencies.plans, { logger });
   // The dashboard's usage changes folded into its daily figures (any API process; one at a time).
   const usageFold = startUsageFold(dependencies.pool, logger);
-  const principals = new PrincipalCache(settings.DATABASE_URL, logger);
+  const principals = new PrincipalCache(dependencies.listener);
   await principals.start();
+  await dependencies.stops.listen(dependencies.listener);
+  await dependencies.listener.start();
   const shared = {
     orm,
     catalogue,
@@ -155,7 +157,8 @@ export async function startGateway(
       await connection.close();
       await rateLimits.close();
       await usageFold.stop();
-      await principals.close();
+      principals.close();
+      await dependencies.listener.close();
       await dependencies.pool.end();
       await dependencies.userData.close();
       await orm.close();

@@ -11,7 +11,8 @@ import {
   type LogLevel,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 // Internal to the SDK (pinned in package.json): the handle on the stack-trace promise hook, see SandboxedWorker.
 import { globalHandlers } from '@temporalio/worker/lib/workflow/vm-shared.js';
@@ -23,6 +24,8 @@ import type { PlansFile } from '../common/plans.ts';
 import { ProviderCalls, type ProviderCallDependencies } from '../activities/provider-calls.ts';
 import { CircuitBreaker } from '../activities/routing/circuit-breaker.ts';
 import { StreamHub } from '../activities/streaming/stream-hub.ts';
+import { TurnStops } from '../activities/streaming/turn-stops.ts';
+import { PgListener } from '../db/listener.ts';
 import { StreamJournal } from '../activities/streaming/stream-journal.ts';
 import type { LoadedCatalogue } from '../config/load-catalogue.ts';
 import { googleWorkspaceConfigured, messengerSettingsOf, toolSettingsOf, type Settings } from '../config/settings.ts';
@@ -93,6 +96,7 @@ export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
 /** Bundles the workflow code and writes it to `path`, for `WORKFLOW_BUNDLE_PATH`. */
 export async function buildWorkflowBundleFile(path: string): Promise<void> {
   const built = await bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger });
+  await mkdir(dirname(path), { recursive: true });
   await writeFile(path, JSON.stringify({ code: built.code, sourceMap: built.sourceMap }));
 }
 
@@ -148,6 +152,10 @@ export interface WorkerDependencies {
   messengerSettings: MessengerSettings;
   messengers: Partial<Record<MessengerPlatform, MessengerClient>>;
   hub: StreamHub;
+  /** The process's LISTEN connection (db/listener.ts): started and closed by the process. */
+  listener: PgListener;
+  /** Stop, for a turn's step running in this process (activities/streaming/turn-stops.ts). */
+  stops: TurnStops;
   journal: StreamJournal;
   breaker: CircuitBreaker;
   calls: ProviderCalls;
@@ -194,6 +202,10 @@ export function createWorkerDependencies(
   const messengerSettings = messengerSettingsOf(settings);
   const pool = openPool(settings.DATABASE_URL);
   const hub = new StreamHub();
+  // The process's one LISTEN connection (started by the process: api/server.ts, worker/main.ts) and the turn stops
+  // that hear on it.
+  const listener = new PgListener(settings.DATABASE_URL, createLogger('listener'));
+  const stops = new TurnStops(pool);
   const ledger = new CreditLedger(orm, pool);
   const accounts = new AccountPlans(orm, ledger, plans);
   const journal = new StreamJournal(orm, { pool });
@@ -214,6 +226,7 @@ export function createWorkerDependencies(
       requestTimeoutMs: settings.PROVIDER_REQUEST_TIMEOUT_MS,
     },
     ledger,
+    stops,
     observe,
   });
   const embeddingHandover = new EmbeddingHandover();
@@ -318,6 +331,8 @@ export function createWorkerDependencies(
     webhooks,
     agentRouting: {},
     pool,
+    listener,
+    stops,
     conversations,
     toolSettings,
     messengerSettings,

@@ -26,10 +26,14 @@ export async function startWorker(environment: Record<string, string | undefined
     environment,
   );
   const worker = await createWorker({ orm, connection, settings, catalogue, dependencies });
+  // Stops of turns running here, asked for in an API process (activities/streaming/turn-stops.ts).
+  await dependencies.stops.listen(dependencies.listener);
+  await dependencies.listener.start();
   const running = worker.run();
   return {
     async close() {
       await stopWorker(worker, running);
+      await dependencies.listener.close();
       await connection.close();
       await dependencies.pool.end();
       await dependencies.userData.close();

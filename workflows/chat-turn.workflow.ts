@@ -10,7 +10,7 @@
  * relevant to the message, tools that need a person's approval (the turn waits for the `decideApproval` update, up to
  * a durable deadline, then counts silence as a rejection), plans the agent keeps with `update_plan`, and the cost at
  * list prices. With `loop` the turn is an agent loop: it works in iterations, each ending with `[[CONTINUE]]` or
- * `[[DONE]]`, until done, a bound or the `cancelLoop` signal; it stores each iteration as it ends and continues as new
+ * `[[DONE]]`, until done, a bound or a cancel (`cancelTurn`); it stores each iteration as it ends and continues as new
  * every `iterationsPerRun` iterations, so its history stays small however long it runs.
  *
  * With `routing` (the agent service's message for several agents) the turn routes its message itself: its first step,
@@ -109,6 +109,15 @@ export const decideApprovalUpdate = defineUpdate<{ approved: boolean }, [Approva
  */
 export const cancelLoopUpdate = defineUpdate<{ cancelling: boolean }, [{ by: string }]>('cancelLoop');
 
+/**
+ * Stop (`POST /chat/turns/{id}/cancel`), from the session's owner. A loop stops after its current iteration, as with
+ * `cancelLoop`. Any other turn stops now: the step it is in ends early (the API also tells that step directly,
+ * activities/streaming/turn-stops.ts, since an update reaches a workflow only between workflow tasks), no further
+ * model call or tool call is made, a tool waiting for approval counts as rejected, and the turn ends with what was
+ * streamed so far, `turn-done` with `stop: 'cancelled'`, its credits settled at what it used.
+ */
+export const cancelTurnUpdate = defineUpdate<{ cancelling: boolean }, [{ by: string }]>('cancelTurn');
+
 const defaultApprovalTimeoutMs = 15 * 60_000;
 
 export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> {
@@ -156,21 +165,29 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
       },
     },
   );
-  setHandler(
-    cancelLoopUpdate,
-    (request) => {
-      cancelled ??= request;
-      return { cancelling: true };
+  const requestCancel = (request: { by: string }) => {
+    cancelled ??= request;
+    return { cancelling: true };
+  };
+  setHandler(cancelLoopUpdate, requestCancel, {
+    validator: (request) => {
+      if (!input.loop) throw ApplicationFailure.create({ type: 'conflict', message: 'This turn is not a loop' });
+      if (!input.owner || request.by !== input.owner) {
+        throw ApplicationFailure.create({ type: 'not_found', message: 'No such loop' });
+      }
     },
-    {
-      validator: (request) => {
-        if (!input.loop) throw ApplicationFailure.create({ type: 'conflict', message: 'This turn is not a loop' });
-        if (!input.owner || request.by !== input.owner) {
-          throw ApplicationFailure.create({ type: 'not_found', message: 'No such loop' });
-        }
-      },
+  });
+  setHandler(cancelTurnUpdate, requestCancel, {
+    validator: (request) => {
+      if (!input.owner || request.by !== input.owner) {
+        throw ApplicationFailure.create({ type: 'not_found', message: 'No such turn' });
+      }
     },
-  );
+  });
+  /** A turn that is not a loop, stopped by its owner: no further step is taken. */
+  const stopNow = () => cancelled !== null && !input.loop;
+  // Whether this turn was stopped by a person (its answer is what was streamed before).
+  let stoppedByUser = false;
   const target = {
     turnId: input.turnId,
     conversationId: input.conversationId,
@@ -271,8 +288,19 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
     let response = '';
     let stop: LoopStop | undefined;
 
+    // Whether the turn made a model call yet (the first one's hold was taken by the API).
+    let calledModel = false;
     /** One model call with failover, its usage, credits and cost added to the turn's. */
     const callModel = async (withTools: boolean) => {
+      if (stopNow()) {
+        // Stopped before the call: none is made. The first call's hold, taken before the turn began, is lifted.
+        if (!calledModel && input.metered) {
+          await releaseUnusedHold({ userId: input.userId, workflowId: input.turnId, attempt: heldAttempt });
+        }
+        stoppedByUser = true;
+        return { content: '', toolCalls: [] };
+      }
+      calledModel = true;
       const request: ChatCompletionRequest = {
         model: input.requestedModel,
         messages,
@@ -304,9 +332,11 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
             workflowId: input.turnId,
             ...(heldAttempt !== 1 ? { heldAttempt } : {}),
             ...(unjournaled.length ? { journalFirst: unjournaled } : {}),
+            ...(input.loop ? {} : { stoppable: true }),
           },
         },
       );
+      if (served.stopped) stoppedByUser = true;
       unjournaled = [];
       nextAttempt = served.nextAttempt;
       seq = served.nextSeq ?? seq;
@@ -344,10 +374,13 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
             expiresAt,
           },
         ]);
-        const answered = await condition(() => pending?.decision !== undefined, timeoutMs);
-        const decision: ApprovalDecision = answered
-          ? pending.decision!
-          : { approvalId: id, approve: false, by: 'timeout', reason: 'nobody answered before the deadline' };
+        const answered = await condition(() => pending?.decision !== undefined || stopNow(), timeoutMs);
+        const decision: ApprovalDecision =
+          answered && pending.decision
+            ? pending.decision
+            : answered
+              ? { approvalId: id, approve: false, by: cancelled!.by, reason: 'the user stopped the turn' }
+              : { approvalId: id, approve: false, by: 'timeout', reason: 'nobody answered before the deadline' };
         decided.add(id);
         pending = null;
         await publish([
@@ -388,8 +421,10 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
             seq,
             userId: input.userId === 'guest' ? null : input.userId,
             agentTools: !!input.agent,
+            ...(input.loop ? {} : { stoppable: true }),
           })
         : await refuseUnknown(call, seq);
+      if ((outcome as { stopped?: boolean }).stopped) stoppedByUser = true;
       // A tool that reported progress used more positions (`nextSeq`); older recorded results name none.
       seq = (outcome as { nextSeq?: number }).nextSeq ?? seq + 2;
       if (outcome.ok && call.function.name === 'update_plan') {
@@ -399,6 +434,12 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
       }
       return outcome;
     };
+
+    /** A tool call the turn was stopped before making. */
+    const notRun = (call: ToolCall) => ({
+      ok: false,
+      content: `${call.function.name} was not run: the user stopped the turn`,
+    });
 
     const refuseUnknown = async (call: ToolCall, at: number) => {
       const content = `There is no tool named ${call.function.name} available to this agent`;
@@ -428,23 +469,38 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
       for (let round = 0; ; round++) {
         const withTools = round < input.maxToolRounds && offered.length > 0;
         const message = await callModel(withTools);
-        const calls = withTools ? message.toolCalls : [];
-        messages.push({ role: 'assistant', content: message.content, ...(calls.length ? { tool_calls: calls } : {}) });
-        added.push({
-          role: 'assistant',
-          content: message.content,
-          toolCalls: calls,
-          ...(input.agent ? { agentId: input.agent.id } : {}),
-        });
+        // A stopped turn runs none of the tool calls its last answer asked for (the call drops them).
+        const calls = withTools && !stoppedByUser && !stopNow() ? message.toolCalls : [];
+        if (stopNow()) stoppedByUser = true;
+        if (!(stoppedByUser && !message.content && calls.length === 0)) {
+          messages.push({
+            role: 'assistant',
+            content: message.content,
+            ...(calls.length ? { tool_calls: calls } : {}),
+          });
+          added.push({
+            role: 'assistant',
+            content: message.content,
+            toolCalls: calls,
+            ...(input.agent ? { agentId: input.agent.id } : {}),
+          });
+        }
         if (calls.length === 0) {
           response = message.content ?? '';
           break;
         }
         for (const call of calls) {
-          const outcome = await runCall(call);
+          // Stopped meanwhile: the remaining calls are answered as not run, so the stored history stays whole (every
+          // tool call of an assistant message has its result) for the conversation's next turn.
+          const outcome = stoppedByUser || stopNow() ? notRun(call) : await runCall(call);
           toolCalls.push({ name: call.function.name, ok: outcome.ok });
           messages.push({ role: 'tool', tool_call_id: call.id, content: outcome.content });
           added.push({ role: 'tool', content: outcome.content, toolCallId: call.id, toolName: call.function.name });
+        }
+        if (stoppedByUser || stopNow()) {
+          stoppedByUser = true;
+          response = message.content ?? '';
+          break;
         }
       }
       if (!input.loop) break;
@@ -503,7 +559,11 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
       credits,
       response,
       ...(input.agent ? { costUsd } : {}),
-      ...(input.loop ? { iterations: iteration, ...(stop ? { stop } : {}) } : {}),
+      ...(input.loop
+        ? { iterations: iteration, ...(stop ? { stop } : {}) }
+        : stoppedByUser
+          ? { stop: 'cancelled' as const }
+          : {}),
     };
     await finishTurn({
       ...target,

@@ -49,7 +49,10 @@ export interface ModelCallOptions {
   /** Number of this call's first attempt (a chat turn's later rounds continue the numbering). Default 1. */
   firstAttempt?: number;
   /** Passed to every attempt (stream position, whether to assemble a streamed message). */
-  extra?: Pick<CallProviderInput, 'seqBase' | 'collectMessage' | 'workflowId' | 'heldAttempt' | 'journalFirst'>;
+  extra?: Pick<
+    CallProviderInput,
+    'seqBase' | 'collectMessage' | 'workflowId' | 'heldAttempt' | 'journalFirst' | 'stoppable'
+  >;
 }
 
 export type ModelCallResult = Extract<CallProviderResult, { outcome: 'succeeded' }> & {

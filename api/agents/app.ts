@@ -284,6 +284,7 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
     ledger: dependencies.ledger,
     journal: dependencies.journal,
     hub: dependencies.hub,
+    stops: dependencies.stops,
     conversations: dependencies.conversations,
     agentsTaskQueue: agentsTaskQueue(dependencies.taskQueue),
     agents: {

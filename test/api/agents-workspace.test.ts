@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import pg from 'pg';
-import { EventSourceParserStream } from 'eventsource-parser/stream';
+import { AgentStreamReader } from '../helpers/agent-stream.ts';
 import { GoogleAccounts } from '../../activities/google/google-accounts.ts';
 import { GoogleApi } from '../../activities/google/google-api.ts';
 import { GoogleOAuthClient } from '../../activities/google/oauth-client.ts';
@@ -141,41 +141,15 @@ function tokenStore(pool: pg.Pool): GoogleAccounts {
   });
 }
 
-class StreamReader {
-  readonly events: Json[] = [];
-  private readonly iterator: AsyncIterator<{ data: string }>;
-
-  constructor(response: Response) {
-    const events = response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
-    this.iterator = events[Symbol.asyncIterator]();
-  }
-
-  async until(type: string): Promise<Json> {
-    for (;;) {
-      const next = await this.iterator.next();
-      if (next.done) throw new Error(`the stream ended before ${type}: ${JSON.stringify(this.events)}`);
-      const data = next.value.data === '[DONE]' ? { type: '[DONE]' } : (JSON.parse(next.value.data) as Json);
-      this.events.push(data);
-      if (data.type === type) return data;
-    }
-  }
-
-  /** The rest of the turn: its events up to [DONE]. */
-  async rest(): Promise<Json[]> {
-    await this.until('[DONE]');
-    return this.events;
-  }
-}
-
 /** A message to one workspace agent (named by `preferred_agents`, so no routing call), as a new session. */
-async function send(user: User, agent: string, message: string): Promise<StreamReader> {
+async function send(user: User, agent: string, message: string): Promise<AgentStreamReader> {
   const response = await platform.agents(`/chat/stream/web:${randomUUID()}`, {
     method: 'POST',
     key: user.key,
     body: JSON.stringify({ message, preferred_agents: [agent] }),
   });
   expect(response.status).toBe(200);
-  return new StreamReader(response);
+  return new AgentStreamReader(response);
 }
 
 /** The result event of the turn's call of `tool`. */

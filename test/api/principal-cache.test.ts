@@ -7,6 +7,7 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { PrincipalCache } from '../../api/principal-cache.ts';
+import { PgListener } from '../../db/listener.ts';
 import type { RunningGateway } from '../../api/server.ts';
 import { createLogger } from '../../process/logger.ts';
 import { startReplica, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
@@ -86,10 +87,14 @@ it('applies a plan changed in the database on both replicas', async () => {
 });
 
 it('caches while it listens, forgets on a notification, and never caches a read that raced an invalidation', async () => {
-  const cache = new PrincipalCache(platform.databaseUrl, createLogger('test'));
+  const listener = new PgListener(platform.databaseUrl, createLogger('test'));
+  const cache = new PrincipalCache(listener);
   const principal = { userId: 'user_cache', keyId: 'key_1', operator: false, plan: 'pro' as const, customLimits: null };
   expect(cache.get('hash-a')).toBeUndefined();
   await cache.start();
+  cache.set('hash-a', principal, cache.version());
+  expect(cache.get('hash-a')).toBeUndefined(); // not listening yet
+  await listener.start();
   cache.set('hash-a', principal, cache.version());
   expect(cache.get('hash-a')).toEqual(principal);
 
@@ -103,8 +108,11 @@ it('caches while it listens, forgets on a notification, and never caches a read 
   await database.query(`select pg_notify('tessera_principals', 'user_cache')`);
   await eventually(async () => cache.get('hash-a') === undefined);
 
-  // Closed (or disconnected), the cache answers nothing: every lookup goes to the database.
+  // Disconnected, or closed, the cache answers nothing: every lookup goes to the database.
   cache.set('hash-a', principal, cache.version());
-  await cache.close();
+  await listener.close();
   expect(cache.get('hash-a')).toBeUndefined();
+  cache.set('hash-a', principal, cache.version());
+  expect(cache.get('hash-a')).toBeUndefined();
+  cache.close();
 });

@@ -192,6 +192,25 @@ describe('the web app', () => {
     await page.getByRole('checkbox', { name: 'Agent loop' }).uncheck();
   });
 
+  it('stops an answer mid-stream, keeping what was streamed', async () => {
+    // The answer stalls after a few tokens for longer than the test may last: only Stop can end it in time.
+    await platform.simulator.addFault({ times: 1, fault: { stall_after_tokens: 3, stall_ms: 600_000 } });
+    await openPage('Chat');
+    await page.getByRole('button', { name: 'New chat' }).click();
+    await page.getByRole('combobox', { name: 'Agent', exact: true }).selectOption({ label: 'General assistant' });
+    await page.getByRole('textbox', { name: 'Message' }).fill('Tell me a long story about a lighthouse');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const turn = page.locator('.message.assistant.live').last();
+    await turn.locator('.markdown').waitFor({ timeout: 60_000 });
+    const streamed = await turn.locator('.markdown').textContent();
+    await turn.getByRole('button', { name: 'Stop', exact: true }).click();
+    await turn.getByTestId('turn-cost').waitFor({ timeout: 60_000 });
+    await expect(turn.getByTestId('turn-cost').textContent()).resolves.toMatch(/^Stopped · /);
+    await expect(turn.locator('.markdown').textContent()).resolves.toBe(streamed);
+    await expect(turn.getByRole('button', { name: 'Stop', exact: true }).count()).resolves.toBe(0);
+    await expectAccessible();
+  });
+
   it('resumes a stream after a reload in the middle of it', async () => {
     // The answer's stream stalls after a few tokens: the page reloads meanwhile.
     await platform.simulator.addFault({ times: 1, fault: { stall_after_tokens: 3, stall_ms: 4000 } });

@@ -36,11 +36,12 @@ import type { CreditLedger } from '../../../activities/credits/credit-ledger.ts'
 import { worstCaseCredits } from '../../../activities/credits/tokens.ts';
 import type { Router } from '../../../activities/routing/router.ts';
 import type { StreamHub } from '../../../activities/streaming/stream-hub.ts';
+import type { TurnStops } from '../../../activities/streaming/turn-stops.ts';
 import type { StreamJournal } from '../../../activities/streaming/stream-journal.ts';
 import { transaction, type Pool } from '../../../db/pool.ts';
 import type { ErrorType } from '../../../common/errors.ts';
 import { errorStatus } from '../../../common/errors.ts';
-import { cancelLoopUpdate, decideApprovalUpdate } from '../../../workflows/chat-turn.workflow.ts';
+import { cancelTurnUpdate, decideApprovalUpdate } from '../../../workflows/chat-turn.workflow.ts';
 import { ApiError } from '../../errors.ts';
 import type { Principal } from '../apikeys/service.ts';
 import {
@@ -131,6 +132,8 @@ export class AgentChat {
     ledger: CreditLedger;
     journal: StreamJournal;
     hub: StreamHub;
+    /** Stop, told to the step a turn is in, wherever it runs (activities/streaming/turn-stops.ts). */
+    stops: TurnStops;
     conversations: ConversationStore;
     /** The agent service's task queue: the routing step runs there when the turn's worker cannot (see `route`). */
     agentsTaskQueue: string;
@@ -515,17 +518,28 @@ export class AgentChat {
     }
   }
 
-  /** Asks a running loop to stop after its current iteration. */
+  /**
+   * Stops a turn (`cancelTurn`): a loop after its current iteration, any other turn now. The step a turn is in is told
+   * first, directly (an update waits for the workflow task it runs in to end); the update then records the stop in the
+   * turn's history, where the workflow acts on it. A turn that ended meanwhile because of this stop counts as stopped;
+   * one that had already finished is a 409.
+   */
   async cancel(principal: Principal, turnId: string): Promise<void> {
     if (!(await this.dependencies.chat.ownsTurn({ principal }, turnId))) {
       throw new ApiError('not_found', `No chat turn ${turnId}`);
     }
+    const { stops, client, journal } = this.dependencies;
+    const running = await this.dependencies.conversations.turnStatus(turnId);
+    if (running?.status !== 'running') throw new ApiError('conflict', `The turn ${turnId} has finished`);
+    await stops.stop(turnId);
     try {
-      await this.dependencies.client.workflow
+      await client.workflow
         .getHandle(turnId)
-        .executeUpdate(cancelLoopUpdate, { args: [{ by: ownerOf({ principal }) }] });
+        .executeUpdate(cancelTurnUpdate, { args: [{ by: ownerOf({ principal }) }] });
     } catch (error) {
-      throw updateRefusal(error, `turn ${turnId}`);
+      const refusal = updateRefusal(error, `turn ${turnId}`);
+      if (refusal.type === 'conflict' && (await endedStopped(journal, turnId))) return;
+      throw refusal;
     }
   }
 }
@@ -573,6 +587,13 @@ async function* startingWith(
 }
 
 /** Why a turn refused an update (its validator's failure), as the API's error. */
+/** Whether the turn ended stopped by its owner: its last event is `turn-done` with `stop: 'cancelled'`. */
+async function endedStopped(journal: StreamJournal, turnId: string): Promise<boolean> {
+  const events = await journal.read(turnId);
+  const last = events.at(-1)?.event as ChatTurnEvent | undefined;
+  return last?.type === 'turn-done' && last.stop === 'cancelled';
+}
+
 function updateRefusal(error: unknown, what: string): ApiError {
   if (error instanceof WorkflowNotFoundError) return new ApiError('conflict', `The ${what} is no longer running`);
   const cause = error instanceof WorkflowUpdateFailedError ? error.cause : error;

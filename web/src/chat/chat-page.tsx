@@ -21,7 +21,7 @@ import {
   useLoad,
 } from '../components/ui.tsx';
 import type { Approval, ToolCall, Turn } from './events.ts';
-import { attach, detach, markCancelling, send, turnNumber, useLiveTurns, type LiveTurn } from './live.ts';
+import { attach, markCancelling, send, turnNumber, useLiveTurns, type LiveTurn } from './live.ts';
 
 type SessionSummary = Answer<'/sessions', 'get'>['sessions'][number];
 type HistoryPage = Answer<'/history/{session_id}', 'get'>;
@@ -499,36 +499,33 @@ const stopReasons: Record<string, string> = {
 function TurnFooter({ entry, turn }: { entry: LiveTurn; turn: Turn }) {
   const cancel = useAction();
   if (turn.status === 'streaming') {
+    // A loop stops after its current iteration; any other turn at once, keeping what it streamed (the service's
+    // `POST /chat/turns/{id}/cancel` either way). The stream then ends as usual, with the turn's cost.
+    const busy = cancel.busy || turn.cancelling || !turn.turnId;
+    const label = turn.loop
+      ? turn.cancelling
+        ? 'Cancelling after this iteration…'
+        : 'Cancel loop'
+      : turn.cancelling
+        ? 'Stopping…'
+        : 'Stop';
     return (
       <div class="turn-actions">
-        {turn.loop ? (
-          <button
-            type="button"
-            class="secondary"
-            disabled={cancel.busy || turn.cancelling || !turn.turnId}
-            onClick={() =>
-              cancel.run(async () => {
-                await data(api.POST('/chat/turns/{turn_id}/cancel', { params: { path: { turn_id: turn.turnId! } } }));
-                markCancelling(entry);
-              })
-            }
-          >
-            {turn.cancelling ? 'Cancelling after this iteration…' : 'Cancel loop'}
-          </button>
-        ) : (
-          <button type="button" class="secondary" onClick={() => detach(entry)}>
-            Stop
-          </button>
-        )}
-        <ErrorNote error={cancel.error} prefix="Cancelling failed" />
+        <button
+          type="button"
+          class="secondary"
+          disabled={busy}
+          onClick={() =>
+            cancel.run(async () => {
+              await data(api.POST('/chat/turns/{turn_id}/cancel', { params: { path: { turn_id: turn.turnId! } } }));
+              markCancelling(entry);
+            })
+          }
+        >
+          {label}
+        </button>
+        <ErrorNote error={cancel.error} prefix={turn.loop ? 'Cancelling failed' : 'Stopping failed'} />
       </div>
-    );
-  }
-  if (turn.status === 'detached') {
-    return (
-      <p class="note status" role="status">
-        Stopped following this answer. The agent finishes it in the background; it will be in this chat's history.
-      </p>
     );
   }
   if (turn.status === 'failed') {
@@ -541,6 +538,7 @@ function TurnFooter({ entry, turn }: { entry: LiveTurn; turn: Turn }) {
   if (turn.cost) {
     return (
       <p class="cost" data-testid="turn-cost">
+        {turn.stopped ? <strong>Stopped · </strong> : null}
         {formatNumber(turn.cost.credits)} credits · {formatUsd(turn.cost.costUsd)} ·{' '}
         {formatNumber(turn.cost.inputTokens)} in / {formatNumber(turn.cost.outputTokens)} out · {turn.cost.model}
       </p>

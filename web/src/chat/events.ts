@@ -43,8 +43,10 @@ export interface Turn {
   parts: TurnPart[];
   cost: { credits: number; costUsd: number; inputTokens: number; outputTokens: number; model: string } | null;
   error: string | null;
-  status: 'streaming' | 'done' | 'failed' | 'detached';
+  status: 'streaming' | 'done' | 'failed';
   cancelling: boolean;
+  /** Stopped by the person (Stop): the answer is what was streamed before. */
+  stopped: boolean;
 }
 
 export function emptyTurn(loop: boolean): Turn {
@@ -59,6 +61,7 @@ export function emptyTurn(loop: boolean): Turn {
     error: null,
     status: 'streaming',
     cancelling: false,
+    stopped: false,
   };
 }
 
@@ -169,6 +172,7 @@ export function applyEvent(turn: Turn, event: StreamEvent): Turn {
       return {
         ...turn,
         status: 'done',
+        stopped: event.stop === 'cancelled',
         cost: {
           credits: event.credits,
           costUsd: event.cost_usd,

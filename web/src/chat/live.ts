@@ -147,16 +147,11 @@ function finish(entry: LiveTurn): void {
   if (entry.turn.status === 'streaming') {
     update(entry, (turn) => ({
       ...turn,
-      status: entry.controller.signal.aborted ? 'detached' : 'failed',
-      error: entry.controller.signal.aborted ? null : 'The stream ended before the turn finished',
+      status: 'failed',
+      error: 'The stream ended before the turn finished',
     }));
   }
   changed();
-}
-
-/** Stops following a turn here (the turn itself goes on in the background, and its answer lands in the history). */
-export function detach(entry: LiveTurn): void {
-  entry.controller.abort();
 }
 
 export function markCancelling(entry: LiveTurn): void {

@@ -80,7 +80,12 @@ export const agentChatContracts = [
   route({
     method: 'POST',
     path: '/chat/turns/:turn_id/cancel',
-    summary: 'Stop a loop after its current iteration',
+    summary: 'Stop a turn: a loop after its current iteration, any other turn now',
+    description:
+      'A turn that is not a loop stops at once: the model call it is streaming ends (its answer is what was streamed, ' +
+      'kept in the history and billed at what it used), a running tool is stopped, a tool waiting for approval counts ' +
+      'as rejected, and no further step is taken. Its stream ends with `cost` carrying `stop: cancelled`. A loop ' +
+      'finishes its current iteration, then ends with `stop: cancelled` on its last `iteration` event.',
     tags,
     access: 'caller',
     responses: {

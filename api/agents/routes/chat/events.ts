@@ -86,6 +86,8 @@ export const agentStreamEvents = {
     output_tokens: z.number().int(),
     credits: z.number(),
     model: z.string(),
+    /** Set when the turn was stopped (`POST /chat/turns/{id}/cancel`): its answer is what was streamed before. */
+    stop: z.literal('cancelled').optional(),
   }),
   error: z.object({ type: z.literal('error'), error_type: z.string(), message: z.string() }),
 } as const;
@@ -177,6 +179,8 @@ export function presentAgentEvent(event: SequencedStreamEvent['event']): Record<
         output_tokens: turnEvent.usage.completion_tokens,
         credits: turnEvent.credits,
         model: turnEvent.model,
+        // A loop says why it stopped on its last `iteration`; any other turn stopped by its owner says so here.
+        ...(turnEvent.stop === 'cancelled' && turnEvent.iterations === undefined ? { stop: 'cancelled' } : {}),
       };
     case 'turn-error':
       return { type: 'error', error_type: turnEvent.errorType, message: turnEvent.message };

@@ -8,7 +8,8 @@
  *   preset_instruction?, max_iterations?, budget_credits?}`: an agent loop, streamed the same way with `iteration`
  *   events.
  * - `GET /chat/turns/{turn_id}/stream`: re-attaches to a turn or loop (from `Last-Event-ID`, or the start).
- * - `POST /chat/turns/{turn_id}/cancel`: stops a loop after its current iteration.
+ * - `POST /chat/turns/{turn_id}/cancel`: Stop. A loop stops after its current iteration; any other turn now, with what it
+ *   streamed so far as its answer (its last event `cost` says `stop: cancelled`; workflows/chat-turn.workflow.ts).
  * - `POST /chat/approvals/{id}/approve` and `/reject` `{reason?}`: decide a tool call waiting for approval.
  * - `POST /api/v1/chat` `{message, session_id, agent_id?}`: the external API's chat, the same stream.
  *
