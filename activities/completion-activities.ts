@@ -3,7 +3,7 @@
  * task: for an eagerly started completion, the API process that holds the HTTP response.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { CreditSettlement } from '../common/completion.ts';
+import type { CreditSettlement, ProviderFailureDetails } from '../common/completion.ts';
 import { creditsFor } from '../common/credits.ts';
 import type { CreditLedger } from './credits/credit-ledger.ts';
 import type { ProviderCallInput, ProviderCalls } from './provider-calls.ts';
@@ -16,38 +16,14 @@ export type CallProviderResult = Exclude<Awaited<ReturnType<ProviderCalls['callO
   model: string;
 };
 
-/** Failure details of a provider call (ApplicationFailure of type `ProviderError`). */
-export interface ProviderFailureDetails {
-  kind: string;
-  status?: number;
-  retryable: boolean;
-  /** Part of the answer already reached the client: failing over would repeat or garble it. */
-  contentSent: boolean;
-  retryAfterSeconds?: number;
-  latencyMs: number;
-  /** The attempt's hold was released already. */
-  ledgerDone?: boolean;
-  /** With `contentSent`: the stream position after the attempt's last event. */
-  nextSeq?: number;
-}
+export type { ProviderFailureDetails };
 
 export function createCompletionActivities(dependencies: { calls: ProviderCalls; ledger: CreditLedger }) {
   const { ledger } = dependencies;
   return {
     /** Charges an attempt's real usage at the serving model's rate and lifts its hold (idempotent). */
     async settleCredits(input: CreditSettlement): Promise<{ credits: number }> {
-      const credits = creditsFor(input.usage.total_tokens, input.creditRate);
-      await ledger.settle({
-        userId: input.userId,
-        workflowId: input.workflowId,
-        attempt: input.attempt,
-        amount: credits,
-        model: input.model,
-        promptTokens: input.usage.prompt_tokens,
-        completionTokens: input.usage.completion_tokens,
-        estimated: input.usageEstimated,
-      });
-      return { credits };
+      return settleAttempt(ledger, input);
     },
 
     /** Lifts the hold of an attempt that served nothing (idempotent). */
@@ -82,3 +58,19 @@ export function createCompletionActivities(dependencies: { calls: ProviderCalls;
 }
 
 export type CompletionActivities = ReturnType<typeof createCompletionActivities>;
+
+/** Charges an attempt's real usage at the serving model's rate and lifts its hold (idempotent: keyed by attempt). */
+export async function settleAttempt(ledger: CreditLedger, input: CreditSettlement): Promise<{ credits: number }> {
+  const credits = creditsFor(input.usage.total_tokens, input.creditRate);
+  await ledger.settle({
+    userId: input.userId,
+    workflowId: input.workflowId,
+    attempt: input.attempt,
+    amount: credits,
+    model: input.model,
+    promptTokens: input.usage.prompt_tokens,
+    completionTokens: input.usage.completion_tokens,
+    estimated: input.usageEstimated,
+  });
+  return { credits };
+}

@@ -2,6 +2,7 @@
  * What the completion workflow takes and returns, and the events a streamed completion emits.
  * Workflow-safe types shared by api, workflows and activities.
  */
+import { ApplicationFailure } from '@temporalio/common';
 import type { ChatCompletionRequest, FinishReason, ToolCall, Usage } from './chat.ts';
 import type { ModelPrice } from './catalogue.ts';
 import type { ErrorType } from './errors.ts';
@@ -96,6 +97,33 @@ export interface CompletionFailureDetails {
   attempts: Attempt[];
   retryAfterSeconds?: number;
   /** A stream cut after content: the position after its last event (a chat turn's final event goes there). */
+  nextSeq?: number;
+}
+
+/** The failure a model call (or the workflow around it) ends with; its type is the API error type. */
+export function modelCallFailure(
+  errorType: ErrorType,
+  message: string,
+  attempts: Attempt[],
+  retryAfterSeconds?: number,
+  nextSeq?: number,
+): ApplicationFailure {
+  const details: CompletionFailureDetails = { errorType, attempts, retryAfterSeconds, nextSeq };
+  return ApplicationFailure.create({ type: errorType, message, nonRetryable: true, details: [details] });
+}
+
+/** Failure details of a provider attempt (an ApplicationFailure of type `ProviderError`): what failover decides on. */
+export interface ProviderFailureDetails {
+  kind: string;
+  status?: number;
+  retryable: boolean;
+  /** Part of the answer already reached the client: failing over would repeat or garble it. */
+  contentSent: boolean;
+  retryAfterSeconds?: number;
+  latencyMs: number;
+  /** The attempt's hold was released already. */
+  ledgerDone?: boolean;
+  /** With `contentSent`: the stream position after the attempt's last event. */
   nextSeq?: number;
 }
 

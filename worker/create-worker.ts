@@ -364,7 +364,8 @@ export async function createWorker(options: {
   );
   const temporal = new Client({ connection: options.connection, namespace: settings.TEMPORAL_NAMESPACE });
   SandboxedWorker.stackTraces = settings.TEMPORAL_WORKFLOW_STACK_TRACES;
-  // Activities embed through the same workflow as POST /v1/embeddings (RAG indexing, the agents' file search).
+  // Activities embed through the same path as POST /v1/embeddings: RAG indexing as its workflow, the agents' file
+  // search (a step of their turn) with the same steps run in place (EmbeddingService.embedQuery).
   const embeddings = createEmbeddingService({
     client: temporal,
     settings,

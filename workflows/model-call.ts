@@ -16,8 +16,7 @@ import type {
   CompletionActivities,
   ProviderFailureDetails,
 } from '../activities/completion-activities.ts';
-import type { Attempt, Candidate, CompletionFailureDetails, CompletionInput } from '../common/completion.ts';
-import type { ErrorType } from '../common/errors.ts';
+import { modelCallFailure, type Attempt, type Candidate, type CompletionInput } from '../common/completion.ts';
 import { modelKey } from '../common/search-attributes.ts';
 
 // One try per candidate: failover to the next candidate is the workflow's decision, not a blind retry.
@@ -166,14 +165,4 @@ function describe(attempts: Attempt[]): string {
   return attempts.map((attempt) => `${attempt.model}: ${attempt.error}`).join('; ');
 }
 
-/** The failure a model call (or the workflow around it) ends with; its type is the API error type. */
-export function modelCallFailure(
-  errorType: ErrorType,
-  message: string,
-  attempts: Attempt[],
-  retryAfterSeconds?: number,
-  nextSeq?: number,
-): ApplicationFailure {
-  const details: CompletionFailureDetails = { errorType, attempts, retryAfterSeconds, nextSeq };
-  return ApplicationFailure.create({ type: errorType, message, nonRetryable: true, details: [details] });
-}
+export { modelCallFailure };

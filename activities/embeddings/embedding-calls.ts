@@ -9,7 +9,7 @@
  * caller reads them once the workflow has ended, as a streamed completion is relayed from the journal.
  */
 import { localEngineProviderId } from '../../common/catalogue.ts';
-import type { EmbeddingCandidate, EmbeddingUsage } from '../../common/embeddings.ts';
+import type { EmbeddingUsage } from '../../common/embeddings.ts';
 import { creditsFor } from '../../common/credits.ts';
 import type { LoadedCatalogue, ProviderEndpoint } from '../../config/load-catalogue.ts';
 import type { CreditLedger } from '../credits/credit-ledger.ts';
@@ -17,25 +17,12 @@ import { createEmbeddingAdapter, type EmbeddingAdapter } from '../providers/inde
 import { ProviderError } from '../providers/types.ts';
 import type { CircuitBreaker } from '../routing/circuit-breaker.ts';
 import type { StreamJournal } from '../streaming/stream-journal.ts';
+import type { EmbeddingAttemptInput } from '../../common/embedding-failover.ts';
 import type { LocalEmbeddingEngine } from './local-engine.ts';
 import { LocalEngineError } from './local-engine.ts';
 
-export interface EmbeddingCallInput {
-  requestId: string;
-  attempt: number;
-  candidate: EmbeddingCandidate;
-  texts: string[];
-  dimensions?: number;
-  user?: string;
-  /** The gateway's token count of the texts: the hold, and the usage when the provider reports none. */
-  promptTokens: number;
-  userId: string;
-  metered: boolean;
-  /** Hold this attempt's credits before calling (false only for an attempt 1 the API held). */
-  reserve: boolean;
-  /** The ledger's key base: the embedding workflow's id. */
-  workflowId: string;
-}
+/** One attempt on one candidate (common/embedding-failover.ts). */
+export type EmbeddingCallInput = EmbeddingAttemptInput;
 
 export type EmbeddingCallOutcome = (
   | {

@@ -45,7 +45,18 @@ import type { CreditLedger, Reservation, ReservationOutcome } from '../credits/c
 import { countTokens } from '../credits/tokens.ts';
 import { defaultEmbeddingModel, Router, type RoutingAccount } from '../routing/router.ts';
 import type { StreamJournal } from '../streaming/stream-journal.ts';
-import { vectorsFromJournal, type EmbeddingHandover } from './embedding-calls.ts';
+import { settleAttempt } from '../completion-activities.ts';
+import { embedWithFailover } from '../../common/embedding-failover.ts';
+import { attemptResult } from './embedding-activities.ts';
+import {
+  vectorsFromJournal,
+  type EmbeddingCalls,
+  type EmbeddingHandover,
+  type HandedEmbeddings,
+} from './embedding-calls.ts';
+
+/** How long a query's attempt may take when run directly (a search waits for it; the workflow's bound is 10 min). */
+const directTimeoutMs = 60_000;
 
 /** A refused or failed embedding request; `type` is the API's error type (common/errors.ts). */
 export class EmbeddingError extends Error {
@@ -116,6 +127,8 @@ export interface EmbeddingServiceDependencies {
   limits: { maxInputs: number; maxTokens: number };
   /** EMBEDDING_MODEL: the model of callers that name none (see Router.defaultEmbeddingModel). */
   defaultModel?: string;
+  /** The process's embedding attempts: `embedQuery` runs them itself. */
+  calls?: EmbeddingCalls;
 }
 
 export class EmbeddingService {
@@ -140,32 +153,46 @@ export class EmbeddingService {
     return { id: this.fallback.id, dimensions: this.fallback.dimensions };
   }
 
-  /** Embeds texts for an account (the library entry: RAG indexing and search); see the file comment. */
+  /** Embeds texts for an account (the library entry: RAG indexing); see the file comment. */
   async embed(request: EmbedRequest): Promise<Embedded> {
+    return this.run(await this.accountOf(request.userId), request, this.holdOnly);
+  }
+
+  /**
+   * Embeds a search query for an account: the same plan, limits, hold, failover and settlement as `embed`
+   * (common/embedding-failover.ts), run here rather than as a workflow of its own. A search is a read with nothing to
+   * resume, and the agents' `rag_search` runs inside its turn's workflow: a workflow per query cost about 8 ms of the
+   * search's ~10 beyond the pgvector query. What is given up: the query's attempts are not a workflow history in the
+   * Web UI; should this process die between the hold and the settlement, the stale-hold sweep lifts the hold (no
+   * workflow of its id runs) and the query is not charged.
+   */
+  async embedQuery(request: EmbedRequest): Promise<Embedded> {
+    return this.run(await this.accountOf(request.userId), request, this.holdOnly, 'direct');
+  }
+
+  private readonly holdOnly = (reservation: Reservation | null) =>
+    reservation ? this.dependencies.ledger.reserve(reservation) : Promise.resolve(null);
+
+  private async accountOf(userId: string): Promise<EmbeddingCaller> {
     const { rows } = await this.dependencies.pool.query<{
       plan: PlanName;
       custom_limits: { models?: string[] | 'all' } | null;
-    }>('select plan, custom_limits from users where id = $1', [request.userId]);
+    }>('select plan, custom_limits from users where id = $1', [userId]);
     const row = rows[0];
-    if (!row) throw new EmbeddingError('not_found', `No account ${request.userId}`);
-    const caller = {
-      userId: request.userId,
-      metered: true,
-      account: { plan: row.plan, customModels: row.custom_limits?.models },
-    };
-    return this.run(caller, request, (reservation) =>
-      reservation ? this.dependencies.ledger.reserve(reservation) : Promise.resolve(null),
-    );
+    if (!row) throw new EmbeddingError('not_found', `No account ${userId}`);
+    return { userId, metered: true, account: { plan: row.plan, customModels: row.custom_limits?.models } };
   }
 
   /**
    * Checks the request against the model and the limits, admits it (`admit` holds attempt 1's credits, and for HTTP
-   * counts the rate limits in the same statement), then runs its workflow and returns the vectors.
+   * counts the rate limits in the same statement), then runs its workflow (or, `direct`, the same steps here) and
+   * returns the vectors.
    */
   async run(
     caller: EmbeddingCaller,
     request: EmbedRequest,
     admit: (reservation: Reservation | null) => Promise<ReservationOutcome | null>,
+    how: 'workflow' | 'direct' = 'workflow',
   ): Promise<Embedded> {
     const { client, taskQueue, router, ledger, handover, journal } = this.dependencies;
     const requested = request.model ?? this.fallback.id;
@@ -228,6 +255,13 @@ export class EmbeddingService {
       firstAttemptHeld: reservation !== null,
     };
     const waiting = handover.expect(requestId);
+    if (how === 'direct') {
+      try {
+        return await this.runHere(input, workflowId, waiting.answer);
+      } finally {
+        waiting.cancel();
+      }
+    }
     try {
       const handle = await client.workflow.start<typeof embedTexts>('embedTexts', {
         workflowId,
@@ -258,6 +292,29 @@ export class EmbeddingService {
     } finally {
       waiting.cancel();
     }
+  }
+
+  /** The embedding workflow's steps, called here (`embedQuery`); failures become EmbeddingErrors as the workflow's do. */
+  private async runHere(
+    input: EmbeddingInput,
+    workflowId: string,
+    answer: Promise<HandedEmbeddings>,
+  ): Promise<Embedded> {
+    const { calls, ledger } = this.dependencies;
+    if (!calls) throw new Error('EmbeddingService.embedQuery needs the process’s embedding calls');
+    const attempts: Attempt[] = [];
+    const outcome = await settle(
+      embedWithFailover(input, workflowId, attempts, {
+        call: async (attempt) => attemptResult(attempt, await calls.run(attempt, AbortSignal.timeout(directTimeoutMs))),
+        settle: (settlement) => settleAttempt(ledger, settlement),
+        release: async (key) => {
+          await ledger.release(key);
+        },
+      }),
+    );
+    if (!outcome.ok) throw outcome.error;
+    // The serving attempt handed its vectors to this caller before it returned.
+    return { requestId: input.requestId, ...(await answer) };
   }
 
   /** The request's tokens, after checking every limit (each a 400 naming its field); the hold is counted from them. */
@@ -357,6 +414,8 @@ export function createEmbeddingService(options: {
     plans: PlansFile;
     ledger: CreditLedger;
     embeddingHandover: EmbeddingHandover;
+    /** Where `embedQuery` runs its attempts (absent: it cannot). */
+    embeddingCalls?: EmbeddingCalls;
     journal: StreamJournal;
     pool: Pool;
   };
@@ -373,5 +432,6 @@ export function createEmbeddingService(options: {
     pool: dependencies.pool,
     limits: { maxInputs: settings.EMBEDDING_MAX_INPUTS, maxTokens: settings.EMBEDDING_MAX_TOKENS },
     defaultModel: settings.EMBEDDING_MODEL,
+    calls: dependencies.embeddingCalls,
   });
 }

@@ -45,7 +45,12 @@ export function createFileServices(dependencies: {
     },
 
     async search(userId, query, options) {
-      const { vectors } = await embeddings.embed({ userId, model: ragModel.id, texts: [query], ...ragModel.request });
+      const { vectors } = await embeddings.embedQuery({
+        userId,
+        model: ragModel.id,
+        texts: [query],
+        ...ragModel.request,
+      });
       return rag.search(userId, vectors[0]!, { model: ragModel.id, ...options });
     },
 

@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import pg from 'pg';
 import { callDirective as call } from '../helpers/agents.ts';
 import { csvOf, pdfWith, xlsxWith } from '../helpers/documents.ts';
@@ -20,12 +21,13 @@ type Json = Record<string, any>;
 
 let platform: TestPlatform;
 let key: string;
+let userId: string;
 let otherKey: string;
 let database: pg.Pool;
 
 beforeAll(async () => {
   platform = await startTestPlatform();
-  key = (await platform.createKey()).key;
+  ({ key, user_id: userId } = await platform.createKey());
   otherKey = (await platform.createKey()).key;
   database = new pg.Pool({ connectionString: platform.databaseUrl, max: 2 });
 });
@@ -237,6 +239,42 @@ describe('owning', () => {
     expect(indexTheirs.status).toBe(404);
     const narrowed = await platform.agents(`/rag/search?q=vault&file_id=${secret.id}`, { key: otherKey });
     expect(narrowed.status).toBe(404);
+  });
+
+  it('bills a search for its query’s embedding, settled within the request, with no workflow of its own', async () => {
+    await indexed((await index({ text: 'Lighthouses guide ships along the rocky coast.', title: 'Coast' })).id);
+    const settled = async () =>
+      (
+        await database.query<{ workflow_id: string; amount: number; prompt_tokens: number }>(
+          `select workflow_id, amount, prompt_tokens from credit_ledger
+            where user_id = $1 and kind = 'settle' and workflow_id like 'embedding-%' order by id`,
+          [userId],
+        )
+      ).rows;
+    const before = await settled();
+    const hits = await search('lighthouses along the coast', { k: 3 });
+    expect(hits[0]).toMatchObject({ title: 'Coast' });
+    // Settled before the answer: the new row is there as soon as the search has answered.
+    const after = await settled();
+    expect(after).toHaveLength(before.length + 1);
+    const query = after.at(-1)!;
+    expect(query.prompt_tokens).toBeGreaterThan(0);
+    const { rows: holds } = await database.query('select 1 from credit_holds where workflow_id = $1', [
+      query.workflow_id,
+    ]);
+    expect(holds).toEqual([]);
+    // The query's embedding ran inside the search: Temporal has no workflow of that id (indexing's embeddings do).
+    const connection = await Connection.connect({ address: platform.environment.TEMPORAL_ADDRESS! });
+    try {
+      const client = new Client({ connection });
+      await expect(client.workflow.getHandle(query.workflow_id).describe()).rejects.toBeInstanceOf(
+        WorkflowNotFoundError,
+      );
+      // The index's own embedding, just before, was a workflow.
+      await expect(client.workflow.getHandle(before.at(-1)!.workflow_id).describe()).resolves.toBeDefined();
+    } finally {
+      await connection.close();
+    }
   });
 
   it('refuses bad requests, naming the field', async () => {

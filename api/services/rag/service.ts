@@ -132,7 +132,12 @@ export class RagService {
     }
     let vector: Float32Array;
     try {
-      const { vectors } = await embeddings.embed({ userId, model: ragModel.id, texts: [query.q], ...ragModel.request });
+      const { vectors } = await embeddings.embedQuery({
+        userId,
+        model: ragModel.id,
+        texts: [query.q],
+        ...ragModel.request,
+      });
       vector = vectors[0]!;
     } catch (error) {
       if (error instanceof EmbeddingError) {
