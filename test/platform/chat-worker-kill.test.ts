@@ -22,8 +22,13 @@ import {
 } from '../helpers/platform-process.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-/** The model call after the tool takes this long, so the platform is killed during it. */
-const secondCallLatencyMs = 6_000;
+/**
+ * The model call after the tool hangs this long, so the platform is killed during it: far longer than a kill can take
+ * on a busy machine (the kill first lists the process tree), since a call that answered before the kill would be
+ * taken from the journal after the restart instead of being made again. The call made after the restart answers at
+ * once.
+ */
+const secondCallLatencyMs = 120_000;
 
 let simulator: RunningSimulator;
 let setup: PlatformSetup;
@@ -39,9 +44,9 @@ const log = (line: string) => process.stderr.write(`[chat-worker-kill] ${line}\n
 beforeAll(async () => {
   simulator = await startSimulator();
   const control = simulatorControl(simulator.url);
-  // The turn's first model call (asking for the tool) answers at once; every later one is slow.
+  // The turn's first model call (asking for the tool) answers at once, the second hangs, any later one is quick.
   await control.addFault({ times: 1, fault: {} });
-  await control.addFault({ fault: { latency_ms: secondCallLatencyMs } });
+  await control.addFault({ times: 1, fault: { latency_ms: secondCallLatencyMs } });
   setup = await platformSetup('chat-worker-kill', simulator.url);
   ({ dataDir, apiUrl, databaseUrl } = setup);
   environment = { ...setup.environment, SANDBOX_DIR: join(dataDir, 'sandboxes') };

@@ -99,7 +99,8 @@ describe('the web app', () => {
 
   it('logs in through the magic link of a real mail', async () => {
     await page.goto(platform.agentsUrl);
-    await expect(page.getByRole('heading', { name: 'Log in to Tessera' }).isVisible()).resolves.toBe(true);
+    // Waited for, not checked at once: the page renders once its script has loaded, later on a busy machine.
+    await page.getByRole('heading', { name: 'Log in to Tessera' }).waitFor();
     await expectAccessible();
     // This deployment has no Google login: the page says so in the API's words.
     await page.getByRole('link', { name: 'Log in with Google' }).click();
