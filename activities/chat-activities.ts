@@ -243,37 +243,30 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
       const count = (label: string) => {
         if (input.agentTools) agentToolCalls.inc({ tool: tool ? input.name : 'unknown', outcome: label });
       };
-      /** Runs the tool; stopped (`stopped` aborts), the call ends at once, whether or not the tool heeds its abort. */
-      const runCall = async (found: NonNullable<typeof tool>, call: typeof input, stopped?: AbortSignal) => {
-        const cancelled = Context.current().cancellationSignal;
-        const running = runTool(
-          found,
-          call.arguments,
-          {
-            conversationId: call.conversationId,
-            settings: dependencies.toolSettings,
-            userId: call.userId ?? null,
-            callKey: `${call.turnId}:${call.callId}`,
-            services: dependencies.toolServices ?? {},
-            progress,
-            earlierProgress,
-          },
-          stopped ? AbortSignal.any([cancelled, stopped]) : cancelled,
-        );
-        if (!stopped) return running;
-        const onStop = new Promise<ReturnType<typeof stoppedOutcome>>((resolve) =>
-          stopped.addEventListener('abort', () => resolve(stoppedOutcome(call.name)), { once: true }),
-        );
-        return Promise.race([running, onStop]);
-      };
       if (!tool || !tool.configured(dependencies.toolSettings) || (tool.agentsOnly && !input.agentTools)) {
         outcome = { ok: false, content: `There is no tool named ${input.name}` };
         count('unknown');
       } else {
         const stop = input.stoppable ? dependencies.stops?.watch(input.turnId) : undefined;
+        const cancelled = Context.current().cancellationSignal;
         try {
-          // A turn stopped before this call began does not run it at all.
-          outcome = stop?.signal.aborted ? stoppedOutcome(input.name) : await runCall(tool, input, stop?.signal);
+          // Stopped (before or during the call), the call ends at once, as a cancelled one does (runtime.ts).
+          outcome = await runTool(
+            tool,
+            input.arguments,
+            {
+              conversationId: input.conversationId,
+              settings: dependencies.toolSettings,
+              userId: input.userId ?? null,
+              callKey: `${input.turnId}:${input.callId}`,
+              services: dependencies.toolServices ?? {},
+              progress,
+              earlierProgress,
+            },
+            stop ? AbortSignal.any([cancelled, stop.signal]) : cancelled,
+          );
+          // (A call that finished before the stop keeps its result.)
+          if (stop?.signal.aborted && !outcome.ok) outcome = stoppedOutcome(input.name);
         } catch (error) {
           if (error instanceof ToolError && error.retryable) {
             const info = Context.current().info;

@@ -1,7 +1,7 @@
 /**
  * Runs one tool call the way every tool is run: the model's arguments parsed, held to the platform's text rule and
- * checked against the tool's schema, the tool given its timeout (its signal aborts, and the call fails even if the
- * tool ignores the signal), and its output made text and cut to the tool's cap. A failure the model should read comes back as `{ok: false}`; a
+ * checked against the tool's schema, the tool given its timeout and the caller's cancellation (its signal aborts, and
+ * the call ends even if the tool ignores the signal), and its output made text and cut to the tool's cap. A failure the model should read comes back as `{ok: false}`; a
  * retryable one (timeout, upstream trouble) is thrown as a retryable `ToolError`, for the caller's retry policy.
  */
 import { z } from 'zod';
@@ -44,8 +44,16 @@ export async function runTool(
     const issues = input.error.issues.map((issue) => `${issue.path.join('.') || 'input'}: ${issue.message}`);
     return { ok: false, content: `${tool.name}: invalid arguments (${issues.join('; ')})` };
   }
+  // Cancelled (`outer`: the activity's cancellation, a person's Stop): the call ends at once, like a timeout, whether
+  // or not the tool heeds its signal; what it already did stays done. A call cancelled before it began does not run.
+  const cancelled = () => ({ ok: false, content: `${tool.name}: the call was cancelled` });
+  if (outer?.aborted) return cancelled();
   const abort = new AbortController();
-  const onOuterAbort = () => abort.abort(outer?.reason);
+  const cancelledCall = Promise.withResolvers<typeof cancelledMark>();
+  const onOuterAbort = () => {
+    abort.abort(outer?.reason);
+    cancelledCall.resolve(cancelledMark);
+  };
   outer?.addEventListener('abort', onOuterAbort, { once: true });
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<never>((_, reject) => {
@@ -55,9 +63,15 @@ export async function runTool(
     }, tool.timeoutMs);
   });
   try {
-    const output = await Promise.race([tool.run(input.data, { ...context, signal: abort.signal }), timedOut]);
+    const output = await Promise.race([
+      tool.run(input.data, { ...context, signal: abort.signal }),
+      timedOut,
+      cancelledCall.promise,
+    ]);
+    if (output === cancelledMark) return cancelled();
     return { ok: true, content: capOutput(format(output), tool.maxOutputChars) };
   } catch (error) {
+    if (outer?.aborted) return cancelled();
     if (error instanceof ToolError) {
       if (error.retryable) throw error;
       return { ok: false, content: `${tool.name}: ${error.message}` };
@@ -69,6 +83,9 @@ export async function runTool(
     outer?.removeEventListener('abort', onOuterAbort);
   }
 }
+
+/** What the race of a cancelled call settles with (never a tool's output). */
+const cancelledMark = Symbol('cancelled');
 
 function format(output: unknown): string {
   if (typeof output === 'string') return output;
