@@ -2,7 +2,7 @@
  * What the completion workflow takes and returns, and the events a streamed completion emits.
  * Workflow-safe types shared by api, workflows and activities.
  */
-import { ApplicationFailure } from '@temporalio/common';
+import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import type { ChatCompletionRequest, FinishReason, ToolCall, Usage } from './chat.ts';
 import type { ModelPrice } from './catalogue.ts';
 import type { ErrorType } from './errors.ts';
@@ -110,6 +110,29 @@ export function modelCallFailure(
 ): ApplicationFailure {
   const details: CompletionFailureDetails = { errorType, attempts, retryAfterSeconds, nextSeq };
   return ApplicationFailure.create({ type: errorType, message, nonRetryable: true, details: [details] });
+}
+
+/**
+ * A failed provider attempt as failover takes it (the completion's, a chat turn's and an embedding's): recorded in
+ * `attempts` as failed, with its message and details returned; any other error is not a provider's and is rethrown.
+ * A local activity's failure may arrive bare or wrapped in an ActivityFailure.
+ */
+export function failedAttempt(
+  error: unknown,
+  attempts: Attempt[],
+  tried: Pick<Attempt, 'attempt' | 'model' | 'provider'>,
+): { message: string; details: ProviderFailureDetails | undefined } {
+  const cause = error instanceof ActivityFailure ? error.cause : error;
+  if (!(cause instanceof ApplicationFailure) || cause.type !== 'ProviderError') throw error;
+  const details = cause.details?.[0] as ProviderFailureDetails | undefined;
+  attempts.push({
+    ...tried,
+    outcome: 'failed',
+    latency_ms: details?.latencyMs ?? 0,
+    status: details?.status,
+    error: cause.message,
+  });
+  return { message: cause.message, details };
 }
 
 /** Failure details of a provider attempt (an ApplicationFailure of type `ProviderError`): what failover decides on. */

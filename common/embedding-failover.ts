@@ -11,13 +11,7 @@
  * calling and settling or releasing its own credits; the `settle` and `release` steps finish what an attempt could
  * not. A provider's refusal of the request itself (400, 413, 422) ends it without failover. Workflow-safe: no I/O.
  */
-import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
-import {
-  modelCallFailure as failure,
-  type Attempt,
-  type CreditSettlement,
-  type ProviderFailureDetails,
-} from './completion.ts';
+import { failedAttempt, modelCallFailure as failure, type Attempt, type CreditSettlement } from './completion.ts';
 import type { EmbeddingCandidate, EmbeddingInput, EmbeddingResult, EmbeddingUsage } from './embeddings.ts';
 
 /** One attempt on one candidate (the `callEmbeddingProvider` activity's input). */
@@ -38,8 +32,8 @@ export interface EmbeddingAttemptInput {
   workflowId: string;
 }
 
-/** An attempt that did not fail; a failed one throws an ApplicationFailure of type `ProviderError`. */
-export type EmbeddingAttemptResult = (
+/** How an attempt that did not fail ended (activities/embeddings/embedding-calls.ts adds the failed case). */
+export type EmbeddingAttemptOutcome = (
   | {
       outcome: 'succeeded';
       latencyMs: number;
@@ -49,7 +43,13 @@ export type EmbeddingAttemptResult = (
       dimensions: number;
     }
   | { outcome: 'skipped'; reason: string; insufficientCredits?: boolean }
-) & { ledgerDone?: boolean; provider: string; model: string };
+) & {
+  /** The attempt's credits are settled (success) or released (otherwise) already; else the `settle`/`release` step. */
+  ledgerDone?: boolean;
+};
+
+/** An attempt that did not fail, naming who served; a failed one throws an ApplicationFailure of type `ProviderError`. */
+export type EmbeddingAttemptResult = EmbeddingAttemptOutcome & { provider: string; model: string };
 
 export interface EmbeddingSteps {
   call(input: EmbeddingAttemptInput): Promise<EmbeddingAttemptResult>;
@@ -125,21 +125,11 @@ export async function embedWithFailover(
         attempts,
       };
     } catch (error) {
-      // A local activity's failure may arrive bare or wrapped in an ActivityFailure.
-      const cause = error instanceof ActivityFailure ? error.cause : error;
-      if (!(cause instanceof ApplicationFailure) || cause.type !== 'ProviderError') throw error;
-      const details = cause.details?.[0] as ProviderFailureDetails | undefined;
-      attempts.push({
-        ...trace(attempt, candidate),
-        outcome: 'failed',
-        latency_ms: details?.latencyMs ?? 0,
-        status: details?.status,
-        error: cause.message,
-      });
+      const { message, details } = failedAttempt(error, attempts, trace(attempt, candidate));
       lastRetryAfter = details?.retryAfterSeconds ?? lastRetryAfter;
       await release(attempt, details?.ledgerDone);
       if (details && !details.retryable) {
-        throw failure('invalid_request', `The provider rejected the request: ${cause.message}`, attempts);
+        throw failure('invalid_request', `The provider rejected the request: ${message}`, attempts);
       }
     }
   }

@@ -4,19 +4,19 @@
  * saga steps finishing what an attempt could not. Records each attempt in `attempts` (the trace) and returns the
  * serving candidate's result, or throws the ApplicationFailure the API turns into its error.
  */
-import {
-  ActivityFailure,
-  ApplicationFailure,
-  proxyLocalActivities,
-  upsertSearchAttributes,
-} from '@temporalio/workflow';
+import { proxyLocalActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type {
   CallProviderInput,
   CallProviderResult,
   CompletionActivities,
-  ProviderFailureDetails,
 } from '../activities/completion-activities.ts';
-import { modelCallFailure, type Attempt, type Candidate, type CompletionInput } from '../common/completion.ts';
+import {
+  failedAttempt,
+  modelCallFailure,
+  type Attempt,
+  type Candidate,
+  type CompletionInput,
+} from '../common/completion.ts';
 import { modelKey } from '../common/search-attributes.ts';
 
 // One try per candidate: failover to the next candidate is the workflow's decision, not a blind retry.
@@ -116,29 +116,21 @@ export async function callWithFailover(input: CompletionInput, options: ModelCal
       }
       return { ...result, candidate, nextAttempt: firstAttempt + candidates.length };
     } catch (error) {
-      // A local activity's failure may arrive bare or wrapped in an ActivityFailure.
-      const cause = error instanceof ActivityFailure ? error.cause : error;
-      if (!(cause instanceof ApplicationFailure) || cause.type !== 'ProviderError') throw error;
-      const details = cause.details?.[0] as ProviderFailureDetails | undefined;
-      attempts.push({
+      const { message, details } = failedAttempt(error, attempts, {
         attempt,
         model: candidate.model,
         provider: candidate.provider,
-        outcome: 'failed',
-        latency_ms: details?.latencyMs ?? 0,
-        status: details?.status,
-        error: cause.message,
       });
       lastRetryAfter = details?.retryAfterSeconds ?? lastRetryAfter;
       await release(attempt, details?.ledgerDone);
       if (details && !details.retryable) {
-        throw modelCallFailure('invalid_request', `The provider rejected the request: ${cause.message}`, attempts);
+        throw modelCallFailure('invalid_request', `The provider rejected the request: ${message}`, attempts);
       }
       if (details?.contentSent) {
         // Tokens already reached the client: the stream ended with an in-band error instead of a silent cut.
         throw modelCallFailure(
           'upstream_error',
-          `Stream interrupted after content was sent: ${cause.message}`,
+          `Stream interrupted after content was sent: ${message}`,
           attempts,
           undefined,
           details.nextSeq,

@@ -17,28 +17,15 @@ import { createEmbeddingAdapter, type EmbeddingAdapter } from '../providers/inde
 import { ProviderError } from '../providers/types.ts';
 import type { CircuitBreaker } from '../routing/circuit-breaker.ts';
 import type { StreamJournal } from '../streaming/stream-journal.ts';
-import type { EmbeddingAttemptInput } from '../../common/embedding-failover.ts';
+import type { EmbeddingAttemptInput, EmbeddingAttemptOutcome } from '../../common/embedding-failover.ts';
 import type { LocalEmbeddingEngine } from './local-engine.ts';
 import { LocalEngineError } from './local-engine.ts';
 
 /** One attempt on one candidate (common/embedding-failover.ts). */
 export type EmbeddingCallInput = EmbeddingAttemptInput;
 
-export type EmbeddingCallOutcome = (
-  | {
-      outcome: 'succeeded';
-      latencyMs: number;
-      usage: EmbeddingUsage;
-      usageEstimated: boolean;
-      count: number;
-      dimensions: number;
-    }
-  | { outcome: 'skipped'; reason: string; insufficientCredits?: boolean }
-  | { outcome: 'failed'; error: ProviderError; latencyMs: number }
-) & {
-  /** The attempt's credits are settled (success) or released (otherwise) already; else the workflow's saga does it. */
-  ledgerDone?: boolean;
-};
+export type EmbeddingCallOutcome =
+  EmbeddingAttemptOutcome | { outcome: 'failed'; error: ProviderError; latencyMs: number; ledgerDone?: boolean };
 
 /** Vectors in the journal are written this many to a row (a row of 64 × 3,072 floats is 1 MB of base64). */
 const vectorsPerJournalRow = 64;
