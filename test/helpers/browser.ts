@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { spawnSync } from 'node:child_process';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { ensureWebBuild } from '../../scripts/lib/web-build.ts';
 
 const require = createRequire(import.meta.url);
@@ -16,6 +16,26 @@ export async function launchBrowser(): Promise<Browser> {
   await ensureWebBuild();
   const executablePath = spawnSync('sh', ['-c', 'command -v chromium']).stdout.toString().trim() || '/usr/bin/chromium';
   return chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+}
+
+/**
+ * The browser, a desktop-sized context and its page, as the web app's test files start: `cspViolations` collects
+ * every Content Security Policy report the page logs (a test expects none).
+ */
+export async function openBrowserPage(): Promise<{
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+  cspViolations: string[];
+}> {
+  const browser = await launchBrowser();
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  const cspViolations: string[] = [];
+  page.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+  });
+  return { browser, context, page, cspViolations };
 }
 
 export interface AxeViolation {

@@ -16,9 +16,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { callDirective } from '../helpers/agents.ts';
-import { launchBrowser, logInByMail, seriousViolations } from '../helpers/browser.ts';
+import { openBrowserPage, logInByMail, seriousViolations } from '../helpers/browser.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { readSse } from '../helpers/sse.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
@@ -27,14 +27,13 @@ import { waitFor } from '../helpers/wait.ts';
 let platform: TestPlatform;
 let smtp: TestSmtp;
 let browser: Browser;
-let context: BrowserContext;
 let page: Page;
 const suffix = randomBytes(3).toString('hex');
 const adminEmail = `operator-${suffix}@example.com`;
 const customerEmail = `customer-${suffix}@example.com`;
 let customer: { id: string; key: string; user_id: string };
 let laptop: { id: string; key: string };
-const cspViolations: string[] = [];
+let cspViolations: string[];
 const screenshots = process.env.WEB_SCREENSHOTS;
 const repository = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -67,12 +66,7 @@ beforeAll(async () => {
   await platform
     .openai(customer.key)
     .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hello' }] });
-  browser = await launchBrowser();
-  context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  page = await context.newPage();
-  page.on('console', (message) => {
-    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
-  });
+  ({ browser, page, cspViolations } = await openBrowserPage());
 }, 180_000);
 
 afterAll(async () => {

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdirSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { launchBrowser, seriousViolations } from '../helpers/browser.ts';
+import { openBrowserPage, seriousViolations } from '../helpers/browser.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -20,7 +20,7 @@ let browser: Browser;
 let context: BrowserContext;
 let page: Page;
 const email = `web-${Date.now()}@example.com`;
-const cspViolations: string[] = [];
+let cspViolations: string[];
 const screenshots = process.env.WEB_SCREENSHOTS;
 
 beforeAll(async () => {
@@ -30,12 +30,7 @@ beforeAll(async () => {
     // Schedules fire every two seconds here (a 6-field cron).
     SCHEDULE_MIN_INTERVAL_SECONDS: '1',
   });
-  browser = await launchBrowser();
-  context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  page = await context.newPage();
-  page.on('console', (message) => {
-    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
-  });
+  ({ browser, context, page, cspViolations } = await openBrowserPage());
 }, 180_000);
 
 afterAll(async () => {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { launchBrowser, logInByMail, seriousViolations } from '../helpers/browser.ts';
+import { logInByMail, openBrowserPage, seriousViolations } from '../helpers/browser.ts';
 import { csvOf } from '../helpers/documents.ts';
 import { englishImage } from '../helpers/media-images.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
@@ -35,9 +35,7 @@ beforeAll(async () => {
   }));
   // The account exists on the business plan first (the operator's key), so every model is the person's to choose.
   await platform.createKey(email, 'business');
-  browser = await launchBrowser();
-  context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  page = await context.newPage();
+  ({ browser, context, page } = await openBrowserPage());
   await logInByMail(page, platform.agentsUrl, smtp, email);
 }, 180_000);
 

@@ -4,6 +4,7 @@
  * (`GET …/turns/{id}`: tools, provider attempts, ledger entries, the workflow; `GET …/requests/{id}`: the gateway's
  * trace) and its workflow in the Temporal Web UI.
  */
+import type { ComponentChildren, JSX } from 'preact';
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { pagePaths } from '../../routes.ts';
@@ -152,18 +153,43 @@ function UserCell({ userId, email }: { userId: string | null; email?: string | n
 }
 
 function TurnRow({ turn }: { turn: Turn }) {
+  return (
+    <TraceRow
+      testId="turn"
+      traceKey={turn.turn_id}
+      what={`the turn of ${formatDate(turn.created_at)}`}
+      temporal={{ url: turn.temporal_url, workflowId: turn.turn_id }}
+      columns={6}
+      trace={() => <TurnTrace turnId={turn.turn_id} />}
+    >
+      <td>{formatDate(turn.created_at)}</td>
+      <td>
+        <UserCell userId={turn.user_id} email={turn.email} />
+      </td>
+      <td>{turn.agent_id ?? 'chat'}</td>
+      <td>{turn.status}</td>
+      <td class="number">{formatNumber(turn.credits)}</td>
+    </TraceRow>
+  );
+}
+
+/** A row of a table whose last cell opens its trace in a row below (turns and requests), with its Temporal link. */
+function TraceRow(props: {
+  testId: string;
+  traceKey: string;
+  /** What the trace is of, for screen readers ("the turn of …"). */
+  what: string;
+  temporal: { url: string; workflowId: string };
+  columns: number;
+  trace: () => JSX.Element;
+  children: ComponentChildren;
+}) {
   const [open, setOpen] = useState(false);
-  const traceId = `trace-${turn.turn_id}`;
+  const traceId = `trace-${props.traceKey}`;
   return (
     <>
-      <tr data-testid="turn">
-        <td>{formatDate(turn.created_at)}</td>
-        <td>
-          <UserCell userId={turn.user_id} email={turn.email} />
-        </td>
-        <td>{turn.agent_id ?? 'chat'}</td>
-        <td>{turn.status}</td>
-        <td class="number">{formatNumber(turn.credits)}</td>
+      <tr data-testid={props.testId}>
+        {props.children}
         <td>
           <div class="button-row tight">
             <button
@@ -174,17 +200,15 @@ function TurnRow({ turn }: { turn: Turn }) {
               onClick={() => setOpen(!open)}
             >
               {open ? 'Hide trace' : 'Trace'}
-              <span class="visually-hidden"> of the turn of {formatDate(turn.created_at)}</span>
+              <span class="visually-hidden"> of {props.what}</span>
             </button>
-            <TemporalLink url={turn.temporal_url} workflowId={turn.turn_id} />
+            <TemporalLink url={props.temporal.url} workflowId={props.temporal.workflowId} />
           </div>
         </td>
       </tr>
       {open ? (
         <tr id={traceId}>
-          <td colSpan={6}>
-            <TurnTrace turnId={turn.turn_id} />
-          </td>
+          <td colSpan={props.columns}>{props.trace()}</td>
         </tr>
       ) : null}
     </>
@@ -375,41 +399,22 @@ function Requests({ user }: { user: string }) {
 }
 
 function RequestRow({ request }: { request: Request }) {
-  const [open, setOpen] = useState(false);
-  const traceId = `trace-${request.run_id}`;
   return (
-    <>
-      <tr data-testid="request">
-        <td>{formatDate(request.started_at)}</td>
-        <td>
-          <UserCell userId={request.user_id} />
-        </td>
-        <td>{request.model ?? '—'}</td>
-        <td>{request.status}</td>
-        <td>
-          <div class="button-row tight">
-            <button
-              type="button"
-              class="secondary"
-              aria-expanded={open}
-              aria-controls={open ? traceId : undefined}
-              onClick={() => setOpen(!open)}
-            >
-              {open ? 'Hide trace' : 'Trace'}
-              <span class="visually-hidden"> of request {request.request_id}</span>
-            </button>
-            <TemporalLink url={request.temporal_url} workflowId={request.workflow_id} />
-          </div>
-        </td>
-      </tr>
-      {open ? (
-        <tr id={traceId}>
-          <td colSpan={5}>
-            <RequestTrace requestId={request.request_id} />
-          </td>
-        </tr>
-      ) : null}
-    </>
+    <TraceRow
+      testId="request"
+      traceKey={request.run_id}
+      what={`request ${request.request_id}`}
+      temporal={{ url: request.temporal_url, workflowId: request.workflow_id }}
+      columns={5}
+      trace={() => <RequestTrace requestId={request.request_id} />}
+    >
+      <td>{formatDate(request.started_at)}</td>
+      <td>
+        <UserCell userId={request.user_id} />
+      </td>
+      <td>{request.model ?? '—'}</td>
+      <td>{request.status}</td>
+    </TraceRow>
   );
 }
 
