@@ -15,12 +15,12 @@
  * Writes bench/dashboard-results.md. BENCH_QUICK=1 runs 50 requests per arm (a smoke run, not figures).
  */
 import { randomBytes } from 'node:crypto';
-import { loadavg } from 'node:os';
 import pg from 'pg';
+import { usageTables } from '../db/entities/usage-triggers.ts';
 import { shippedProcesses } from './arms.ts';
 import { benchLog, endBench, quick, sleep } from './bench-process.ts';
 import { percentile } from './load.ts';
-import { failureLines, reportLead, writeResults } from './report.ts';
+import { failureLines, loadNotes, reportLead, writeResults } from './report.ts';
 import { snapshot, total, usageBetween } from './resources.ts';
 import { waitForIdlePlatform, withShippedRun } from './shipped-run.ts';
 
@@ -34,8 +34,8 @@ const agents = ['general', 'researcher', 'coder', 'writer', 'analyst', 'translat
 const tools = ['web_search', 'calculator', 'web_fetch', 'file_write', 'update_plan'];
 const startedAt = Date.now();
 /** The machine's load average when each phase began (other work on the cores shows in the figures). */
-const loads: Array<{ phase: string; load: number[] }> = [];
-const noteLoad = (phase: string) => loads.push({ phase, load: loadavg() });
+const loads = loadNotes();
+const noteLoad = loads.note;
 /** What the seeding measured: the messages' insert with the triggers and into a copy without them, in ms. */
 const writes: { messages?: number; withTriggers?: number; withoutTriggers?: number; foldWaitMs?: number } = {};
 
@@ -121,12 +121,7 @@ async function seed(databaseUrl: string, userId: string): Promise<void> {
       'chat_turns',
       'chat_messages',
       'credit_ledger',
-      'usage_message_days',
-      'usage_message_changes',
-      'usage_turn_days',
-      'usage_turn_changes',
-      'usage_credit_days',
-      'usage_credit_changes',
+      ...usageTables,
     ]) {
       await database.query(`vacuum analyze ${table}`);
     }
@@ -212,15 +207,7 @@ async function writeReport(failure: string | undefined): Promise<void> {
       `The API process folded the seed's changes ${writes.foldWaitMs === undefined ? 'n/a' : `${(writes.foldWaitMs / 1000).toFixed(1)} s`} ` +
         'after the seed committed (it looks every 5 s).',
       '',
-      '## The machine during the run',
-      '',
-      'The load average (1, 5 and 15 minutes) when each measured phase began: on these cores anything above about 1 ' +
-        "is other work (other engineers' test runs and benches share the machine), and every figure above pays for it.",
-      '',
-      '| phase | load average |',
-      '|---|---|',
-      ...loads.map(({ phase, load }) => `| ${phase} | ${load.map((value) => value.toFixed(2)).join(' / ')} |`),
-      '',
+      ...loads.lines(),
       ...failureLines(failure),
     ],
     { startedAt, log },

@@ -1,6 +1,6 @@
 /** Markdown rendering of the bench's figures, and the writing of a results file. */
 import { writeFile } from 'node:fs/promises';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { quick } from './bench-process.ts';
 import { percentile, type Summary } from './load.ts';
 import { roles, total, type Role, type Usage } from './resources.ts';
@@ -152,6 +152,25 @@ export function machineLine(): string {
 /** A report's opening: the machine and the date, and a warning when it is a quick run; then the bench's own words. */
 export function reportLead(): string {
   return `${machineLine()}${quick ? ' — **QUICK run (BENCH_QUICK=1): a smoke test, not figures**' : ''}. `;
+}
+
+/** The machine's load average as each measured phase of a bench began (`note` at the start of each). */
+export function loadNotes(): { note(phase: string): void; lines(): string[] } {
+  const loads: Array<{ phase: string; load: number[] }> = [];
+  return {
+    note: (phase) => loads.push({ phase, load: loadavg() }),
+    lines: () => [
+      '## The machine during the run',
+      '',
+      'The load average (1, 5 and 15 minutes) when each measured phase began: on these cores anything above about 1 ' +
+        "is other work (other engineers' test runs and benches share the machine), and every figure above pays for it.",
+      '',
+      '| phase | load average |',
+      '|---|---|',
+      ...loads.map(({ phase, load }) => `| ${phase} | ${load.map((value) => value.toFixed(2)).join(' / ')} |`),
+      '',
+    ],
+  };
 }
 
 /** A report's lines saying why the run failed (none when it did not). */

@@ -16,14 +16,13 @@
  * Writes bench/webhooks-results.md. BENCH_QUICK=1 runs a fraction of each phase (a smoke run, not figures).
  */
 import { randomUUID } from 'node:crypto';
-import { loadavg } from 'node:os';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { createBenchAccount, type Platform } from './arms.ts';
 import { benchLog, endBench, quick, sleep } from './bench-process.ts';
 import { exchange, type Sample } from './http-client.ts';
 import { percentile } from './load.ts';
-import { failureLines, ms, reportLead, writeResults } from './report.ts';
+import { failureLines, loadNotes, ms, reportLead, writeResults } from './report.ts';
 import {
   firstFailureLines,
   measureCalls,
@@ -60,8 +59,8 @@ interface AnswerRow {
 }
 const acceptRows: AcceptRow[] = [];
 /** The machine's load average when each measured phase began (other work on the cores shows in the figures). */
-const loads: Array<{ phase: string; load: number[] }> = [];
-const noteLoad = (phase: string) => loads.push({ phase, load: loadavg() });
+const loads = loadNotes();
+const noteLoad = loads.note;
 const answerRows: AnswerRow[] = [];
 
 interface Hook {
@@ -260,15 +259,7 @@ async function writeReport(failure: string | undefined): Promise<void> {
       '',
       answerRows.length ? answerTable() : 'Not measured (the run stopped before).',
       '',
-      '## The machine during the run',
-      '',
-      'The load average (1, 5 and 15 minutes) when each phase began: on these 2 cores anything above about 1 is ' +
-        "other work (other engineers' test runs and benches share the machine), and every figure above pays for it.",
-      '',
-      '| phase | load average |',
-      '|---|---|',
-      ...loads.map(({ phase, load }) => `| ${phase} | ${load.map((value) => value.toFixed(2)).join(' / ')} |`),
-      '',
+      ...loads.lines(),
       ...failureLines(failure),
     ],
     { startedAt, log },
