@@ -10,7 +10,7 @@ import { useLocation } from 'preact-iso';
 import { pagePaths } from '../../routes.ts';
 import { api, data, type Answer } from '../api/client.ts';
 import { ErrorNote, formatDate, formatNumber, Json, Loading, useLoad } from '../components/ui.tsx';
-import { AdminGate, formatCredits, TableScroll, TemporalLink } from './shared.tsx';
+import { AdminGate, formatCredits, ScrollTable, TemporalLink } from './shared.tsx';
 
 type Turn = Answer<'/admin/api/turns', 'get'>['turns'][number];
 type Request = Answer<'/admin/api/requests', 'get'>['requests'][number];
@@ -117,28 +117,15 @@ function Turns(props: {
         turns.value.length === 0 ? (
           <p class="muted">No turns.</p>
         ) : (
-          <TableScroll label="Recent turns">
-            <table>
-              <caption class="visually-hidden">Recent chat turns, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">User</th>
-                  <th scope="col">Agent</th>
-                  <th scope="col">Status</th>
-                  <th scope="col" class="number">
-                    Credits
-                  </th>
-                  <th scope="col">Trace</th>
-                </tr>
-              </thead>
-              <tbody>
-                {turns.value.map((turn) => (
-                  <TurnRow key={turn.turn_id} turn={turn} />
-                ))}
-              </tbody>
-            </table>
-          </TableScroll>
+          <ScrollTable
+            label="Recent turns"
+            caption="Recent chat turns, newest first"
+            columns={['When', 'User', 'Agent', 'Status', { title: 'Credits', number: true }, 'Trace']}
+          >
+            {turns.value.map((turn) => (
+              <TurnRow key={turn.turn_id} turn={turn} />
+            ))}
+          </ScrollTable>
         )
       ) : turns.error ? null : (
         <Loading what="turns" />
@@ -371,25 +358,15 @@ function Requests({ user }: { user: string }) {
         requests.value.length === 0 ? (
           <p class="muted">No requests.</p>
         ) : (
-          <TableScroll label="Recent requests">
-            <table>
-              <caption class="visually-hidden">Recent completion requests</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Started</th>
-                  <th scope="col">User</th>
-                  <th scope="col">Model</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Trace</th>
-                </tr>
-              </thead>
-              <tbody>
-                {requests.value.map((request) => (
-                  <RequestRow key={request.run_id} request={request} />
-                ))}
-              </tbody>
-            </table>
-          </TableScroll>
+          <ScrollTable
+            label="Recent requests"
+            caption="Recent completion requests"
+            columns={['Started', 'User', 'Model', 'Status', 'Trace']}
+          >
+            {requests.value.map((request) => (
+              <RequestRow key={request.run_id} request={request} />
+            ))}
+          </ScrollTable>
         )
       ) : requests.error ? null : (
         <Loading what="requests" />

@@ -8,7 +8,7 @@ import { useState } from 'preact/hooks';
 import { pagePaths } from '../../routes.ts';
 import { api, data } from '../api/client.ts';
 import { ErrorNote, formatDate, formatNumber, Loading, useLoad } from '../components/ui.tsx';
-import { AdminGate, HealthBadge, StatusCounts, TableScroll, TemporalLink } from './shared.tsx';
+import { AdminGate, HealthBadge, StatusCounts, ScrollTable, TemporalLink } from './shared.tsx';
 
 export function AdminOverviewPage() {
   return (
@@ -96,79 +96,60 @@ function Providers() {
             A breaker opens after {value.breaker.failure_threshold} failures in a row; failover skips the provider until
             one trial call succeeds, {Math.round(value.breaker.cooldown_ms / 1000)} s later.
           </p>
-          <TableScroll label="Providers and their circuit breakers">
-            <table>
-              <caption class="visually-hidden">Providers and their circuit breakers</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Provider</th>
-                  <th scope="col">Health</th>
-                  <th scope="col">Breaker</th>
-                  <th scope="col">Last error</th>
-                </tr>
-              </thead>
-              <tbody>
-                {value.providers.map((provider) => (
-                  <tr key={provider.id} data-testid={`provider-${provider.id}`}>
-                    <th scope="row">
-                      {provider.name}
+          <ScrollTable
+            label="Providers and their circuit breakers"
+            caption="Providers and their circuit breakers"
+            columns={['Provider', 'Health', 'Breaker', 'Last error']}
+          >
+            {value.providers.map((provider) => (
+              <tr key={provider.id} data-testid={`provider-${provider.id}`}>
+                <th scope="row">
+                  {provider.name}
+                  <br />
+                  <small class="muted">
+                    {count(provider.models.length, 'model', 'models')} · {provider.protocol}
+                  </small>
+                </th>
+                <td>
+                  <HealthBadge health={provider.health} />
+                </td>
+                <td>
+                  {provider.circuit.state.replace('_', '-')}
+                  {provider.circuit.consecutive_failures ? `, ${provider.circuit.consecutive_failures} failures` : ''}
+                  {provider.circuit.opened_at ? (
+                    <>
                       <br />
-                      <small class="muted">
-                        {count(provider.models.length, 'model', 'models')} · {provider.protocol}
-                      </small>
-                    </th>
-                    <td>
-                      <HealthBadge health={provider.health} />
-                    </td>
-                    <td>
-                      {provider.circuit.state.replace('_', '-')}
-                      {provider.circuit.consecutive_failures
-                        ? `, ${provider.circuit.consecutive_failures} failures`
-                        : ''}
-                      {provider.circuit.opened_at ? (
-                        <>
-                          <br />
-                          <small class="muted">opened {formatDate(provider.circuit.opened_at)}</small>
-                        </>
-                      ) : null}
-                    </td>
-                    <td class="wrap">{provider.circuit.last_error ?? '—'}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableScroll>
+                      <small class="muted">opened {formatDate(provider.circuit.opened_at)}</small>
+                    </>
+                  ) : null}
+                </td>
+                <td class="wrap">{provider.circuit.last_error ?? '—'}</td>
+              </tr>
+            ))}
+          </ScrollTable>
           <h3>Media engines</h3>
           {value.media_engines.length === 0 ? (
             <p class="muted">No media engine is configured.</p>
           ) : (
-            <TableScroll label="Media engines and their circuit breakers">
-              <table>
-                <caption class="visually-hidden">Media engines and their circuit breakers</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Engine</th>
-                    <th scope="col">Health</th>
-                    <th scope="col">Last error</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {value.media_engines.map((engine) => (
-                    <tr key={engine.id}>
-                      <th scope="row">
-                        {engine.id}
-                        <br />
-                        <small class="muted">{engine.capabilities.join(', ')}</small>
-                      </th>
-                      <td>
-                        <HealthBadge health={engine.health} />
-                      </td>
-                      <td class="wrap">{engine.circuit.last_error ?? '—'}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </TableScroll>
+            <ScrollTable
+              label="Media engines and their circuit breakers"
+              caption="Media engines and their circuit breakers"
+              columns={['Engine', 'Health', 'Last error']}
+            >
+              {value.media_engines.map((engine) => (
+                <tr key={engine.id}>
+                  <th scope="row">
+                    {engine.id}
+                    <br />
+                    <small class="muted">{engine.capabilities.join(', ')}</small>
+                  </th>
+                  <td>
+                    <HealthBadge health={engine.health} />
+                  </td>
+                  <td class="wrap">{engine.circuit.last_error ?? '—'}</td>
+                </tr>
+              ))}
+            </ScrollTable>
           )}
         </>
       ) : providers.error ? null : (
@@ -194,44 +175,32 @@ function FailedWorkflows() {
         value.workflows.length === 0 ? (
           <p class="muted">No workflow failed since {formatDate(value.since)}.</p>
         ) : (
-          <TableScroll label="Failed workflows">
-            <table>
-              <caption class="visually-hidden">Workflows that failed or timed out in the last 24 hours</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Closed</th>
-                  <th scope="col">Kind</th>
-                  <th scope="col">User</th>
-                  <th scope="col">Failure</th>
-                  <th scope="col">Workflow</th>
-                </tr>
-              </thead>
-              <tbody>
-                {value.workflows.map((workflow) => (
-                  <tr key={workflow.run_id} data-testid="failed-workflow">
-                    <td>{formatDate(workflow.closed_at)}</td>
-                    <td>
-                      {workflow.kind ?? workflow.type}
-                      {workflow.status === 'timed_out' ? ' (timed out)' : ''}
-                    </td>
-                    <td>
-                      {workflow.user_id ? (
-                        <a href={`${pagePaths.adminUsers}/${encodeURIComponent(workflow.user_id)}`}>
-                          {workflow.user_id}
-                        </a>
-                      ) : (
-                        '—'
-                      )}
-                    </td>
-                    <td class="wrap">{workflow.failure ?? '—'}</td>
-                    <td>
-                      <TemporalLink url={workflow.temporal_url} workflowId={workflow.workflow_id} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableScroll>
+          <ScrollTable
+            label="Failed workflows"
+            caption="Workflows that failed or timed out in the last 24 hours"
+            columns={['Closed', 'Kind', 'User', 'Failure', 'Workflow']}
+          >
+            {value.workflows.map((workflow) => (
+              <tr key={workflow.run_id} data-testid="failed-workflow">
+                <td>{formatDate(workflow.closed_at)}</td>
+                <td>
+                  {workflow.kind ?? workflow.type}
+                  {workflow.status === 'timed_out' ? ' (timed out)' : ''}
+                </td>
+                <td>
+                  {workflow.user_id ? (
+                    <a href={`${pagePaths.adminUsers}/${encodeURIComponent(workflow.user_id)}`}>{workflow.user_id}</a>
+                  ) : (
+                    '—'
+                  )}
+                </td>
+                <td class="wrap">{workflow.failure ?? '—'}</td>
+                <td>
+                  <TemporalLink url={workflow.temporal_url} workflowId={workflow.workflow_id} />
+                </td>
+              </tr>
+            ))}
+          </ScrollTable>
         )
       ) : failed.error ? null : (
         <Loading what="the failed workflows" />

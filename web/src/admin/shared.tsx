@@ -89,11 +89,38 @@ export function TemporalLink({ url, workflowId }: { url: string; workflowId: str
   );
 }
 
-/** A table that scrolls sideways inside the page when the screen is narrower than it. */
-export function TableScroll({ label, children }: { label: string; children: ComponentChildren }) {
+/**
+ * A table of the console: it scrolls sideways inside the page, in a focusable region named `label`, when the screen is
+ * narrower than it; `caption` names it for screen readers; `columns` are its headings (numbers right-aligned), and the
+ * children its body's rows.
+ */
+export function ScrollTable(props: {
+  label: string;
+  caption: string;
+  columns: Array<string | { title: string; number: true }>;
+  children: ComponentChildren;
+}) {
   return (
-    <div class="table-scroll" role="region" aria-label={label} tabIndex={0}>
-      {children}
+    <div class="table-scroll" role="region" aria-label={props.label} tabIndex={0}>
+      <table>
+        <caption class="visually-hidden">{props.caption}</caption>
+        <thead>
+          <tr>
+            {props.columns.map((column) =>
+              typeof column === 'string' ? (
+                <th scope="col" key={column}>
+                  {column}
+                </th>
+              ) : (
+                <th scope="col" class="number" key={column.title}>
+                  {column.title}
+                </th>
+              ),
+            )}
+          </tr>
+        </thead>
+        <tbody>{props.children}</tbody>
+      </table>
     </div>
   );
 }

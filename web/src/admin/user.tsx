@@ -12,7 +12,7 @@ import { useRoute } from 'preact-iso';
 import { pagePaths } from '../../routes.ts';
 import { api, data, type Answer } from '../api/client.ts';
 import { ErrorNote, formatDate, formatNumber, Loading, StatusNote, useAction, useLoad } from '../components/ui.tsx';
-import { AdminGate, formatCredits, TableScroll, TemporalLink } from './shared.tsx';
+import { AdminGate, formatCredits, ScrollTable, TemporalLink } from './shared.tsx';
 
 type Detail = Answer<'/admin/api/users/{user_id}', 'get'>;
 type Key = Detail['api_keys'][number];
@@ -161,69 +161,60 @@ function Keys({ userId, keys, reload }: { userId: string; keys: Key[]; reload():
       {keys.length === 0 ? (
         <p class="muted">No keys.</p>
       ) : (
-        <TableScroll label="API keys">
-          <table>
-            <caption class="visually-hidden">The user’s API keys, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Key</th>
-                <th scope="col">Created</th>
-                <th scope="col">Last used</th>
-                <th scope="col">State</th>
-              </tr>
-            </thead>
-            <tbody>
-              {keys.map((key) => (
-                <tr key={key.id}>
-                  <th scope="row">
-                    {key.name ?? 'Unnamed'}
-                    <br />
-                    <code>{key.key_preview}</code>
-                  </th>
-                  <td>{formatDate(key.created_at)}</td>
-                  <td>{formatDate(key.last_used_at)}</td>
-                  <td>
-                    {key.revoked_at ? (
-                      `Revoked ${formatDate(key.revoked_at)}`
-                    ) : confirming === key.id ? (
-                      <ConfirmRevoke
-                        name={name(key)}
-                        busy={action.busy}
-                        onCancel={() => setConfirming(null)}
-                        onConfirm={async () => {
-                          const revoked = await action.run(() =>
-                            data(
-                              api.DELETE('/admin/api/users/{user_id}/keys/{key_id}', {
-                                params: { path: { user_id: userId, key_id: key.id } },
-                              }),
-                            ),
-                          );
-                          setConfirming(null);
-                          if (revoked) {
-                            setNotice(`Revoked key ${name(key)}: it is refused from now on.`);
-                            await reload();
-                          }
-                        }}
-                      />
-                    ) : (
-                      <button
-                        type="button"
-                        class="danger"
-                        aria-label={`Revoke key ${name(key)}`}
-                        onClick={() => {
-                          setNotice(null);
-                          setConfirming(key.id);
-                        }}
-                      >
-                        Revoke
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableScroll>
+        <ScrollTable
+          label="API keys"
+          caption="The user’s API keys, newest first"
+          columns={['Key', 'Created', 'Last used', 'State']}
+        >
+          {keys.map((key) => (
+            <tr key={key.id}>
+              <th scope="row">
+                {key.name ?? 'Unnamed'}
+                <br />
+                <code>{key.key_preview}</code>
+              </th>
+              <td>{formatDate(key.created_at)}</td>
+              <td>{formatDate(key.last_used_at)}</td>
+              <td>
+                {key.revoked_at ? (
+                  `Revoked ${formatDate(key.revoked_at)}`
+                ) : confirming === key.id ? (
+                  <ConfirmRevoke
+                    name={name(key)}
+                    busy={action.busy}
+                    onCancel={() => setConfirming(null)}
+                    onConfirm={async () => {
+                      const revoked = await action.run(() =>
+                        data(
+                          api.DELETE('/admin/api/users/{user_id}/keys/{key_id}', {
+                            params: { path: { user_id: userId, key_id: key.id } },
+                          }),
+                        ),
+                      );
+                      setConfirming(null);
+                      if (revoked) {
+                        setNotice(`Revoked key ${name(key)}: it is refused from now on.`);
+                        await reload();
+                      }
+                    }}
+                  />
+                ) : (
+                  <button
+                    type="button"
+                    class="danger"
+                    aria-label={`Revoke key ${name(key)}`}
+                    onClick={() => {
+                      setNotice(null);
+                      setConfirming(key.id);
+                    }}
+                  >
+                    Revoke
+                  </button>
+                )}
+              </td>
+            </tr>
+          ))}
+        </ScrollTable>
       )}
     </section>
   );
@@ -299,39 +290,28 @@ function Ledger({ userId, version }: { userId: string; version: number }) {
           <p class="muted">No entries.</p>
         ) : (
           <>
-            <TableScroll label="Credit ledger">
-              <table>
-                <caption class="visually-hidden">Credit ledger entries, newest first</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">When</th>
-                    <th scope="col">Kind</th>
-                    <th scope="col" class="number">
-                      Credits
-                    </th>
-                    <th scope="col">Note or work</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {entries.map((entry) => (
-                    <tr key={entry.id} data-testid="ledger-entry">
-                      <td>{formatDate(entry.created_at)}</td>
-                      <td>{entry.kind}</td>
-                      <td class="number">{ledgerAmount(entry)}</td>
-                      <td class="wrap">
-                        {entry.note ?? (entry.model ? `${entry.model}` : '—')}
-                        {entry.workflow_id ? (
-                          <>
-                            <br />
-                            <small class="muted">{entry.workflow_id}</small>
-                          </>
-                        ) : null}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </TableScroll>
+            <ScrollTable
+              label="Credit ledger"
+              caption="Credit ledger entries, newest first"
+              columns={['When', 'Kind', { title: 'Credits', number: true }, 'Note or work']}
+            >
+              {entries.map((entry) => (
+                <tr key={entry.id} data-testid="ledger-entry">
+                  <td>{formatDate(entry.created_at)}</td>
+                  <td>{entry.kind}</td>
+                  <td class="number">{ledgerAmount(entry)}</td>
+                  <td class="wrap">
+                    {entry.note ?? (entry.model ? `${entry.model}` : '—')}
+                    {entry.workflow_id ? (
+                      <>
+                        <br />
+                        <small class="muted">{entry.workflow_id}</small>
+                      </>
+                    ) : null}
+                  </td>
+                </tr>
+              ))}
+            </ScrollTable>
             <ErrorNote error={more.error} />
             {next ? (
               <button

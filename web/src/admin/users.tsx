@@ -8,7 +8,7 @@ import { useLocation } from 'preact-iso';
 import { pagePaths } from '../../routes.ts';
 import { api, data } from '../api/client.ts';
 import { ErrorNote, formatDate, formatNumber, Loading, useLoad } from '../components/ui.tsx';
-import { AdminGate, TableScroll } from './shared.tsx';
+import { AdminGate, ScrollTable } from './shared.tsx';
 
 const pageSize = 25;
 
@@ -87,44 +87,30 @@ function Users() {
                 : `Users ${formatNumber(value.offset + 1)} to ${formatNumber(value.offset + value.users.length)} of ${formatNumber(value.total)}`}
               {searched ? ` matching “${searched}”` : ''}.
             </p>
-            <TableScroll label="Users">
-              <table>
-                <caption class="visually-hidden">Users, newest first</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">User</th>
-                    <th scope="col">Plan</th>
-                    <th scope="col" class="number">
-                      Credits
-                    </th>
-                    <th scope="col" class="number">
-                      Keys
-                    </th>
-                    <th scope="col">Joined</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {value.users.map((user) => (
-                    <tr key={user.id}>
-                      <th scope="row">
-                        <a href={`${pagePaths.adminUsers}/${encodeURIComponent(user.id)}`}>{user.email ?? user.id}</a>
-                        {user.admin ? <span class="badge">admin</span> : null}
-                        {user.email ? (
-                          <>
-                            <br />
-                            <small class="muted">{user.id}</small>
-                          </>
-                        ) : null}
-                      </th>
-                      <td>{user.plan}</td>
-                      <td class="number">{formatNumber(user.credits.available)}</td>
-                      <td class="number">{formatNumber(user.keys)}</td>
-                      <td>{formatDate(user.created_at)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </TableScroll>
+            <ScrollTable
+              label="Users"
+              caption="Users, newest first"
+              columns={['User', 'Plan', { title: 'Credits', number: true }, { title: 'Keys', number: true }, 'Joined']}
+            >
+              {value.users.map((user) => (
+                <tr key={user.id}>
+                  <th scope="row">
+                    <a href={`${pagePaths.adminUsers}/${encodeURIComponent(user.id)}`}>{user.email ?? user.id}</a>
+                    {user.admin ? <span class="badge">admin</span> : null}
+                    {user.email ? (
+                      <>
+                        <br />
+                        <small class="muted">{user.id}</small>
+                      </>
+                    ) : null}
+                  </th>
+                  <td>{user.plan}</td>
+                  <td class="number">{formatNumber(user.credits.available)}</td>
+                  <td class="number">{formatNumber(user.keys)}</td>
+                  <td>{formatDate(user.created_at)}</td>
+                </tr>
+              ))}
+            </ScrollTable>
             {last > 1 ? (
               <nav aria-label="Pages of users" class="button-row">
                 <button type="button" class="secondary" disabled={page <= 1} onClick={() => go(searched, page - 1)}>
