@@ -186,8 +186,10 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
   });
   /** A turn that is not a loop, stopped by its owner: no further step is taken. */
   const stopNow = () => cancelled !== null && !input.loop;
-  // Whether this turn was stopped by a person (its answer is what was streamed before).
+  // Whether this turn was stopped by a person (its answer is what was streamed before): by the update, or seen by the
+  // step it stopped (which may end before the update reaches the workflow).
   let stoppedByUser = false;
+  const stopped = () => (stoppedByUser ||= stopNow());
   const target = {
     turnId: input.turnId,
     conversationId: input.conversationId,
@@ -470,9 +472,9 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
         const withTools = round < input.maxToolRounds && offered.length > 0;
         const message = await callModel(withTools);
         // A stopped turn runs none of the tool calls its last answer asked for (the call drops them).
-        const calls = withTools && !stoppedByUser && !stopNow() ? message.toolCalls : [];
-        if (stopNow()) stoppedByUser = true;
-        if (!(stoppedByUser && !message.content && calls.length === 0)) {
+        const halted = stopped();
+        const calls = withTools && !halted ? message.toolCalls : [];
+        if (!(halted && !message.content && calls.length === 0)) {
           messages.push({
             role: 'assistant',
             content: message.content,
@@ -492,13 +494,12 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
         for (const call of calls) {
           // Stopped meanwhile: the remaining calls are answered as not run, so the stored history stays whole (every
           // tool call of an assistant message has its result) for the conversation's next turn.
-          const outcome = stoppedByUser || stopNow() ? notRun(call) : await runCall(call);
+          const outcome = stopped() ? notRun(call) : await runCall(call);
           toolCalls.push({ name: call.function.name, ok: outcome.ok });
           messages.push({ role: 'tool', tool_call_id: call.id, content: outcome.content });
           added.push({ role: 'tool', content: outcome.content, toolCallId: call.id, toolName: call.function.name });
         }
-        if (stoppedByUser || stopNow()) {
-          stoppedByUser = true;
+        if (stopped()) {
           response = message.content ?? '';
           break;
         }
