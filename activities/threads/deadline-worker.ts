@@ -103,6 +103,8 @@ export class DeadlineWorker<Request, Response> {
   private settleReady: (ready: boolean) => void = () => undefined;
   /** The current thread has said `ready`. */
   private isReady = false;
+  /** Why the last thread ended before it was ready (its error, or the startup deadline), for the calls it fails. */
+  private startFailure = '';
   /** Set by `warm()`: a thread is kept started, not only on demand. */
   private keepWarm = false;
   private nextId = 1;
@@ -143,7 +145,11 @@ export class DeadlineWorker<Request, Response> {
     if (signal?.aborted) throw cancelled();
     const worker = this.ensureWorker();
     const id = this.nextId++;
-    if (!(await this.ready)) throw new WorkerCallError('stopped', this.options.messages.notStarted);
+    if (!(await this.ready)) {
+      const { notStarted } = this.options.messages;
+      const why = this.startFailure && this.startFailure !== notStarted ? ` (${this.startFailure})` : '';
+      throw new WorkerCallError('stopped', `${notStarted}${why}`);
+    }
     if (this.worker !== worker) throw new WorkerCallError('stopped', this.options.messages.stopped);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -214,6 +220,7 @@ export class DeadlineWorker<Request, Response> {
   private reset(reason: string, kind: WorkerCallKind = 'stopped'): void {
     const worker = this.worker;
     const replace = this.keepWarm && this.isReady;
+    if (worker && !this.isReady) this.startFailure = reason;
     this.worker = null;
     this.isReady = false;
     this.settleReady(false);

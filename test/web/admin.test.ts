@@ -207,8 +207,13 @@ describe('the operator console', () => {
     expect((await platform.agents('/auth/me', { key: laptop.key })).status).toBe(200);
     // Focus lands on the confirmation: Enter revokes.
     await page.getByRole('button', { name: 'Revoke key laptop' }).click();
-    // (Waited for: the focus moves once the confirmation has rendered, later on a busy machine.)
-    await page.waitForFunction("document.activeElement && document.activeElement.textContent === 'Yes, revoke laptop'");
+    // (Waited for: the focus moves once the confirmation has rendered, later on a busy machine. Read through the
+    // DevTools protocol, as the CSP allows, where Playwright's waitForFunction would evaluate a string in the page.)
+    await waitFor(
+      'the focus on the confirmation',
+      async () =>
+        (await page.evaluate('document.activeElement && document.activeElement.textContent')) === 'Yes, revoke laptop',
+    );
     await page.keyboard.press('Enter');
     await page.getByText('Revoked key laptop: it is refused from now on.').waitFor();
     await waitFor(
