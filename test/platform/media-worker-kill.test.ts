@@ -156,11 +156,9 @@ it('finishes video and music jobs killed mid-poll after a restart, each created,
     if (Date.now() > deadline) throw new Error(`jobs not all polled in time: ${statuses.join(', ')}`);
     await sleep(100);
   }
-  await sleep(pollIntervalMs * 1.5);
-  const before = await predictions();
-  expect(before.filter((prediction) => prediction.input.prompt?.includes(tag)).map((p) => p.status)).not.toContain(
-    'succeeded',
-  );
+  // Killed at once: every job is `processing` on the platform with its polls under way. (On a busy machine the 6 s
+  // video may already be done at the provider, unseen by the platform: it is then one of those that end while the
+  // platform is down. What follows holds either way.)
   const killed = await platform.kill();
   const killedAt = Date.now();
   log(`killed ${killed.length} processes with ${jobs.length} jobs processing`);
