@@ -27,8 +27,10 @@ import { waitFor } from '../helpers/wait.ts';
 const completions = 50;
 // 15 of the 50 stream, interleaved with the others.
 const streamed = (index: number) => index % 10 >= 7;
-// Each provider call takes 3 s, so the completions are still in flight when the platform is killed.
-const providerLatencyMs = 3_000;
+// Each provider call takes 8 s, so the completions are still in flight when the platform is killed: on a busy CI
+// machine (load average 10) they reached the provider over several seconds, and with 3 s 48 of 50 had answered by
+// the time the kill came, leaving nothing to recover.
+const providerLatencyMs = 8_000;
 // Holds are asked about once 5 s old: the holds from before the kill are by the time the platform is back.
 const creditHoldGrace = '5s';
 
