@@ -186,7 +186,7 @@ function spawnDevServer(
   // The default (rollback journal, a sync per commit) cost most of a completion's latency and disk writes.
   //
   // Pages of 1 KiB instead of 4: a commit writes every page it touches to the WAL whole, and most of a completion's
-  // pages are index leaves where one small entry changes (its visibility row alone touches about 25 of them), so the
+  // pages are index leaves where one small entry changes (one visibility write touched about 46 pages), so the
   // bytes a completion writes fell from about 350 KB of WAL to about 120 (docs/benchmarks.md, "Disk per
   // completion"). The page size of a file is fixed when its first table is created, and only before WAL mode is set:
   // the SQLite plugin applies the pragmas sorted by name, byte-wise, and SQLite's pragma names ignore case, so the
