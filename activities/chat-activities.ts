@@ -267,6 +267,13 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
           );
           // (A call that finished before the stop keeps its result.)
           if (stop?.signal.aborted && !outcome.ok) outcome = stoppedOutcome(input.name);
+          // Cancelled by Temporal, not by a person: the run was pushed out of this worker's cache (a workflow task the
+          // server timed out on a busy machine, a full cache), its worker is stopping, or the call ran past its
+          // activity's deadline. That is no answer of the tool's, and nothing is journalled: the turn, replayed,
+          // makes the call again (and finds the progress above), or Temporal's timeout rules apply. Journalled, the
+          // cancellation read back as the tool's result ("the call was cancelled") when the run was replayed. (A call
+          // that finished first keeps its result, journalled below, so that a replay does not run it again.)
+          else if (cancelled.aborted && !outcome.ok) throw cancelled.reason;
         } catch (error) {
           if (error instanceof ToolError && error.retryable) {
             const info = Context.current().info;

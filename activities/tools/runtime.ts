@@ -46,6 +46,7 @@ export async function runTool(
   }
   // Cancelled (`outer`: the activity's cancellation, a person's Stop): the call ends at once, like a timeout, whether
   // or not the tool heeds its signal; what it already did stays done. A call cancelled before it began does not run.
+  // (The caller decides what the cancellation means: chat-activities.ts records a Stop, and not Temporal's own.)
   const cancelled = () => ({ ok: false, content: `${tool.name}: the call was cancelled` });
   if (outer?.aborted) return cancelled();
   const abort = new AbortController();
