@@ -17,6 +17,7 @@ import {
 import type { SequencedStreamEvent } from '../common/completion.ts';
 import type { ConversationStore, StoredMessage } from './conversations/conversation-store.ts';
 import { countPromptTokens } from './credits/tokens.ts';
+import { trimHistory, modelHistory } from './conversations/history.ts';
 import { agentLabel, agentToolCalls, agentTurns } from './agent-metrics.ts';
 import type { TurnStops } from './streaming/turn-stops.ts';
 import type { StreamHub } from './streaming/stream-hub.ts';
@@ -109,7 +110,6 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
       },
     ): Promise<{
       messages: ChatMessage[];
-      droppedMessages: number;
       memories: LoadedMemory[];
       nextSeq: number;
       unjournaled?: SequencedStreamEvent[];
@@ -127,11 +127,8 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
       if (input.opened) for (const event of events) hub.publish(input.turnId, event);
       else await publish(input.turnId, events);
       const history = await conversations.history(input.conversationId, input.turn);
-      const current: ChatMessage = { role: 'user', content: input.message };
-      const kept = trimHistory(history, input.historyBudgetTokens - countPromptTokens([current]));
       return {
-        messages: [...kept, current],
-        droppedMessages: history.length - kept.length,
+        messages: modelHistory(history, input.message, input.historyBudgetTokens),
         memories,
         nextSeq: events.length,
         ...(input.opened ? { unjournaled: events.slice(1) } : {}),
@@ -367,32 +364,6 @@ function endOnDeterministicFailures<Steps extends Record<string, (input: never) 
     };
   }
   return wrapped as Steps;
-}
-
-/**
- * The newest messages that fit `budgetTokens`, counted with the tokenizer. Units are dropped whole from the oldest:
- * a user message, or an assistant message together with the tool results that answer its calls (a tool result
- * without its call, or a call without its results, is not a valid history).
- */
-export function trimHistory(history: ChatMessage[], budgetTokens: number): ChatMessage[] {
-  const units: ChatMessage[][] = [];
-  for (const message of history) {
-    if (message.role === 'tool' && units.length > 0) units.at(-1)!.push(message);
-    else units.push([message]);
-  }
-  const kept: ChatMessage[][] = [];
-  let used = 0;
-  for (let index = units.length - 1; index >= 0; index--) {
-    const unit = units[index]!;
-    const tokens = countPromptTokens(unit);
-    if (used + tokens > budgetTokens) break;
-    used += tokens;
-    kept.unshift(unit);
-  }
-  // A history never starts with tool results (their call was dropped).
-  return kept
-    .flat()
-    .filter((message, index, all) => !(message.role === 'tool' && all.slice(0, index).every((m) => m.role === 'tool')));
 }
 
 /** What a tool call stopped by a person answers (on the stream, and in the history the model reads next turn). */

@@ -3,7 +3,7 @@
  * a chat turn workflow takes and returns. Workflow-safe: no Node built-ins, no I/O.
  */
 import { z } from 'zod';
-import { reasoningEffortSchema, type ReasoningEffort, type Usage } from './chat.ts';
+import { reasoningEffortSchema, type ChatMessage, type ReasoningEffort, type Usage } from './chat.ts';
 import type { Candidate } from './completion.ts';
 import type { PlanName } from './plans.ts';
 
@@ -282,6 +282,12 @@ export interface ChatTurnInput {
    * the turn's first step neither stores nor journals them again. Absent in turns started by earlier releases.
    */
   opened?: boolean;
+  /**
+   * The history the turn's first model call reads, the user's message last, when the opening read it (the previous
+   * turn had ended, and the turn loads no memories): the turn has no first step. Absent, the first step waits for the
+   * previous turn and reads it.
+   */
+  history?: ChatMessage[];
   /**
    * Routed inside the turn: the first step picks the agent (`requestedModel`, `candidates`, `tools`, `agent` and
    * `historyBudgetTokens` are then the routed agent's; until then `requestedModel` is `auto` and the rest empty).

@@ -250,6 +250,11 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
         turn: input.turn,
         historyBudgetTokens: input.historyBudgetTokens,
       }));
+    } else if (input.history) {
+      // Opened with its history (the previous turn had ended): no first step. The API gave the waiting response the
+      // start event, journalled by the opening.
+      messages = [...input.history];
+      if (input.images?.length) attachImages(messages, input.images);
     } else {
       const begun = await beginTurn({
         ...target,

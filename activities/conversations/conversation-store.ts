@@ -24,6 +24,11 @@ export interface AcceptedTurn {
   turnId: string;
   turn: number;
   previousTurnId: string | null;
+  /**
+   * The previous turn had ended when this one was accepted (or there is none): its messages are stored, and this
+   * turn's history can be read at once, without waiting for it.
+   */
+  previousEnded: boolean;
 }
 
 /** A turn as its opening left it: the session it came through, and its number in the conversation. */
@@ -168,7 +173,9 @@ const statements = {
              select 'chat-' || $1 || '-' || turns, $1, turns, 'running', now(), $2, $3 from conversation
              returning number
            )
-           select number from turn`,
+           select number, (select status from chat_turns where id = 'chat-' || $1 || '-' || (turn.number - 1))
+                          as previous_status
+           from turn`,
   },
   /** Ends a running turn; its agent when it was running (so a retried finish reports the turn once). */
   finishTurn: {
@@ -367,7 +374,7 @@ export class ConversationStore {
     agentId: string | null = null,
     on: Queryable = this.pool,
   ): Promise<AcceptedTurn> {
-    const [row] = await run<{ number: number }>(on, statements.acceptTurn, [
+    const [row] = await run<{ number: number; previous_status: string | null }>(on, statements.acceptTurn, [
       conversationId,
       routingWorkflowId,
       agentId,
@@ -377,6 +384,7 @@ export class ConversationStore {
       turnId: chatTurnWorkflowId(conversationId, row.number),
       turn: row.number,
       previousTurnId: row.number > 1 ? chatTurnWorkflowId(conversationId, row.number - 1) : null,
+      previousEnded: row.number === 1 || (row.previous_status !== null && row.previous_status !== 'running'),
     };
   }
 
@@ -449,13 +457,13 @@ export class ConversationStore {
   }
 
   /** The conversation's messages before turn `beforeTurn`, in order, as a model reads them. */
-  async history(conversationId: string, beforeTurn: number): Promise<OpenAIMessage[]> {
+  async history(conversationId: string, beforeTurn: number, on: Queryable = this.pool): Promise<OpenAIMessage[]> {
     const rows = await run<{
       role: 'user' | 'assistant' | 'tool';
       content: string | null;
       tool_calls: ToolCall[] | null;
       tool_call_id: string | null;
-    }>(this.pool, statements.history, [conversationId, beforeTurn]);
+    }>(on, statements.history, [conversationId, beforeTurn]);
     return rows.map((row): OpenAIMessage => {
       if (row.role === 'assistant') {
         return {

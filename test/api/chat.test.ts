@@ -5,24 +5,29 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { Client, Connection } from '@temporalio/client';
 import { chatStreamEvents, type ChatStreamEventName } from '../../common/chat-turn.ts';
 import { callDirective as call } from '../helpers/agents.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { readSse, type SseEvent } from '../helpers/sse.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 let platform: TestPlatform;
 let key: string;
 let otherKey: string;
 let database: pg.Pool;
+let connection: Connection;
 
 beforeAll(async () => {
   platform = await startTestPlatform({ CHAT_MAX_TOOL_ROUNDS: '3' });
   key = (await platform.createKey()).key;
   otherKey = (await platform.createKey()).key;
   database = new pg.Pool({ connectionString: platform.databaseUrl, max: 2 });
+  connection = await Connection.connect({ address: platform.environment.TEMPORAL_ADDRESS! });
 });
 
 afterAll(async () => {
+  await connection?.close();
   await database?.end();
   await platform?.close();
 });
@@ -57,6 +62,19 @@ async function session(id: string, apiKey: string | null = key) {
 }
 
 const newSession = () => `api:${randomUUID()}`;
+
+/** The local activities a turn's workflow ran, in order, read from its history's markers once it has ended. */
+async function stepsOf(turnId: string): Promise<string[]> {
+  const handle = new Client({ connection }).workflow.getHandle(turnId);
+  // The answer reaches the client before the workflow task that recorded its steps completes.
+  await handle.result();
+  const history = await handle.fetchHistory();
+  return (history.events ?? []).flatMap((event) => {
+    const payload = event.markerRecordedEventAttributes?.details?.data?.payloads?.[0];
+    if (!payload?.data) return [];
+    return [(JSON.parse(Buffer.from(payload.data).toString('utf8')) as { activity_type: string }).activity_type];
+  });
+}
 
 describe('a turn with a tool', () => {
   it('answers after running the calculator, and stores every message of the turn', async () => {
@@ -301,11 +319,30 @@ describe('sessions', () => {
     const sessionId = newSession();
     await chat({ message: 'My name is Ada.', session_id: sessionId });
     await platform.simulator.resetRequests();
-    await chat({ message: 'What is my name?', session_id: sessionId });
+    const second = await chat({ message: 'What is my name?', session_id: sessionId });
     const last = (await platform.simulator.requests()).last;
     const sent = JSON.stringify(last?.body);
     expect(sent).toContain('My name is Ada.');
     expect(sent).toContain('What is my name?');
+    // The first turn had ended: the second read its history in its opening, and its workflow is the model call and
+    // the close, with no first step.
+    expect(await stepsOf(second.headers.get('x-turn-id')!)).toEqual(['callProvider', 'finishTurn']);
+  });
+
+  it('waits for a turn still running before reading the history, and sees its answer', async () => {
+    const sessionId = newSession();
+    await platform.simulator.resetRequests();
+    await platform.simulator.addFault({ times: 1, fault: { latency_ms: 1_500 } });
+    const first = chat({ message: 'A slow question.', session_id: sessionId });
+    // The second message is sent once the first turn's model call is under way.
+    await waitFor('the first turn at the provider', async () => (await platform.simulator.requests()).total >= 1);
+    const second = await chat({ message: 'And a quick one.', session_id: sessionId });
+    expect((await first).status).toBe(200);
+    expect(second.status).toBe(200);
+    const sent = JSON.stringify((await platform.simulator.requests()).last?.body);
+    expect(sent).toContain('A slow question.');
+    expect(sent).toContain('Simulated reply');
+    expect(await stepsOf(second.headers.get('x-turn-id')!)).toEqual(['beginTurn', 'callProvider', 'finishTurn']);
   });
 
   it('answers two messages sent at once in order, the second seeing the first', async () => {
