@@ -3,7 +3,12 @@
  * or the bench can compare with the upstream's share without access to the server. Stages are consecutive: each
  * runs from the previous mark to its own; `upstream` is the provider call, which overlaps the others.
  */
-export class ServerTiming {
+/** What a service is told as each stage of a request ends (ServerTiming, or nothing where no header is sent). */
+export interface StageMarks {
+  mark(stage: string): void;
+}
+
+export class ServerTiming implements StageMarks {
   private readonly entries: Array<[string, number]> = [];
   private last = performance.now();
 

@@ -249,6 +249,7 @@ const startedAt = Date.now();
 const results: CellResult[] = [];
 const databaseRows: DatabaseRow[] = [];
 let completionTimings: StageTiming[] = [];
+let turnTimings: StageTiming[] = [];
 let toolCount = 0;
 
 async function runCells({ upstream, platform, databaseUrl }: ShippedRun): Promise<void> {
@@ -300,6 +301,7 @@ async function runCells({ upstream, platform, databaseUrl }: ShippedRun): Promis
           });
         }
         if (cell.id === 'A' && name === armNames.completions) completionTimings = summarizeTimings(serverTimings);
+        if (cell.id === 'A' && name === armNames.chat) turnTimings = summarizeTimings(serverTimings);
         armResults.push(result);
       }
       results.push({ cell, arms: cell.arms.map((name) => armResults.find((result) => result.arm === name)!) });
@@ -345,11 +347,21 @@ async function writeReport(): Promise<void> {
       '',
     );
   }
+  if (turnTimings.length) {
+    sections.push(
+      '## Where a chat turn spends its time in the API (Server-Timing, cell A, new session)',
+      '',
+      "Consecutive stages: `open` is the turn's opening transaction, `start` the workflow's eager start, `model` to the " +
+        "first event of the turn's model call, `turn` from there to the turn's last event (the answer, its settlement " +
+        'and the close).',
+      '',
+      stageTable(turnTimings),
+      '',
+    );
+  }
   if (completionTimings.length) {
     sections.push(
       '## Where a completion spends its time in the API (Server-Timing, cell A)',
-      '',
-      'The chat endpoint sends no Server-Timing; the completions stages for comparison.',
       '',
       stageTable(completionTimings),
       '',

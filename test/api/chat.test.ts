@@ -327,6 +327,9 @@ describe('sessions', () => {
     // The first turn had ended: the second read its history in its opening, and its workflow is the model call and
     // the close, with no first step.
     expect(await stepsOf(second.headers.get('x-turn-id')!)).toEqual(['callProvider', 'finishTurn']);
+    // Where the API's time went, by stage, as the completions endpoint reports it.
+    const stages = (second.headers.get('server-timing') ?? '').split(', ').map((entry) => entry.split(';')[0]);
+    expect(stages).toEqual(['receive', 'auth', 'plan', 'open', 'start', 'model', 'turn']);
   });
 
   it('waits for a turn still running before reading the history, and sees its answer', async () => {

@@ -37,6 +37,7 @@ import type { ToolSettings } from '../../../activities/tools/tool.ts';
 import type { LoadedCatalogue } from '../../../config/load-catalogue.ts';
 import type { chatTurn } from '../../../workflows/chat-turn.workflow.ts';
 import { ApiError, visionRefusal } from '../../errors.ts';
+import type { StageMarks } from '../../server-timing.ts';
 import type { Principal } from '../apikeys/service.ts';
 
 export interface ChatServiceDependencies {
@@ -137,12 +138,20 @@ export class ChatService {
    * Prepares the turn (`prepare`) and starts its workflow, eagerly, so it usually runs in this process. `admit` counts
    * the caller's rate limits inside the turn's opening transaction (throwing refuses the message).
    */
-  async start(chatter: Chatter, body: ChatRequest, stream: boolean, admit?: Admit): Promise<StartedTurn> {
-    const input = await this.prepare(chatter, body, stream, undefined, undefined, admit);
-    return this.launch(input, {
+  async start(
+    chatter: Chatter,
+    body: ChatRequest,
+    stream: boolean,
+    admit?: Admit,
+    timing?: StageMarks,
+  ): Promise<StartedTurn> {
+    const input = await this.prepare(chatter, body, stream, undefined, undefined, admit, timing);
+    const started = await this.launch(input, {
       memo: { session: body.session_id, channel: body.channel, stream },
       summary: `Chat turn ${input.turn} of session ${body.session_id} (${body.channel}), for ${input.userId}`,
     });
+    timing?.mark('start');
+    return started;
   }
 
   /** Starts a prepared turn's workflow (abandoning the turn when it cannot start). */
@@ -209,9 +218,11 @@ export class ChatService {
     session?: SessionRef,
     agentTurn?: AgentTurnOptions,
     admit?: Admit,
+    timing?: StageMarks,
   ): Promise<ChatTurnInput> {
     const { conversations, ledger, journal } = this.dependencies;
     const plan = await this.planTurn(chatter, body, agentTurn);
+    timing?.mark('plan');
     const { result: input } = await conversations.openTurn(
       {
         owner: ownerOf(chatter),
@@ -263,6 +274,7 @@ export class ChatService {
         },
       },
     );
+    timing?.mark('open');
     return input;
   }
 

@@ -119,14 +119,27 @@ export function chatRoutes(dependencies: {
       context.body = { response: reply, session_id: body.session_id, command: 'link' };
       return;
     }
-    const started = await chat.start(chatterOf(context), body, false, admission(limits, context));
+    // Server-Timing: receive, auth, plan, open (the opening's transaction), start (the workflow's eager start), model
+    // (to the first event of the turn's first model call), turn (to the turn's last event: the answer, its settlement,
+    // tools, the close), as the completions endpoint reports its stages (bench/chat.ts reads them).
+    const timing = context.state.timing;
+    const started = await chat.start(chatterOf(context), body, false, admission(limits, context), timing);
     context.set('X-Turn-Id', started.turnId);
     const toolCalls: Array<{ tool: string; ok: boolean }> = [];
+    let modelMarked = false;
     for await (const item of chat.events(started)) {
       const event = item.event as ChatTurnEvent;
+      if (!modelMarked && event.type !== 'turn-start') {
+        timing?.mark('model');
+        modelMarked = true;
+      }
       if (event.type === 'tool-result') toolCalls.push({ tool: event.name, ok: event.ok });
       if (event.type === 'turn-error') throw turnError(event);
       if (event.type === 'turn-done') {
+        if (timing) {
+          timing.mark('turn');
+          context.set('Server-Timing', timing.header());
+        }
         context.body = {
           response: event.response,
           session_id: body.session_id,

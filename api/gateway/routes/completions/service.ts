@@ -30,6 +30,7 @@ import type { StreamHub, StreamSubscription } from '../../../../activities/strea
 import type { StreamJournal } from '../../../../activities/streaming/stream-journal.ts';
 import type { chatCompletion } from '../../../../workflows/completion.workflow.ts';
 import { ApiError, visionRefusal } from '../../../errors.ts';
+import type { StageMarks } from '../../../server-timing.ts';
 
 export interface CompletionServiceDependencies {
   client: Client;
@@ -71,7 +72,7 @@ export interface StartOptions {
    */
   admit: (reservation: Reservation | null) => Promise<ReservationOutcome | null>;
   /** Told when each stage ends (plan, admit, start), for the Server-Timing header. */
-  timing?: { mark(stage: string): void };
+  timing?: StageMarks;
 }
 
 export class CompletionService {
