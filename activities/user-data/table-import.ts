@@ -23,7 +23,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ApplicationFailure } from '@temporalio/common';
 import { from as copyFrom } from 'pg-copy-streams';
-import { heartbeat } from '../heartbeat.ts';
+import { heartbeat, keepAlive } from '../heartbeat.ts';
 import { sniffDelimiter, tableRows, UnreadableTable } from '../uploads/table-rows.ts';
 import type { OpenedUpload } from '../uploads/upload-store.ts';
 import {
@@ -177,152 +177,166 @@ export function createTableImportActivities(dependencies: TableImportDependencie
 
   return {
     /** The first pass: columns and their types from the whole file. */
-    async inferImportColumns(input: TableImportInput): Promise<ImportPlan> {
-      const upload = await openUpload(uploads, input);
-      const delimiter = upload.kind === 'csv' ? await sniffDelimiter(upload) : undefined;
-      const report = progressReporter((rows) => imports.progress(input.importId, 'inferring', rows));
-      let header: string[] | null = null;
-      let stats: ColumnStats[] = [];
-      let rows = 0;
-      for await (const row of fileRows(upload, { delimiter })) {
-        if ('error' in row) continue;
-        if (!header) {
-          header = row.values;
-          if (header.length > maxColumns) {
-            refuseFile(`The file has ${header.length} columns; a table holds at most ${maxColumns}`);
+    // Both passes heartbeat every few seconds while they run (keepAlive), besides reporting their rows: a pass whose
+    // reading waits (COPY's backpressure on a busy database, the final move and ANALYZE) is alive, and Temporal must
+    // not start a second attempt beside it. (Heartbeats only from the row loop once let a 250,000-row load on a
+    // loaded machine time out while it ran; its retries then raced it for the table.)
+    inferImportColumns: (input: TableImportInput): Promise<ImportPlan> =>
+      keepAlive(async () => {
+        const upload = await openUpload(uploads, input);
+        const delimiter = upload.kind === 'csv' ? await sniffDelimiter(upload) : undefined;
+        const report = progressReporter((rows) => imports.progress(input.importId, 'inferring', rows));
+        let header: string[] | null = null;
+        let stats: ColumnStats[] = [];
+        let rows = 0;
+        for await (const row of fileRows(upload, { delimiter })) {
+          if ('error' in row) continue;
+          if (!header) {
+            header = row.values;
+            if (header.length > maxColumns) {
+              refuseFile(`The file has ${header.length} columns; a table holds at most ${maxColumns}`);
+            }
+            stats = header.map(() => emptyStats());
+            continue;
           }
-          stats = header.map(() => emptyStats());
-          continue;
+          rows++;
+          await report(rows);
+          // Rows of the wrong width are bad rows (the second pass says so) and say nothing about the types.
+          if (row.values.length !== header.length) continue;
+          row.values.forEach((value, index) => countValue(stats[index]!, value.trim()));
         }
-        rows++;
-        await report(rows);
-        // Rows of the wrong width are bad rows (the second pass says so) and say nothing about the types.
-        if (row.values.length !== header.length) continue;
-        row.values.forEach((value, index) => countValue(stats[index]!, value.trim()));
-      }
-      if (!header) refuseFile('The file has no header row: its first row must name the columns');
-      const names = columnNames(header);
-      await report(rows, true);
-      return {
-        columns: header.map((cell, index) => ({
-          name: names[index]!,
-          header: cell,
-          type: chooseColumnType(stats[index]!),
-        })),
-        ...(delimiter ? { delimiter } : {}),
-      };
-    },
+        if (!header) refuseFile('The file has no header row: its first row must name the columns');
+        const names = columnNames(header);
+        await report(rows, true);
+        return {
+          columns: header.map((cell, index) => ({
+            name: names[index]!,
+            header: cell,
+            type: chooseColumnType(stats[index]!),
+          })),
+          ...(delimiter ? { delimiter } : {}),
+        };
+      }),
 
     /** The second pass: the rows into the table, in one transaction (see the file comment). */
-    async loadImportedTable(input: TableImportInput, plan: ImportPlan): Promise<TableImportResult> {
-      await userData.ensureDatabase();
-      const identity = await userData.ensureUser(input.userId);
-      const finished = await finishedEarlier(userData, imports, identity.schema, input);
-      if (finished) return finished;
-      const upload = await openUpload(uploads, input);
-      const report = progressReporter((rows) => imports.progress(input.importId, 'loading', rows));
-      await imports.progress(input.importId, 'loading', 0);
-      const client = await userData.admin.connect();
-      let broken = false;
-      const onError = () => (broken = true);
-      client.on('error', onError);
-      try {
-        const staging = client.escapeIdentifier(`import_${input.importId}`);
-        const schema = client.escapeIdentifier(identity.schema);
-        const table = client.escapeIdentifier(input.table);
-        await client.query(`begin; set local timezone = 'UTC'`);
-        await client.query(
-          `create table tessera_import.${staging} (${plan.columns
-            .map((column) => `${client.escapeIdentifier(column.name)} ${postgresTypes[column.type]}`)
-            .join(', ')})`,
-        );
-        let loaded = 0;
-        let bad = 0;
-        let read = 0;
-        const samples: BadRow[] = [];
-        const markBad = (line: number, reason: string) => {
-          bad++;
-          if (samples.length < badRowSamples) samples.push({ line, reason });
-        };
-        async function* copyText(): AsyncGenerator<string> {
-          let batch = '';
-          let headerSeen = false;
-          for await (const row of fileRows(upload, plan)) {
-            if ('error' in row) {
+    loadImportedTable: (input: TableImportInput, plan: ImportPlan): Promise<TableImportResult> =>
+      keepAlive(async () => {
+        await userData.ensureDatabase();
+        const identity = await userData.ensureUser(input.userId);
+        const finished = await finishedEarlier(userData, imports, identity.schema, input);
+        if (finished) return finished;
+        const upload = await openUpload(uploads, input);
+        const report = progressReporter((rows) => imports.progress(input.importId, 'loading', rows));
+        await imports.progress(input.importId, 'loading', 0);
+        const client = await userData.admin.connect();
+        let broken = false;
+        const onError = () => (broken = true);
+        client.on('error', onError);
+        try {
+          const staging = client.escapeIdentifier(`import_${input.importId}`);
+          const schema = client.escapeIdentifier(identity.schema);
+          const table = client.escapeIdentifier(input.table);
+          await client.query(`begin; set local timezone = 'UTC'`);
+          await client.query(
+            `create table tessera_import.${staging} (${plan.columns
+              .map((column) => `${client.escapeIdentifier(column.name)} ${postgresTypes[column.type]}`)
+              .join(', ')})`,
+          );
+          let loaded = 0;
+          let bad = 0;
+          let read = 0;
+          const samples: BadRow[] = [];
+          const markBad = (line: number, reason: string) => {
+            bad++;
+            if (samples.length < badRowSamples) samples.push({ line, reason });
+          };
+          async function* copyText(): AsyncGenerator<string> {
+            let batch = '';
+            let headerSeen = false;
+            for await (const row of fileRows(upload, plan)) {
+              if ('error' in row) {
+                read++;
+                markBad(row.line, row.error);
+                continue;
+              }
+              if (!headerSeen) {
+                headerSeen = true;
+                continue;
+              }
               read++;
-              markBad(row.line, row.error);
-              continue;
+              const checked = copyLine(plan, row.values);
+              if ('reason' in checked) markBad(row.line, checked.reason);
+              else {
+                loaded++;
+                batch += checked.line;
+              }
+              // Batches of about 64 KB: few writes, and COPY's backpressure bounds what is held.
+              if (batch.length >= 64 * 1024) {
+                yield batch;
+                batch = '';
+              }
+              await report(read);
             }
-            if (!headerSeen) {
-              headerSeen = true;
-              continue;
-            }
-            read++;
-            const checked = copyLine(plan, row.values);
-            if ('reason' in checked) markBad(row.line, checked.reason);
-            else {
-              loaded++;
-              batch += checked.line;
-            }
-            // Batches of about 64 KB: few writes, and COPY's backpressure bounds what is held.
-            if (batch.length >= 64 * 1024) {
-              yield batch;
-              batch = '';
-            }
-            await report(read);
+            if (batch) yield batch;
           }
-          if (batch) yield batch;
-        }
-        const columnList = plan.columns.map((column) => client.escapeIdentifier(column.name)).join(', ');
-        await pipeline(
-          Readable.from(copyText()),
-          client.query(copyFrom(`copy tessera_import.${staging} (${columnList}) from stdin with (format csv)`)),
-        );
-        const result: TableImportResult = {
-          table: input.table,
-          rows: loaded,
-          columns: plan.columns.map((column) => ({
-            name: column.name,
-            type: postgresTypes[column.type],
-            header: column.header,
-          })),
-          bad_rows: bad,
-          bad_row_samples: samples,
-        };
-        // Serialised with other imports into this user's schema: the name check and the move are one step.
-        await client.query('select pg_advisory_xact_lock(hashtext($1))', [`tessera import ${identity.schema}`]);
-        const existing = await client.query<{ comment: string | null }>(
-          `select obj_description(c.oid, 'pg_class') as comment from pg_class c
+          const columnList = plan.columns.map((column) => client.escapeIdentifier(column.name)).join(', ');
+          await pipeline(
+            Readable.from(copyText()),
+            client.query(copyFrom(`copy tessera_import.${staging} (${columnList}) from stdin with (format csv)`)),
+          );
+          const result: TableImportResult = {
+            table: input.table,
+            rows: loaded,
+            columns: plan.columns.map((column) => ({
+              name: column.name,
+              type: postgresTypes[column.type],
+              header: column.header,
+            })),
+            bad_rows: bad,
+            bad_row_samples: samples,
+          };
+          // Serialised with other imports into this user's schema: the name check and the move are one step.
+          await client.query('select pg_advisory_xact_lock(hashtext($1))', [`tessera import ${identity.schema}`]);
+          const existing = await client.query<{ comment: string | null }>(
+            `select obj_description(c.oid, 'pg_class') as comment from pg_class c
              join pg_namespace n on n.oid = c.relnamespace where n.nspname = $1 and c.relname = $2`,
-          [identity.schema, input.table],
-        );
-        if (existing.rowCount) {
-          if (!input.replace) {
-            throw ApplicationFailure.nonRetryable(
-              `A table named ${input.table} already exists: choose another name or import with replace: true`,
-              'conflict',
-            );
+            [identity.schema, input.table],
+          );
+          if (existing.rowCount) {
+            // An earlier attempt of this import that Temporal had given up on, still running, committed meanwhile:
+            // its table is the result.
+            if (parseComment(existing.rows[0]!.comment)?.import_id === input.importId) {
+              await client.query('rollback');
+              const kept = await imports.keptResult(input.importId);
+              if (kept) return kept;
+              throw new Error(`import ${input.importId}: its table exists but its result was not kept`);
+            }
+            if (!input.replace) {
+              throw ApplicationFailure.nonRetryable(
+                `A table named ${input.table} already exists: choose another name or import with replace: true`,
+                'conflict',
+              );
+            }
+            await client.query(`drop table ${schema}.${table}`);
           }
-          await client.query(`drop table ${schema}.${table}`);
+          await client.query(`alter table tessera_import.${staging} set schema ${schema}`);
+          await client.query(`alter table ${schema}.${staging} rename to ${table}`);
+          await client.query(`grant select on ${schema}.${table} to ${client.escapeIdentifier(identity.role)}`);
+          const comment: TableComment = { import_id: input.importId, file_id: input.fileId, rows: loaded };
+          await client.query(`comment on table ${schema}.${table} is ${client.escapeLiteral(JSON.stringify(comment))}`);
+          await client.query(`analyze ${schema}.${table}`);
+          await imports.keepResult(input.importId, result);
+          await client.query('commit');
+          await report(read, true);
+          return result;
+        } catch (error) {
+          await client.query('rollback').catch(() => (broken = true));
+          throw error;
+        } finally {
+          client.off('error', onError);
+          client.release(broken);
         }
-        await client.query(`alter table tessera_import.${staging} set schema ${schema}`);
-        await client.query(`alter table ${schema}.${staging} rename to ${table}`);
-        await client.query(`grant select on ${schema}.${table} to ${client.escapeIdentifier(identity.role)}`);
-        const comment: TableComment = { import_id: input.importId, file_id: input.fileId, rows: loaded };
-        await client.query(`comment on table ${schema}.${table} is ${client.escapeLiteral(JSON.stringify(comment))}`);
-        await client.query(`analyze ${schema}.${table}`);
-        await imports.keepResult(input.importId, result);
-        await client.query('commit');
-        await report(read, true);
-        return result;
-      } catch (error) {
-        await client.query('rollback').catch(() => (broken = true));
-        throw error;
-      } finally {
-        client.off('error', onError);
-        client.release(broken);
-      }
-    },
+      }),
 
     async completeTableImport(importId: string, result: TableImportResult): Promise<void> {
       await imports.complete(importId, result);
