@@ -15,10 +15,11 @@ import {
   type RoutedAgent,
 } from '../common/chat-turn.ts';
 import type { SequencedStreamEvent } from '../common/completion.ts';
-import type { ConversationStore, StoredMessage } from './conversations/conversation-store.ts';
+import type { ConversationStore, StoredMessage, TurnTarget } from './conversations/conversation-store.ts';
 import { countPromptTokens } from './credits/tokens.ts';
 import { trimHistory, modelHistory } from './conversations/history.ts';
-import { agentLabel, agentToolCalls, agentTurns } from './agent-metrics.ts';
+import { agentToolCalls } from './agent-metrics.ts';
+import { turnClosed } from './conversations/turn-closer.ts';
 import type { TurnStops } from './streaming/turn-stops.ts';
 import type { StreamHub } from './streaming/stream-hub.ts';
 import type { StreamJournal } from './streaming/stream-journal.ts';
@@ -59,14 +60,6 @@ export interface LoadedMemory {
   id: string;
   content: string;
   importance: number;
-}
-
-export interface TurnTarget {
-  turnId: string;
-  conversationId: string;
-  sessionId: string;
-  channel: string;
-  turn: number;
 }
 
 /** Checked this often while the previous turn runs; its workflow is asked about after `stuckAfterMs`. */
@@ -318,10 +311,7 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
         status: input.status,
         journal: (client) => journal.write(client, input.turnId, [...(input.unjournaled ?? []), last]),
       });
-      if (finished.ended && finished.agentId) {
-        agentTurns.inc({ agent: agentLabel(finished.agentId), outcome: input.status });
-      }
-      hub.publish(input.turnId, last);
+      turnClosed(hub, input.turnId, last, finished, input.status);
     },
   };
   const { runToolCall, ...storageSteps } = steps;

@@ -27,6 +27,9 @@ import type { StreamHub } from './streaming/stream-hub.ts';
 import type { StreamPart } from '../common/stream-parts.ts';
 import { AlongsideFailed, type JournalWriter, type StreamJournal } from './streaming/stream-journal.ts';
 import type { TurnStops } from './streaming/turn-stops.ts';
+import type { StoredMessage, TurnTarget } from './conversations/conversation-store.ts';
+import type { TurnTotals } from '../common/turn-totals.ts';
+import type { PoolClient } from 'pg';
 
 export interface ProviderCallInput {
   requestId: string;
@@ -57,6 +60,39 @@ export interface ProviderCallInput {
    * the call succeeds with what it had (`stopped`), its usage estimated from what was sent and settled.
    */
   stoppable?: boolean;
+  /**
+   * A chat turn's model call that may be its last (turns that are not loops): when its answer ends the turn (it
+   * succeeds, asks for no tool the call offered, and was not stopped), the turn is closed in the transaction of the
+   * call's settlement and last journal batch, by the process's TurnCloser, instead of by a step of its own
+   * (`turnClosed` says so). One local activity and one transaction fewer per turn.
+   */
+  closeTurn?: TurnClosing;
+}
+
+/** What closing a turn with its last model call needs (ProviderCallInput.closeTurn). */
+export interface TurnClosing {
+  target: TurnTarget;
+  sessionKey: string;
+  /** What the turn added before this call, stored from position `firstSeq`. */
+  messages: StoredMessage[];
+  firstSeq: number;
+  /** The agent service's turns: the agent whose answer it is (and `turn-done` carries the cost). */
+  agentId?: string;
+  /** The turn's totals before this call. */
+  totals: TurnTotals;
+}
+
+/** Closes a turn in the transaction of its last model call's settlement (activities/streaming/turn-closer.ts). */
+export interface TurnCloser {
+  /**
+   * Writes the close on `client`: the turn's messages with `answer`, its status and its `turn-done` event at `seq`.
+   * Returns what to do once the transaction has committed (the event to the waiting response, metrics).
+   */
+  close(
+    client: PoolClient,
+    closing: TurnClosing,
+    call: { candidate: Candidate; usage: Usage; metered: boolean; answer: string | null; seq: number },
+  ): Promise<() => void>;
 }
 
 export type ProviderCallOutcome = (
@@ -72,6 +108,8 @@ export type ProviderCallOutcome = (
       nextSeq?: number;
       /** A person stopped the turn during the call: the message is what was streamed, without tool calls. */
       stopped?: boolean;
+      /** The call closed its turn (ProviderCallInput.closeTurn): the turn's last event is written. */
+      turnClosed?: boolean;
     }
   | { outcome: 'skipped'; reason: string; insufficientCredits?: boolean }
   | {
@@ -100,6 +138,8 @@ export interface ProviderCallDependencies {
   ledger: CreditLedger;
   /** Where a stoppable call hears that its turn was stopped. */
   stops?: TurnStops;
+  /** Closes a chat turn with its last model call (ProviderCallInput.closeTurn); without it, the turn closes itself. */
+  turnCloser?: TurnCloser;
   /** Told every attempt's outcome (metrics). */
   observe?: (provider: string, outcome: ProviderCallOutcome['outcome']) => void;
 }
@@ -177,7 +217,9 @@ export class ProviderCalls {
     const journal: { writer?: JournalWriter } = {};
     let outcome = reserved ?? (await this.attempt(input, signal, journal));
     try {
-      outcome.ledgerDone = await this.closeLedger(input, outcome, journal.writer);
+      const closed = await this.closeLedger(input, outcome, journal.writer);
+      outcome.ledgerDone = closed.ledgerDone;
+      if (closed.turnClosed && outcome.outcome === 'succeeded') outcome.turnClosed = true;
     } catch (error) {
       // The journal could not take the answer's end: the attempt fails as it did when its journal failed mid-stream
       // (the hold is left to the workflow's saga).
@@ -220,19 +262,25 @@ export class ProviderCalls {
   }
 
   /**
-   * Settles or releases the attempt's credits, with the journal's last batch when the attempt streamed; false when
-   * metered and the ledger write failed (the journal is written regardless). Throws when the journal failed.
+   * Settles or releases the attempt's credits, with the journal's last batch when the attempt streamed, and closes
+   * the turn when the answer ends it (`closeTurn`), all in one transaction. `ledgerDone` is false when metered and the
+   * ledger write failed (the journal is written regardless), `turnClosed` false when the turn was not closed (the
+   * turn's workflow then closes it). Throws when the journal failed.
    */
   private async closeLedger(
     input: ProviderCallInput,
     outcome: ProviderCallOutcome,
     writer: JournalWriter | undefined,
-  ): Promise<boolean> {
+  ): Promise<{ ledgerDone: boolean; turnClosed: boolean }> {
     const { candidate } = input;
     const creditRate = candidate.creditRate;
+    const closeTurn = this.turnClosing(input, outcome);
     if (!input.metered || !input.userId || creditRate === undefined) {
-      await writer?.close();
-      return true;
+      if (!closeTurn) {
+        await writer?.close();
+        return { ledgerDone: true, turnClosed: false };
+      }
+      return { ledgerDone: true, turnClosed: await this.closeWith(input, writer, closeTurn) };
     }
     const { ledger } = this.dependencies;
     const key = { userId: input.userId, workflowId: ledgerWorkflowId(input), attempt: input.attempt };
@@ -253,21 +301,81 @@ export class ProviderCalls {
         await ledger.release(key, on);
       }
     };
+    if (closeTurn) {
+      const closed = await this.closeWith(input, writer, async (client) => {
+        await write(client);
+        return closeTurn(client);
+      });
+      if (closed) return { ledgerDone: true, turnClosed: true };
+      // The close and the settlement failed together: the settlement is tried alone, the turn closes itself.
+      try {
+        await write();
+        return { ledgerDone: true, turnClosed: false };
+      } catch {
+        return { ledgerDone: false, turnClosed: false };
+      }
+    }
     if (writer) {
       try {
         await writer.close(write);
-        return true;
+        return { ledgerDone: true, turnClosed: false };
       } catch (error) {
-        if (error instanceof AlongsideFailed) return false;
+        if (error instanceof AlongsideFailed) return { ledgerDone: false, turnClosed: false };
         throw error;
       }
     }
     try {
       await write();
-      return true;
+      return { ledgerDone: true, turnClosed: false };
     } catch {
-      return false;
+      return { ledgerDone: false, turnClosed: false };
     }
+  }
+
+  /**
+   * The turn's close, when this attempt's answer ends its turn: it succeeded, was not stopped, and asks for no tool
+   * among those the call offered (the workflow runs none otherwise: it would then close the turn itself).
+   */
+  private turnClosing(
+    input: ProviderCallInput,
+    outcome: ProviderCallOutcome,
+  ): ((client: PoolClient) => Promise<() => void>) | null {
+    const closing = input.closeTurn;
+    const closer = this.dependencies.turnCloser;
+    if (!closing || !closer || outcome.outcome !== 'succeeded' || outcome.stopped || !outcome.message) return null;
+    if (input.request.tools?.length && outcome.message.toolCalls.length > 0) return null;
+    if (outcome.nextSeq === undefined) return null;
+    const call = {
+      candidate: input.candidate,
+      usage: outcome.usage,
+      metered: !!input.metered,
+      answer: outcome.message.content,
+      seq: outcome.nextSeq,
+    };
+    return (client) => closer.close(client, closing, call);
+  }
+
+  /**
+   * Runs `alongside` (which closes the turn) in one transaction with the journal's last batch (a writer with nothing
+   * left, when the answer came from the journal); then what the close does after its commit. False when the
+   * transaction failed (the batch is then written alone).
+   */
+  private async closeWith(
+    input: ProviderCallInput,
+    writer: JournalWriter | undefined,
+    alongside: (client: PoolClient) => Promise<() => void>,
+  ): Promise<boolean> {
+    let afterCommit: (() => void) | undefined;
+    try {
+      await (writer ?? this.dependencies.journal.writer(input.requestId)).close(async (client) => {
+        afterCommit = await alongside(client);
+      });
+    } catch (error) {
+      if (error instanceof AlongsideFailed) return false;
+      throw error;
+    }
+    afterCommit?.();
+    return true;
   }
 
   private async attempt(

@@ -34,6 +34,7 @@ import type { MessengerClient, MessengerPlatform, MessengerSettings } from '../a
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { AgentRoutingSlot } from '../activities/chat-activities.ts';
 import { ConversationStore } from '../activities/conversations/conversation-store.ts';
+import { createTurnCloser } from '../activities/conversations/turn-closer.ts';
 import type { ToolServices, ToolSettings } from '../activities/tools/tool.ts';
 import { MemoryStore } from '../activities/memory/memory-store.ts';
 import { SiteStore, SiteUrls } from '../activities/sites/site-store.ts';
@@ -215,11 +216,14 @@ export function createWorkerDependencies(
     probeTimeoutMs: settings.BREAKER_PROBE_TIMEOUT_MS,
     snapshotTtlMs: settings.BREAKER_SNAPSHOT_TTL_MS,
   });
+  const conversations = new ConversationStore(pool);
   const calls = new ProviderCalls({
     catalogue,
     breaker,
     hub,
     journal,
+    // A chat turn's last model call closes the turn in its own transaction (activities/conversations/turn-closer.ts).
+    turnCloser: createTurnCloser({ conversations, journal, hub }),
     providerTimeouts: {
       connectTimeoutMs: settings.PROVIDER_CONNECT_TIMEOUT_MS,
       idleTimeoutMs: settings.PROVIDER_IDLE_TIMEOUT_MS,
@@ -243,7 +247,6 @@ export function createWorkerDependencies(
     },
     observe,
   });
-  const conversations = new ConversationStore(pool);
   const memories = new MemoryStore(pool);
   // Outgoing mail (send_email) only where an SMTP server is configured: the tool is not offered otherwise.
   const mail = settings.SMTP_URL

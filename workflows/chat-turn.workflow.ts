@@ -58,7 +58,7 @@ import type {
 import { modelKey } from '../common/search-attributes.ts';
 import type { SequencedStreamEvent } from '../common/completion.ts';
 import type { Attempt, CompletionFailureDetails } from '../common/completion.ts';
-import { creditsFor } from '../common/credits.ts';
+import { addModelCall, turnDoneEvent } from '../common/turn-totals.ts';
 import { callWithFailover, modelCallFailure, releaseUnusedHold } from './model-call.ts';
 
 // Beginning waits for the previous turn of the conversation (bounded by that turn's own bounds); the rest are
@@ -297,6 +297,8 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
 
     // Whether the turn made a model call yet (the first one's hold was taken by the API).
     let calledModel = false;
+    // The turn's last model call closed the turn itself (its answer asked for no tool): no close step follows.
+    let closedByCall = false;
     /** One model call with failover, its usage, credits and cost added to the turn's. */
     const callModel = async (withTools: boolean) => {
       if (stopNow()) {
@@ -339,27 +341,32 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
             workflowId: input.turnId,
             ...(heldAttempt !== 1 ? { heldAttempt } : {}),
             ...(unjournaled.length ? { journalFirst: unjournaled } : {}),
-            ...(input.loop ? {} : { stoppable: true }),
+            ...(input.loop
+              ? {}
+              : {
+                  stoppable: true,
+                  // When the answer ends the turn, the call closes it in its own transaction (turn-closer.ts).
+                  closeTurn: {
+                    target,
+                    sessionKey: input.sessionKey,
+                    messages: added,
+                    firstSeq: stored + 1,
+                    ...(input.agent ? { agentId: input.agent.id } : {}),
+                    totals: { model, usage, credits, costUsd },
+                  },
+                }),
           },
         },
       );
       if (served.stopped) stoppedByUser = true;
+      if (served.turnClosed) closedByCall = true;
       unjournaled = [];
       nextAttempt = served.nextAttempt;
       seq = served.nextSeq ?? seq;
-      model = served.candidate.model;
-      usage = {
-        prompt_tokens: usage.prompt_tokens + served.usage.prompt_tokens,
-        completion_tokens: usage.completion_tokens + served.usage.completion_tokens,
-        total_tokens: usage.total_tokens + served.usage.total_tokens,
-      };
-      costUsd +=
-        (served.usage.prompt_tokens * served.candidate.price.input_per_1m +
-          served.usage.completion_tokens * served.candidate.price.output_per_1m) /
-        1_000_000;
-      if (input.metered && served.candidate.creditRate !== undefined) {
-        credits += creditsFor(served.usage.total_tokens, served.candidate.creditRate);
-      }
+      ({ model, usage, credits, costUsd } = addModelCall(
+        { model, usage, credits, costUsd },
+        { candidate: served.candidate, usage: served.usage, metered: input.metered },
+      ));
       return served.message ?? { content: '', toolCalls: [] };
     };
 
@@ -556,30 +563,28 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
         await continueAsNew<typeof chatTurn>({ ...input, loop: { ...input.loop, carry: next } });
       }
     }
-    const final: ChatTurnEvent = {
-      type: 'turn-done',
-      turnId: input.turnId,
-      sessionId: input.sessionKey,
-      model,
-      usage,
-      credits,
+    const final: ChatTurnEvent = turnDoneEvent(
+      { turnId: input.turnId, sessionKey: input.sessionKey, agent: !!input.agent },
+      { model, usage, credits, costUsd },
       response,
-      ...(input.agent ? { costUsd } : {}),
-      ...(input.loop
+      input.loop
         ? { iterations: iteration, ...(stop ? { stop } : {}) }
         : stoppedByUser
           ? { stop: 'cancelled' as const }
-          : {}),
-    };
-    await finishTurn({
-      ...target,
-      status: 'done',
-      messages: added,
-      seq,
-      final,
-      firstSeq: stored + 1,
-      ...(unjournaled.length ? { unjournaled } : {}),
-    });
+          : {},
+    );
+    // (A turn its last call closed has its messages, status and last event stored: that call's answer was whole.)
+    if (!closedByCall) {
+      await finishTurn({
+        ...target,
+        status: 'done',
+        messages: added,
+        seq,
+        final,
+        firstSeq: stored + 1,
+        ...(unjournaled.length ? { unjournaled } : {}),
+      });
+    }
     return { turnId: input.turnId, response, model, usage, credits, toolCalls: toolCalls.length };
   } catch (error) {
     // A loop continuing as new is not a failure: the next run carries on.

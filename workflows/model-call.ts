@@ -50,7 +50,7 @@ export interface ModelCallOptions {
   /** Passed to every attempt (stream position, whether to assemble a streamed message). */
   extra?: Pick<
     CallProviderInput,
-    'seqBase' | 'collectMessage' | 'workflowId' | 'heldAttempt' | 'journalFirst' | 'stoppable'
+    'seqBase' | 'collectMessage' | 'workflowId' | 'heldAttempt' | 'journalFirst' | 'stoppable' | 'closeTurn'
   >;
 }
 

@@ -47,6 +47,15 @@ export interface TurnOpening {
   message: string;
 }
 
+/** A turn, as the writes of its steps name it. */
+export interface TurnTarget {
+  turnId: string;
+  conversationId: string;
+  sessionId: string;
+  channel: string;
+  turn: number;
+}
+
 export interface StoredMessage {
   role: 'user' | 'assistant' | 'tool';
   content: string | null;
@@ -347,7 +356,7 @@ export class ConversationStore {
    * events in the journal (`journal`, the caller's: the stream journal's own insert). `ended` as `finishTurn`.
    */
   async closeTurn(
-    target: { turnId: string; conversationId: string; sessionId: string; turn: number; channel: string },
+    target: TurnTarget,
     close: {
       messages: StoredMessage[];
       firstSeq: number;
@@ -355,12 +364,24 @@ export class ConversationStore {
       journal: (client: PoolClient) => Promise<void>;
     },
   ): Promise<{ ended: boolean; agentId: string | null }> {
-    return transaction(this.pool, async (client) => {
-      if (close.messages.length) await this.appendMessages(target, close.messages, close.firstSeq, client);
-      const ended = await this.finishTurn(target.turnId, close.status, client);
-      await close.journal(client);
-      return ended;
-    });
+    return transaction(this.pool, (client) => this.closeTurnOn(client, target, close));
+  }
+
+  /** `closeTurn`'s writes on `client`, in a transaction the caller runs (a model call's settlement's). */
+  async closeTurnOn(
+    client: PoolClient,
+    target: TurnTarget,
+    close: {
+      messages: StoredMessage[];
+      firstSeq: number;
+      status: 'done' | 'failed';
+      journal: (client: PoolClient) => Promise<void>;
+    },
+  ): Promise<{ ended: boolean; agentId: string | null }> {
+    if (close.messages.length) await this.appendMessages(target, close.messages, close.firstSeq, client);
+    const ended = await this.finishTurn(target.turnId, close.status, client);
+    await close.journal(client);
+    return ended;
   }
 
   /**

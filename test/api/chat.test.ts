@@ -324,9 +324,9 @@ describe('sessions', () => {
     const sent = JSON.stringify(last?.body);
     expect(sent).toContain('My name is Ada.');
     expect(sent).toContain('What is my name?');
-    // The first turn had ended: the second read its history in its opening, and its workflow is the model call and
-    // the close, with no first step.
-    expect(await stepsOf(second.headers.get('x-turn-id')!)).toEqual(['callProvider', 'finishTurn']);
+    // The first turn had ended: the second read its history in its opening, and its workflow is one step, the model
+    // call, which closed the turn with its answer (no first step, no close of its own).
+    expect(await stepsOf(second.headers.get('x-turn-id')!)).toEqual(['callProvider']);
     // Where the API's time went, by stage, as the completions endpoint reports it.
     const stages = (second.headers.get('server-timing') ?? '').split(', ').map((entry) => entry.split(';')[0]);
     expect(stages).toEqual(['receive', 'auth', 'plan', 'open', 'start', 'model', 'turn']);
@@ -345,7 +345,7 @@ describe('sessions', () => {
     const sent = JSON.stringify((await platform.simulator.requests()).last?.body);
     expect(sent).toContain('A slow question.');
     expect(sent).toContain('Simulated reply');
-    expect(await stepsOf(second.headers.get('x-turn-id')!)).toEqual(['beginTurn', 'callProvider', 'finishTurn']);
+    expect(await stepsOf(second.headers.get('x-turn-id')!)).toEqual(['beginTurn', 'callProvider']);
   });
 
   it('answers two messages sent at once in order, the second seeing the first', async () => {
