@@ -56,6 +56,15 @@ export interface TurnTarget {
   turn: number;
 }
 
+/** What closing a turn writes (ConversationStore.closeTurn): its messages from `firstSeq`, its status, its last events. */
+export interface TurnClose {
+  messages: StoredMessage[];
+  firstSeq: number;
+  status: 'done' | 'failed';
+  /** Writes the turn's last events to the stream journal on the close's transaction. */
+  journal: (client: PoolClient) => Promise<void>;
+}
+
 export interface StoredMessage {
   role: 'user' | 'assistant' | 'tool';
   content: string | null;
@@ -355,15 +364,7 @@ export class ConversationStore {
    * Closes a turn in one transaction: the messages it added (from position `firstSeq`), its status, and its last
    * events in the journal (`journal`, the caller's: the stream journal's own insert). `ended` as `finishTurn`.
    */
-  async closeTurn(
-    target: TurnTarget,
-    close: {
-      messages: StoredMessage[];
-      firstSeq: number;
-      status: 'done' | 'failed';
-      journal: (client: PoolClient) => Promise<void>;
-    },
-  ): Promise<{ ended: boolean; agentId: string | null }> {
+  async closeTurn(target: TurnTarget, close: TurnClose): Promise<{ ended: boolean; agentId: string | null }> {
     return transaction(this.pool, (client) => this.closeTurnOn(client, target, close));
   }
 
@@ -371,12 +372,7 @@ export class ConversationStore {
   async closeTurnOn(
     client: PoolClient,
     target: TurnTarget,
-    close: {
-      messages: StoredMessage[];
-      firstSeq: number;
-      status: 'done' | 'failed';
-      journal: (client: PoolClient) => Promise<void>;
-    },
+    close: TurnClose,
   ): Promise<{ ended: boolean; agentId: string | null }> {
     if (close.messages.length) await this.appendMessages(target, close.messages, close.firstSeq, client);
     const ended = await this.finishTurn(target.turnId, close.status, client);
