@@ -335,7 +335,8 @@ describe('sessions', () => {
   it('waits for a turn still running before reading the history, and sees its answer', async () => {
     const sessionId = newSession();
     await platform.simulator.resetRequests();
-    await platform.simulator.addFault({ times: 1, fault: { latency_ms: 1_500 } });
+    // Long enough that the second message opens while the first waits, even on a busy machine.
+    await platform.simulator.addFault({ times: 1, fault: { latency_ms: 4_000 } });
     const first = chat({ message: 'A slow question.', session_id: sessionId });
     // The second message is sent once the first turn's model call is under way.
     await waitFor('the first turn at the provider', async () => (await platform.simulator.requests()).total >= 1);
