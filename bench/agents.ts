@@ -21,10 +21,11 @@
  * Without the endpoint (HTTP 404, say) the direct arm is still measured and the report says why the agent arm failed.
  */
 import { randomBytes } from 'node:crypto';
-import { createBenchKey, type Platform } from './arms.ts';
+import { createBenchKey, shippedProcesses, type Platform } from './arms.ts';
 import { benchLog, endBench, quick } from './bench-process.ts';
 import { post, postAgentChat, type AgentSample, type Sample, type Target } from './http-client.ts';
 import { addedCell, failureLines, ms, rateCell, ratioCell, reportLead, writeResults } from './report.ts';
+import { roles, snapshot, total, usageBetween, type Snapshot, type Usage } from './resources.ts';
 import {
   figures,
   firstFailureLines,
@@ -49,14 +50,37 @@ interface ArmFigures extends MeasuredRow {
   /** The agent arm only. */
   routed?: Figures;
   firstToken: Figures;
+  /** What every process of the platform spent over the measured calls (the agent arm). */
+  usage?: Usage;
 }
 
-/** A warm-up, then `messages` measured calls from `clients` clients. */
-async function measure(arm: string, clients: number, call: () => Promise<AgentSample | Sample>): Promise<ArmFigures> {
-  const result = await measureCalls<AgentSample>(clients, messages, call);
+/**
+ * A warm-up, then `messages` measured calls from `clients` clients; with `platform`, the CPU and writes of its
+ * processes over the measured calls.
+ */
+async function measure(
+  arm: string,
+  clients: number,
+  call: () => Promise<AgentSample | Sample>,
+  platform?: Platform,
+): Promise<ArmFigures> {
+  let before: Snapshot | undefined;
+  let usage: Usage | undefined;
+  const result = await measureCalls<AgentSample>(
+    clients,
+    messages,
+    call,
+    platform
+      ? {
+          beforeLoad: async () => void (before = await snapshot(await shippedProcesses(platform))),
+          afterLoad: async () => void (usage = usageBetween(before!, await snapshot(await shippedProcesses(platform)))),
+        }
+      : {},
+  );
   const samples = result.samples;
   const measured: ArmFigures = {
     ...measuredRow(arm, clients, result),
+    ...(usage ? { usage } : {}),
     ...(samples.some((sample) => sample.routedMs !== undefined)
       ? { routed: figures(samples.map((sample) => sample.routedMs)) }
       : {}),
@@ -90,6 +114,26 @@ function phaseTable(rows: ArmFigures[]): string {
     );
   }
   lines.push(...firstFailureLines(rows));
+  return lines.join('\n');
+}
+
+/** CPU per message of every platform process, by role, beside the rate (the agent arm of each phase). */
+function costTable(): string {
+  const shown = roles.filter((role) => role !== 'other');
+  const lines = [
+    `| clients | messages/s | CPU ms per message: ${shown.join(' / ')} | **CPU ms total** | CPU busy (of 2 cores) |`,
+    '|---:|---:|---|---:|---:|',
+  ];
+  for (const phase of phases) {
+    for (const row of phase.rows) {
+      if (!row.usage) continue;
+      const per = (seconds: number) => ms((seconds * 1000) / Math.max(1, row.n));
+      lines.push(
+        `| ${row.clients} | ${rateCell(row.perSecond)} | ${shown.map((role) => per(row.usage!.cpu.get(role) ?? 0)).join(' / ')} | ` +
+          `**${per(total(row.usage.cpu))}** | ${Math.round((total(row.usage.cpu) / row.usage.seconds / 2) * 100)} % |`,
+      );
+    }
+  }
   return lines.join('\n');
 }
 
@@ -138,7 +182,7 @@ async function runPhases(platform: Platform, upstreamUrl: string): Promise<void>
     const title = clients === 1 ? `${messages} messages, one after another` : `${messages} messages from 8 clients`;
     log(title);
     const rows = [await measure('direct', clients, directCall)];
-    if (!agentBroken) rows.push(await measure('agent chat', clients, agentCall));
+    if (!agentBroken) rows.push(await measure('agent chat', clients, agentCall, platform));
     phases.push({ title, rows });
   }
   if (agentBroken) throw new Error(agentBroken);
@@ -146,6 +190,18 @@ async function runPhases(platform: Platform, upstreamUrl: string): Promise<void>
 
 async function writeReport(): Promise<void> {
   const sections = phases.flatMap((phase) => [`## ${phase.title}`, '', phaseTable(phase.rows), '']);
+  if (phases.some((phase) => phase.rows.some((row) => row.usage))) {
+    sections.push(
+      '## What the platform spends per message (agent chat)',
+      '',
+      costTable(),
+      '',
+      'CPU of every process of `npm start` over the measured messages (`/proc`), by role: the API (which serves both ' +
+        'services and runs the turns: eager start, its in-process worker), the background worker, the Temporal dev ' +
+        'server, PostgreSQL, and npm; divided by the messages that counted.',
+      '',
+    );
+  }
   await writeResults(
     'agents-results.md',
     'Tessera agent-chat benchmark',

@@ -40,6 +40,8 @@ export async function measureCalls<T extends Sample>(
   clients: number,
   requests: number,
   call: () => Promise<T>,
+  /** Called right before and right after the measured calls (after the warm-up): e.g. to meter the processes. */
+  hooks: { beforeLoad?: () => Promise<void>; afterLoad?: () => Promise<void> } = {},
 ): Promise<Measured<T>> {
   let firstFailure: string | undefined;
   const tracked = async () => {
@@ -49,7 +51,9 @@ export async function measureCalls<T extends Sample>(
   };
   await runLoad({ concurrency: clients, requests: Math.max(clients * 2, quick ? 2 : 20), maxMs: 30_000 }, tracked);
   firstFailure = undefined;
+  await hooks.beforeLoad?.();
   const result = await runLoad({ concurrency: clients, requests, maxMs: 600_000 }, tracked);
+  await hooks.afterLoad?.();
   return {
     samples: result.samples as T[],
     errors: result.errors,
