@@ -40,6 +40,18 @@ export async function cloneTestDatabase(): Promise<{ url: string; drop(): Promis
       const admin = new pg.Client({ connectionString: adminUrl });
       await admin.connect();
       try {
+        // The test's own pools may still be closing their connections: pg-pool's end() resolves before each socket
+        // has closed, and a forced drop then kills a backend mid-close, whose FATAL reaches the ended pool as an
+        // 'error' nobody listens to ("Unhandled error … terminating connection due to administrator command", seen
+        // once in CI). They go within moments; what is still connected after that (a platform's) is forced.
+        for (const deadline = Date.now() + 5_000; Date.now() < deadline;) {
+          const { rows } = await admin.query<{ connected: number }>(
+            'select count(*)::int as connected from pg_stat_activity where datname = $1',
+            [name],
+          );
+          if (!rows[0]?.connected) break;
+          await new Promise((resolve) => setTimeout(resolve, 25));
+        }
         await admin.query(`drop database if exists ${name} with (force)`);
       } finally {
         await admin.end();

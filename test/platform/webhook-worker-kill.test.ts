@@ -131,8 +131,8 @@ it('finishes a webhook run killed mid-way after a restart, once', async () => {
     },
     180_000,
   );
-  // The whole view on a failure: its error says why the run ended.
-  expect(run).toMatchObject({ status: 'done' });
+  // The whole view on a failure (its error says why the run ended): toMatchObject would show the status alone.
+  expect(run).toEqual(expect.objectContaining({ status: 'done' }));
 
   // Answered once: in the chat (after the link's confirmation), one turn in the run's session.
   await waitFor('the forwarded answer', async () => (await sentToTelegram(chat)).length >= 2, 60_000);
