@@ -82,7 +82,7 @@ export interface TurnClosing {
   totals: TurnTotals;
 }
 
-/** Closes a turn in the transaction of its last model call's settlement (activities/streaming/turn-closer.ts). */
+/** Closes a turn in the transaction of its last model call's settlement (activities/conversations/turn-closer.ts). */
 export interface TurnCloser {
   /**
    * Writes the close on `client`: the turn's messages with `answer`, its status and its `turn-done` event at `seq`.
@@ -272,48 +272,21 @@ export class ProviderCalls {
     outcome: ProviderCallOutcome,
     writer: JournalWriter | undefined,
   ): Promise<{ ledgerDone: boolean; turnClosed: boolean }> {
-    const { candidate } = input;
-    const creditRate = candidate.creditRate;
+    const write = this.ledgerWrite(input, outcome);
     const closeTurn = this.turnClosing(input, outcome);
-    if (!input.metered || !input.userId || creditRate === undefined) {
-      if (!closeTurn) {
-        await writer?.close();
-        return { ledgerDone: true, turnClosed: false };
-      }
-      return { ledgerDone: true, turnClosed: await this.closeWith(input, writer, closeTurn) };
-    }
-    const { ledger } = this.dependencies;
-    const key = { userId: input.userId, workflowId: ledgerWorkflowId(input), attempt: input.attempt };
-    const write = async (on?: Parameters<typeof ledger.settle>[1]) => {
-      if (outcome.outcome === 'succeeded') {
-        await ledger.settle(
-          {
-            ...key,
-            amount: creditsFor(outcome.usage.total_tokens, creditRate),
-            model: candidate.model,
-            promptTokens: outcome.usage.prompt_tokens,
-            completionTokens: outcome.usage.completion_tokens,
-            estimated: outcome.usageEstimated,
-          },
-          on,
-        );
-      } else {
-        await ledger.release(key, on);
-      }
-    };
     if (closeTurn) {
       const closed = await this.closeWith(input, writer, async (client) => {
-        await write(client);
+        await write?.(client);
         return closeTurn(client);
       });
       if (closed) return { ledgerDone: true, turnClosed: true };
-      // The close and the settlement failed together: the settlement is tried alone, the turn closes itself.
-      try {
-        await write();
-        return { ledgerDone: true, turnClosed: false };
-      } catch {
-        return { ledgerDone: false, turnClosed: false };
-      }
+      // The close failed, and the settlement with it: the batch was written alone (the writer is closed); the
+      // settlement is tried alone below, and the turn closes itself.
+      writer = undefined;
+    }
+    if (!write) {
+      await writer?.close();
+      return { ledgerDone: true, turnClosed: false };
     }
     if (writer) {
       try {
@@ -330,6 +303,35 @@ export class ProviderCalls {
     } catch {
       return { ledgerDone: false, turnClosed: false };
     }
+  }
+
+  /** The attempt's ledger write: its settlement when it succeeded, else the release of its hold; null when unmetered. */
+  private ledgerWrite(
+    input: ProviderCallInput,
+    outcome: ProviderCallOutcome,
+  ): ((on?: PoolClient) => Promise<void>) | null {
+    const { candidate } = input;
+    const creditRate = candidate.creditRate;
+    if (!input.metered || !input.userId || creditRate === undefined) return null;
+    const { ledger } = this.dependencies;
+    const key = { userId: input.userId, workflowId: ledgerWorkflowId(input), attempt: input.attempt };
+    return async (on) => {
+      if (outcome.outcome === 'succeeded') {
+        await ledger.settle(
+          {
+            ...key,
+            amount: creditsFor(outcome.usage.total_tokens, creditRate),
+            model: candidate.model,
+            promptTokens: outcome.usage.prompt_tokens,
+            completionTokens: outcome.usage.completion_tokens,
+            estimated: outcome.usageEstimated,
+          },
+          on,
+        );
+      } else {
+        await ledger.release(key, on);
+      }
+    };
   }
 
   /**

@@ -24,8 +24,8 @@ import { randomBytes } from 'node:crypto';
 import { createBenchKey, shippedProcesses, type Platform } from './arms.ts';
 import { benchLog, endBench, quick } from './bench-process.ts';
 import { post, postAgentChat, type AgentSample, type Sample, type Target } from './http-client.ts';
-import { addedCell, failureLines, ms, rateCell, ratioCell, reportLead, writeResults } from './report.ts';
-import { roles, snapshot, total, usageBetween, type Snapshot, type Usage } from './resources.ts';
+import { addedCell, costTable, failureLines, ms, rateCell, ratioCell, reportLead, writeResults } from './report.ts';
+import { snapshot, usageBetween, type Snapshot, type Usage } from './resources.ts';
 import {
   figures,
   firstFailureLines,
@@ -117,26 +117,6 @@ function phaseTable(rows: ArmFigures[]): string {
   return lines.join('\n');
 }
 
-/** CPU per message of every platform process, by role, beside the rate (the agent arm of each phase). */
-function costTable(): string {
-  const shown = roles.filter((role) => role !== 'other');
-  const lines = [
-    `| clients | messages/s | CPU ms per message: ${shown.join(' / ')} | **CPU ms total** | CPU busy (of 2 cores) |`,
-    '|---:|---:|---|---:|---:|',
-  ];
-  for (const phase of phases) {
-    for (const row of phase.rows) {
-      if (!row.usage) continue;
-      const per = (seconds: number) => ms((seconds * 1000) / Math.max(1, row.n));
-      lines.push(
-        `| ${row.clients} | ${rateCell(row.perSecond)} | ${shown.map((role) => per(row.usage!.cpu.get(role) ?? 0)).join(' / ')} | ` +
-          `**${per(total(row.usage.cpu))}** | ${Math.round((total(row.usage.cpu) / row.usage.seconds / 2) * 100)} % |`,
-      );
-    }
-  }
-  return lines.join('\n');
-}
-
 const startedAt = Date.now();
 const phases: Array<{ title: string; rows: ArmFigures[] }> = [];
 let failure: string | undefined;
@@ -194,11 +174,19 @@ async function writeReport(): Promise<void> {
     sections.push(
       '## What the platform spends per message (agent chat)',
       '',
-      costTable(),
+      costTable(
+        phases.map((phase) => ({
+          cell: phase,
+          arms: phase.rows.map((row) => ({ arm: row.arm, summary: row, ...(row.usage ? { usage: row.usage } : {}) })),
+        })),
+        'message',
+      ),
       '',
-      'CPU of every process of `npm start` over the measured messages (`/proc`), by role: the API (which serves both ' +
-        'services and runs the turns: eager start, its in-process worker), the background worker, the Temporal dev ' +
-        'server, PostgreSQL, and npm; divided by the messages that counted.',
+      'CPU and bytes written by every process of `npm start` over the measured messages (`/proc`), by role: the API ' +
+        '(which serves both services and runs the turns: eager start, its in-process worker), the background worker, ' +
+        'the Temporal dev server, PostgreSQL, and npm; divided by the messages that counted. The processes’ bytes are ' +
+        'what they dirtied in the page cache (bench/chat-results.md says how this kernel counts them); the machine ' +
+        'column is what the block devices received.',
       '',
     );
   }

@@ -68,9 +68,16 @@ export function cellTable({ cell, arms }: CellResult): string {
 
 /**
  * CPU milliseconds and kilobytes written per request (`unit`: what one request is, e.g. a completion), by process
- * role, for each metered (platform) arm of each cell.
+ * role, for each metered (platform) arm of each cell (or phase: only its title, and each arm's count and rate, are
+ * read).
  */
-export function costTable(results: CellResult[], unit = 'completion'): string {
+export function costTable(
+  results: Array<{
+    cell: Pick<CellSpec, 'title'>;
+    arms: Array<{ arm: string; summary: Pick<Summary, 'n' | 'perSecond'>; usage?: Usage }>;
+  }>,
+  unit = 'completion',
+): string {
   const shown: Role[] = roles.filter((role) => role !== 'other');
   const written: Role[] = ['API', 'Temporal', 'PostgreSQL'];
   const lines = [

@@ -1,7 +1,7 @@
 /**
  * What a chat turn has used so far, and the `turn-done` event it ends with. One place for the arithmetic, because two
  * places apply it: the turn's workflow, and the turn's last model call when that call closes the turn in its own
- * transaction (activities/streaming/turn-closer.ts). Workflow code: no zod, nothing with side effects.
+ * transaction (activities/conversations/turn-closer.ts). Workflow code: no zod, nothing with side effects.
  */
 import type { Usage } from './chat.ts';
 import type { ChatTurnEvent } from './chat-turn.ts';
