@@ -1,10 +1,11 @@
 /**
  * The edge's text check (common/text.ts says what text is acceptable, and why), for both services and every route:
  * `urlText` checks the path's segments and the query's names and values of every request, before anything else
- * reads them; `bodyText` checks every string and field name of a parsed JSON body, right after the body parser.
- * Either answers 400 `invalid_request` naming the field, and nothing runs. Routes that read their raw body (the
- * signed webhooks) come before `bodyText`: the messaging apps' text is checked by their inbox, which answers the
- * chat rather than the platform (api/gateway/routes/webhooks/inbound.ts).
+ * reads them, decoded from the raw URL (percent-encoded bytes that are not UTF-8 are refused there, where Koa's
+ * query parser would turn them into U+FFFD); `bodyText` checks every string and field name of a parsed JSON body,
+ * right after the body parser. Either answers 400 `invalid_request` naming the field, and nothing runs. Routes that
+ * read their raw body (the signed webhooks) come before `bodyText`: the messaging apps' text is checked by their
+ * inbox, which answers the chat rather than the platform (api/gateway/routes/webhooks/inbound.ts).
  */
 import type { Middleware } from 'koa';
 import { findTextProblem, textProblem } from '../common/text.ts';
@@ -26,20 +27,66 @@ export function urlText(): Middleware {
       const problem = textProblem(decoded);
       if (problem) throw new ApiError('invalid_request', `path: segment ${index} ${problem}`, { param: 'path' });
     }
-    if (context.querystring) {
-      for (const [name, value] of Object.entries(context.query)) {
-        const nameProblem = textProblem(name);
-        if (nameProblem) {
-          throw new ApiError('invalid_request', `query: a parameter name ${nameProblem}`, { param: 'query' });
-        }
-        for (const item of Array.isArray(value) ? value : [value ?? '']) {
-          const problem = textProblem(item);
-          if (problem) throw new ApiError('invalid_request', `${name}: ${problem}`, { param: name });
-        }
-      }
-    }
+    // The raw query string, not `context.query`: its parser turns percent-encoded bytes that are not UTF-8 into
+    // U+FFFD, so a refused value would be served as something the caller never sent.
+    if (context.querystring) refuseUnacceptableQuery(context.querystring);
     await next();
   };
+}
+
+/**
+ * Checks every name and value of a raw query string, decoded as `application/x-www-form-urlencoded` is (`+` is a
+ * space; a `%` not followed by two hex digits is itself) but strictly: percent-encoded bytes that do not form
+ * UTF-8 (`%FF`, the overlong `%C0%80`, the encoded surrogate `%ED%A0%80`) are refused rather than replaced.
+ */
+function refuseUnacceptableQuery(querystring: string): void {
+  for (const pair of querystring.split('&')) {
+    if (!pair) continue;
+    const equals = pair.indexOf('=');
+    const name = formDecode(equals === -1 ? pair : pair.slice(0, equals));
+    if (name === null) {
+      throw new ApiError('invalid_request', 'query: a parameter name is not valid percent-encoded UTF-8', {
+        param: 'query',
+      });
+    }
+    const nameProblem = textProblem(name);
+    if (nameProblem) {
+      throw new ApiError('invalid_request', `query: a parameter name ${nameProblem}`, { param: 'query' });
+    }
+    const value = formDecode(equals === -1 ? '' : pair.slice(equals + 1));
+    if (value === null) {
+      throw new ApiError('invalid_request', `${name}: is not valid percent-encoded UTF-8`, { param: name });
+    }
+    const problem = textProblem(value);
+    if (problem) throw new ApiError('invalid_request', `${name}: ${problem}`, { param: name });
+  }
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+const isHexDigit = (byte: number | undefined) =>
+  byte !== undefined &&
+  ((byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66));
+
+/** One form-encoded name or value decoded as URLSearchParams does, or null where its bytes are not UTF-8. */
+function formDecode(raw: string): string | null {
+  const spaced = raw.replaceAll('+', ' ');
+  if (!spaced.includes('%')) return spaced;
+  const input = Buffer.from(spaced, 'utf8');
+  const bytes = new Uint8Array(input.length);
+  let length = 0;
+  for (let index = 0; index < input.length; index++) {
+    if (input[index] === 0x25 && isHexDigit(input[index + 1]) && isHexDigit(input[index + 2])) {
+      bytes[length++] = Number.parseInt(input.toString('latin1', index + 1, index + 3), 16);
+      index += 2;
+    } else {
+      bytes[length++] = input[index]!;
+    }
+  }
+  try {
+    return strictUtf8.decode(bytes.subarray(0, length));
+  } catch {
+    return null;
+  }
 }
 
 export function bodyText(): Middleware {

@@ -34,8 +34,20 @@ type Json = Record<string, any>;
 
 /** Path segments a client can send: percent-encoded NUL, raw `%00`, another C0 control, an encoded lone surrogate. */
 const hostileSegments = ['a%00b', '%00', 'a%01b', '%ED%A0%80', '%E0%A4%A'];
-/** Query strings with the same, as a value and as a name. */
-const hostileQueries = ['q=a%00b', 'limit=%00&session_id=%00', 'x%00=1', 'q=%1B%5B31m'];
+/**
+ * Query strings with the same, as a value and as a name; and percent-encoded bytes that are not UTF-8 (an encoded
+ * lone surrogate, a byte no UTF-8 has, an overlong NUL), which a query parser would turn into U+FFFD.
+ */
+const hostileQueries = [
+  'q=a%00b',
+  'limit=%00&session_id=%00',
+  'x%00=1',
+  'q=%1B%5B31m',
+  'q=%ED%A0%80',
+  'limit=%FF',
+  'type=%C0%80',
+  '%FF=1',
+];
 /** JSON bodies (as sent, so a lone surrogate escape arrives as one): NUL in a value, deep, in a key; a surrogate. */
 const hostileBodies = [
   '{"message":"hi\\u0000there","name":"a\\u0000b","email":"a\\u0000@example.com","content":"x\\u0000"}',
@@ -190,6 +202,36 @@ describe('hostile text at every route', () => {
     const query = await platform.agents('/search/messages?q=a%00b', { key });
     expect(query.status).toBe(400);
     expect(await query.json()).toMatchObject({ error: { type: 'invalid_request', param: 'q' } });
+    // Percent-encoded bytes that are not UTF-8 are refused naming the parameter, on both services, not served as
+    // U+FFFD: the searches (memory, messages, files) and the model list.
+    for (const bytes of ['%ED%A0%80', '%FF', '%C0%80', 'a%E0%A4%A']) {
+      for (const [service, path, param] of [
+        ['agents', `/memory/search?q=${bytes}`, 'q'],
+        ['agents', `/search/messages?q=${bytes}`, 'q'],
+        ['agents', `/rag/search?q=${bytes}`, 'q'],
+        ['agents', `/memory/search?q=fine&limit=${bytes}`, 'limit'],
+        ['gateway', `/v1/models?type=${bytes}`, 'type'],
+        ['gateway', `/v1/models?include=${bytes}`, 'include'],
+        ['gateway', `/v1/models?${bytes}=1`, 'query'],
+      ] as const) {
+        const response = await (service === 'agents' ? platform.agents : platform.fetch)(path, { key });
+        expect({ path, status: response.status, body: (await response.json()) as Json }).toEqual({
+          path,
+          status: 400,
+          body: {
+            error: {
+              type: 'invalid_request',
+              message: expect.stringContaining('not valid percent-encoded UTF-8'),
+              param,
+            },
+          },
+        });
+      }
+    }
+    // DEL is text (common/text.ts), in a query as in a body: it arrives as sent, as do `+`, a lone `%` and UTF-8.
+    const del = await platform.agents('/memory/search?q=a%7Fb+c%25d+100%+%E2%82%AC', { key });
+    expect(del.status).toBe(200);
+    expect(((await del.json()) as Json).query).toBe('a\u007fb c%d 100% €');
     // Tab, line feed and carriage return are text.
     const fine = await post('/api/v1/apikeys', '{"name":"line one\\nline\\ttwo\\r"}');
     expect(fine.status).toBe(201);
