@@ -5,6 +5,7 @@
 import type { Context, Middleware } from 'koa';
 import type { ZodError } from 'zod';
 import { errorStatus, type ErrorBody, type ErrorType } from '../common/errors.ts';
+import { isStoreOutage } from '../db/errors.ts';
 import type { Logger } from '../process/logger.ts';
 
 export class ApiError extends Error {
@@ -14,11 +15,13 @@ export class ApiError extends Error {
   readonly param: string | undefined;
   /** For a model outside the caller's plan: the cheapest plan that unlocks it. */
   readonly requiredPlan: string | undefined;
+  /** A request that may still complete although this error answered it: where to look it up. */
+  readonly requestId: string | undefined;
 
   constructor(
     type: ErrorType,
     message: string,
-    options: { retryAfterSeconds?: number; param?: string; requiredPlan?: string } = {},
+    options: { retryAfterSeconds?: number; param?: string; requiredPlan?: string; requestId?: string } = {},
   ) {
     super(message);
     this.type = type;
@@ -26,6 +29,7 @@ export class ApiError extends Error {
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.param = options.param;
     this.requiredPlan = options.requiredPlan;
+    this.requestId = options.requestId;
   }
 
   body(): ErrorBody {
@@ -36,6 +40,7 @@ export class ApiError extends Error {
         ...(this.retryAfterSeconds !== undefined ? { retry_after: this.retryAfterSeconds } : {}),
         ...(this.param !== undefined ? { param: this.param } : {}),
         ...(this.requiredPlan !== undefined ? { required_plan: this.requiredPlan } : {}),
+        ...(this.requestId !== undefined ? { request_id: this.requestId } : {}),
       },
     };
   }
@@ -88,6 +93,59 @@ function toApiError(error: unknown, logger: Logger, context: Context): ApiError 
   if (httpError.status === 405 || httpError.status === 501) {
     return new ApiError('invalid_request', `Method ${context.method} is not allowed on ${context.path}`);
   }
+  const outage = outageOf(error);
+  if (outage) {
+    logger.warn({ err: error, path: context.path, dependency: outage }, 'dependency unavailable');
+    return dependencyUnavailable(outage);
+  }
   logger.error({ err: error, path: context.path }, 'unhandled error');
   return new ApiError('internal_error', 'Internal server error');
+}
+
+/** What the API process depends on (api/readiness.ts watches both). */
+export type DependencyName = 'database' | 'temporal';
+
+/** Seconds a client is told to wait when a dependency is down: about the time a supervised restart takes. */
+export const outageRetryAfterSeconds = 5;
+
+/**
+ * The 503 a client gets while a dependency of the platform is down (docs/operations.md, "When a part fails"):
+ * nothing the request asked for was done, unless the error names a `request_id` (`options.requestId`), whose
+ * request may still complete and be charged (GET /api/v1/requests/{id} tells).
+ */
+export function dependencyUnavailable(name: DependencyName, options: { requestId?: string } = {}): ApiError {
+  const what = name === 'database' ? 'The platform’s database' : 'The platform’s workflow engine (Temporal)';
+  const pending = options.requestId
+    ? `; the request may still complete: look it up at GET /api/v1/requests/${options.requestId} before sending it again without an Idempotency-Key`
+    : '';
+  return new ApiError('service_unavailable', `${what} is unavailable right now; retry shortly${pending}`, {
+    retryAfterSeconds: outageRetryAfterSeconds,
+    requestId: options.requestId,
+  });
+}
+
+/**
+ * Whether an error says the Temporal server could not be reached: gRPC UNAVAILABLE (14) or DEADLINE_EXCEEDED (4)
+ * anywhere in its cause chain, or the transport's connection errors.
+ */
+export function isTemporalOutage(error: unknown): boolean {
+  for (let cause = error, depth = 0; cause && depth < 6; depth++) {
+    if (typeof cause === 'object') {
+      const code = (cause as { code?: unknown }).code;
+      if (code === 14 || code === 4) return true;
+      const message = (cause as { message?: unknown }).message;
+      if (typeof message === 'string' && /transport error|tcp connect error|Connection refused/i.test(message)) {
+        return true;
+      }
+    }
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/** The dependency whose outage an error reports, if any. */
+export function outageOf(error: unknown): DependencyName | null {
+  if (isStoreOutage(error)) return 'database';
+  if (isTemporalOutage(error)) return 'temporal';
+  return null;
 }

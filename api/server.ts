@@ -30,6 +30,7 @@ import {
   startCreditHoldSweepSchedule,
 } from '../worker/schedules.ts';
 import { Metrics } from './observability.ts';
+import { Readiness, readinessInterceptor } from './readiness.ts';
 import { PrincipalCache } from './principal-cache.ts';
 import { RateLimits } from './rate-limit.ts';
 import { OpenStreams } from './gateway/routes/completions/routes.ts';
@@ -59,7 +60,18 @@ export async function startGateway(
   const orm = await openOrm(settings.DATABASE_URL);
   installTemporalRuntime();
   const connection = await NativeConnection.connect({ address: settings.TEMPORAL_ADDRESS });
-  const client = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
+  // Its PostgreSQL and Temporal, probed for /health; while Temporal is seen down, calls to it fail fast with 503.
+  const readiness = new Readiness({
+    databaseUrl: settings.DATABASE_URL,
+    temporal: connection,
+    namespace: settings.TEMPORAL_NAMESPACE,
+  });
+  readiness.start();
+  const client = new Client({
+    connection,
+    namespace: settings.TEMPORAL_NAMESPACE,
+    interceptors: { workflow: [readinessInterceptor(readiness)] },
+  });
   const metrics = new Metrics({ defaultMetrics: true });
   const dependencies = createWorkerDependencies(
     orm,
@@ -91,6 +103,7 @@ export async function startGateway(
     masterKey: settings.MASTER_KEY,
     version,
     logger,
+    readiness,
     openStreams,
     rateLimits,
     principals,
@@ -154,6 +167,7 @@ export async function startGateway(
         stopWorker(worker, workerRun),
         ...(agentsWorker ? [stopWorker(agentsWorker.worker, agentsWorker.run)] : []),
       ]).catch((error: unknown) => logger.error({ err: error }, 'worker stopped with an error'));
+      await readiness.close();
       await connection.close();
       await rateLimits.close();
       await usageFold.stop();

@@ -19,8 +19,9 @@ export function roleOf(info: ProcessInfo): Role {
     return 'Temporal';
   }
   if (cmdline.includes('worker/main.ts')) return 'worker';
-  if (cmdline.includes('scripts/start.ts') || cmdline.includes('api/server.ts')) return 'API';
-  if (comm === 'npm' || /\bnpm\b/.test(cmdline) || comm === 'sh') return 'npm';
+  if (cmdline.includes('api/server.ts')) return 'API';
+  // `npm start`'s own process supervises the others (and plays the providers when no key is set): a launcher.
+  if (comm === 'npm' || /\bnpm\b/.test(cmdline) || comm === 'sh' || cmdline.includes('scripts/start.ts')) return 'npm';
   return 'other';
 }
 

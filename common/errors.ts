@@ -28,5 +28,7 @@ export interface ErrorBody {
     provider?: string;
     param?: string;
     required_plan?: string;
+    /** With a 503 whose request may still complete: the id to look it up by. */
+    request_id?: string;
   };
 }

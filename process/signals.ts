@@ -4,6 +4,8 @@ import { createLogger, type Logger } from './logger.ts';
 /**
  * Stops on SIGTERM/SIGINT after draining; a second signal a second later exits at once. (A terminal's Ctrl-C
  * reaches the whole process group and `npm start` forwards SIGTERM too: that near-simultaneous pair is one.)
+ * A process that `npm start` supervises (TESSERA_SUPERVISED=1, scripts/lib/supervisor.ts) also drains and exits
+ * when its supervisor is gone (killed without the chance to stop it): nothing of the platform runs unsupervised.
  */
 export function stopOnSignals(stop: () => Promise<void>, logger: Logger = createLogger('process')): void {
   let firstSignalAt = 0;
@@ -24,4 +26,13 @@ export function stopOnSignals(stop: () => Promise<void>, logger: Logger = create
   };
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
+  if (process.env.TESSERA_SUPERVISED === '1') {
+    const parent = process.ppid;
+    const watch = setInterval(() => {
+      if (process.ppid === parent) return;
+      clearInterval(watch);
+      onSignal('supervisor gone');
+    }, 1_000);
+    watch.unref();
+  }
 }

@@ -2,14 +2,14 @@
  * `npm start`: the whole platform on embedded defaults, in one command.
  * Temporal dev server (reused if one answers; Web UI on :8233; persistent under .data/), PostgreSQL
  * (DATABASE_URL, else an embedded server under .data/), migrations, the provider simulator when no provider
- * key is set, then the gateway API (with its in-process worker) here and a background worker process.
+ * key is set, then the API process (gateway and agent service, with its in-process worker) and a background worker
+ * process. This process supervises what it started (scripts/lib/supervisor.ts): a part that exits unasked is said in
+ * the log and started again with backoff; the API and the worker exit when this process is gone.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startGateway } from '../api/server.ts';
 import { stopOnSignals } from '../process/signals.ts';
 import { version } from '../process/version.ts';
 import { loadCatalogue } from '../config/load-catalogue.ts';
@@ -21,7 +21,9 @@ import { createHostedMediaEngines } from '../activities/media/providers/index.ts
 import { migrate, openOrm } from '../db/orm.ts';
 import { startSimulator } from '../simulator/server.ts';
 import { ensureDatabase } from './lib/database.ts';
-import { ensureTemporalServer } from './lib/temporal-server.ts';
+import { nodeProgram, supervise } from './lib/supervisor.ts';
+import { ensureTemporalServer, type TemporalServerHandle } from './lib/temporal-server.ts';
+import type { DatabaseHandle } from './lib/database.ts';
 import { simulatedGoogle, simulatedProviders, simulatedToolServices } from './lib/simulated-providers.ts';
 import { ensureWebBuild } from './lib/web-build.ts';
 
@@ -36,18 +38,38 @@ environment.SANDBOX_DIR ||= `${dataDir}/sandboxes`;
 // Media result files (speech, video, …), served by unguessable name.
 environment.MEDIA_DIR ||= `${dataDir}/media`;
 
-const temporal = await ensureTemporalServer({
-  address: environment.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
-  namespace: environment.TEMPORAL_NAMESPACE ?? 'default',
-  uiPort: Number(environment.TEMPORAL_UI_PORT ?? 8233),
-  dbFile: `${dataDir}/temporal.db`,
+// The first start of each part is awaited (its failure ends `npm start` with the reason); later ones are the
+// supervisor's.
+let temporal: TemporalServerHandle | undefined;
+const temporalPart = await supervise({
+  name: 'the Temporal dev server',
   log,
+  start: async () => {
+    const handle = await ensureTemporalServer({
+      address: environment.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
+      namespace: environment.TEMPORAL_NAMESPACE ?? 'default',
+      uiPort: Number(environment.TEMPORAL_UI_PORT ?? 8233),
+      dbFile: `${dataDir}/temporal.db`,
+      log,
+    });
+    temporal ??= handle;
+    return handle.exited ? { exited: handle.exited, stop: handle.stop } : null;
+  },
 });
-environment.TEMPORAL_ADDRESS = temporal.address;
+environment.TEMPORAL_ADDRESS = temporal!.address;
 
-const database = await ensureDatabase({ dataDir, log });
-environment.DATABASE_URL = database.url;
-const orm = await openOrm(database.url, { poolMax: 1 });
+let database: DatabaseHandle | undefined;
+const databasePart = await supervise({
+  name: 'the embedded PostgreSQL',
+  log,
+  start: async () => {
+    const handle = await ensureDatabase({ dataDir, log });
+    database ??= handle;
+    return handle.exited ? { exited: handle.exited, stop: handle.stop } : null;
+  },
+});
+environment.DATABASE_URL = database!.url;
+const orm = await openOrm(environment.DATABASE_URL, { poolMax: 1 });
 const applied = await migrate(orm);
 await orm.close();
 log(applied.length ? `applied migrations: ${applied.join(', ')}` : 'database schema is up to date');
@@ -79,25 +101,40 @@ if (!environment.TOKEN_ENCRYPTION_KEY) {
 
 // The web app the agent service serves at / (web/): built when its output is missing or older than its sources.
 await ensureWebBuild(log);
-const gateway = await startGateway(environment);
-// The worker runs with this process's Node flags (bootstrap.sh sets the heap's young generation).
-const worker = spawn(process.execPath, [...process.execArgv, `${root}worker/main.ts`], {
-  env: environment,
-  stdio: 'inherit',
+// The API process and the worker run with this process's Node flags (bootstrap.sh sets the heap's young generation).
+const settings = readSettings(environment);
+const host = settings.HOST === '0.0.0.0' ? '127.0.0.1' : settings.HOST;
+const gateway = {
+  url: settings.API_SERVICES.includes('gateway') ? `http://${host}:${settings.PORT}` : undefined,
+  agents: settings.API_SERVICES.includes('agents') ? { url: `http://${host}:${settings.AGENT_PORT}` } : undefined,
+};
+const apiPart = await supervise({
+  name: 'the API process',
+  log,
+  start: nodeProgram({
+    script: `${root}api/server.ts`,
+    env: environment,
+    readyUrls: [gateway.url, gateway.agents?.url].filter((url) => url !== undefined).map((url) => `${url}/health/live`),
+    stopGraceMs: settings.SHUTDOWN_GRACE_MS + 30_000,
+  }),
 });
-const workerExited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+const workerPart = await supervise({
+  name: 'the background worker',
+  log,
+  start: nodeProgram({ script: `${root}worker/main.ts`, env: environment }),
+});
 
 const providers = loadCatalogue(environment).catalogue.providers.filter((provider) => provider.enabled);
 const banner = [
   '',
   `  Tessera ${version} is running`,
-  `  Gateway API        ${gateway.url}   (OpenAI SDK base URL: ${gateway.url}/v1)`,
+  `  Gateway API        ${gateway.url ? `${gateway.url}   (OpenAI SDK base URL: ${gateway.url}/v1)` : 'off (API_SERVICES)'}`,
   `  Agent service      ${gateway.agents?.url ?? 'off (API_SERVICES)'}`,
   `  Login e-mail       ${environment.SMTP_URL ? `SMTP (${new URL(environment.SMTP_URL).host})` : 'no SMTP_URL: magic links are written to this log instead of sent'}`,
   `  Google login       ${googleLine()}`,
-  `  Temporal Web UI    http://127.0.0.1:${environment.TEMPORAL_UI_PORT ?? 8233}${temporal.startedHere ? '' : '   (existing server)'}`,
-  `  Temporal server    ${temporal.address}`,
-  `  Database           ${database.embedded ? `embedded PostgreSQL under ${dataDir}/postgres` : 'DATABASE_URL'}`,
+  `  Temporal Web UI    http://127.0.0.1:${environment.TEMPORAL_UI_PORT ?? 8233}${temporal!.startedHere ? '' : '   (existing server)'}`,
+  `  Temporal server    ${temporal!.address}`,
+  `  Database           ${database!.embedded ? `embedded PostgreSQL under ${dataDir}/postgres` : 'DATABASE_URL'}`,
   simulator
     ? `  Providers          SIMULATOR at ${simulator.url}: no provider API key is set, so every provider is simulated`
     : `  Providers          ${providers.map((provider) => provider.id).join(', ')}`,
@@ -114,11 +151,10 @@ const banner = [
 process.stdout.write(banner.join('\n') + '\n');
 
 stopOnSignals(async () => {
-  worker.kill('SIGTERM');
-  await Promise.all([gateway.close(), workerExited]);
+  await Promise.all([apiPart.stop(), workerPart.stop()]);
   await simulator?.close();
-  await temporal.stop();
-  await database.stop();
+  await temporalPart.stop();
+  await databasePart.stop();
 });
 
 /** The banner's line on Google: real, simulated (sign in with any address, from this machine), or off. */

@@ -19,10 +19,14 @@ import {
 } from '../common/completion.ts';
 import { modelKey } from '../common/search-attributes.ts';
 
-// One try per candidate: failover to the next candidate is the workflow's decision, not a blind retry.
+// One try per candidate: failover to the next candidate is the workflow's decision, not a blind retry. A provider's
+// failure is a non-retryable `ProviderError`, and so is any other error but one: the platform's own database being
+// unreachable (`StoreUnavailable`, activities/completion-activities.ts), which is waited out here, retried with
+// backoff for as long as the outage lasts, so that an outage never decides a request's outcome (docs/operations.md,
+// "When a part fails").
 const { callProvider } = proxyLocalActivities<CompletionActivities>({
   startToCloseTimeout: '150s',
-  retry: { maximumAttempts: 1 },
+  retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '10s' },
 });
 
 // Saga steps: idempotent ledger writes, retried until the database answers (the answer is already out).
@@ -76,6 +80,7 @@ export async function callWithFailover(input: CompletionInput, options: ModelCal
       const result = await callProvider({
         requestId: input.requestId,
         attempt,
+        ...(index > 0 ? { failover: true } : {}),
         candidate,
         request: input.request,
         userId: input.userId,

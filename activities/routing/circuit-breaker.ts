@@ -6,8 +6,12 @@
  * - half-open → closed on the probe's success, → open (cool-down restarts) on its failure;
  * - a probe that never reports back is reclaimable after `probeTimeoutMs`.
  * Reads for routing use a snapshot cached for `snapshotTtlMs`, invalidated by this replica's own writes.
+ *
+ * The breaker is advisory: while the platform's database cannot be reached, recording a call's outcome is skipped
+ * (that success or failure counts nowhere) rather than turning a provider's answer into a failed call.
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { isStoreOutage } from '../../db/errors.ts';
 import type { BreakerAdmission } from './plan-candidates.ts';
 
 export type BreakerState = 'closed' | 'open' | 'half_open';
@@ -105,6 +109,14 @@ export class CircuitBreaker {
   }
 
   async recordSuccess(provider: string): Promise<void> {
+    await this.recordSuccessRow(provider).catch(skipOnOutage);
+  }
+
+  async recordFailure(provider: string, error: string): Promise<BreakerState> {
+    return (await this.recordFailureRow(provider, error).catch(skipOnOutage)) ?? 'closed';
+  }
+
+  private async recordSuccessRow(provider: string): Promise<void> {
     const known = this.snapshot?.views.get(provider);
     // The hot path: a healthy provider needs no write. A stale snapshot only delays a reset by its TTL.
     if (this.snapshot && (!known || (known.state === 'closed' && known.consecutiveFailures === 0))) return;
@@ -118,7 +130,7 @@ export class CircuitBreaker {
     this.snapshot = null;
   }
 
-  async recordFailure(provider: string, error: string): Promise<BreakerState> {
+  private async recordFailureRow(provider: string, error: string): Promise<BreakerState> {
     const rows = await this.orm.em.fork().execute<Array<{ state: BreakerState }>>(
       `insert into provider_breakers as b (provider, state, consecutive_failures, opened_at, last_error, updated_at)
        values (?, case when 1 >= ? then 'open' else 'closed' end, 1, case when 1 >= ? then now() end, ?, now())
@@ -144,4 +156,10 @@ export class CircuitBreaker {
     this.snapshot = null;
     return rows[0]?.state ?? 'closed';
   }
+}
+
+/** A breaker write the database could not take (see the file comment); anything else is thrown. */
+function skipOnOutage(error: unknown): undefined {
+  if (!isStoreOutage(error)) throw error;
+  return undefined;
 }

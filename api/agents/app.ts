@@ -107,6 +107,7 @@ import { Operators } from '../services/admin/operators.ts';
 import { agentServiceContracts, agentsDescription } from './openapi.ts';
 import { openApiRoutes } from '../openapi/routes.ts';
 import { responseCheck } from '../openapi/response-check.ts';
+import { healthRoutes } from '../readiness.ts';
 
 export interface AgentAppDependencies extends AppDependencies {
   settings: Settings;
@@ -211,10 +212,8 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
   );
   // Public on purpose (probes, Prometheus; no user data), but after the credential check like every path: a sent
   // key or cookie must be valid even here (docs/agent-service.md, "Who may call").
+  app.use(healthRoutes(dependencies.readiness, { service: 'agents', version: dependencies.version }));
   const open = new Router();
-  open.get('/health', (context) => {
-    context.body = { status: 'ok', service: 'agents', version: dependencies.version };
-  });
   // Request metrics, the agent turns' and tools' counters, and the approvals waiting (api/observability.ts).
   const exposed = agentServiceRegistry(metrics, dependencies.conversations);
   open.get('/metrics', async (context) => {

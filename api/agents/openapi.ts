@@ -3,7 +3,8 @@
  * routes (api/openapi/contract.ts). A route without a contract fails test/api/openapi.test.ts.
  */
 import { z } from 'zod';
-import { json, route, type RouteContract } from '../openapi/contract.ts';
+import type { RouteContract } from '../openapi/contract.ts';
+import { healthContracts } from '../readiness.ts';
 import type { ServiceDescription } from '../openapi/document.ts';
 import { openApiContracts } from '../openapi/routes.ts';
 import { metricsContract } from '../gateway/openapi.ts';
@@ -31,19 +32,7 @@ import { uploadContracts } from './routes/uploads/contract.ts';
 import { visionContracts } from './routes/vision/contract.ts';
 import { webhookContracts } from './routes/webhooks/contract.ts';
 
-const healthContract = route({
-  method: 'GET',
-  path: '/health',
-  summary: 'Liveness',
-  tags: ['Operations'],
-  access: 'public',
-  responses: {
-    200: json(
-      z.strictObject({ status: z.literal('ok'), service: z.literal('agents'), version: z.string() }),
-      'The agent service is up',
-    ),
-  },
-});
+const healthContract = healthContracts('agent service', { service: z.literal('agents') });
 
 export const agentServiceContracts: RouteContract[] = [
   ...authContracts,
@@ -69,7 +58,7 @@ export const agentServiceContracts: RouteContract[] = [
   ...messengerContracts,
   ...agentBillingContracts,
   ...adminContracts,
-  healthContract,
+  ...healthContract,
   metricsContract,
   ...openApiContracts,
 ];

@@ -50,6 +50,7 @@ import { providerRoutes } from './routes/providers/routes.ts';
 import { gatewayContracts, gatewayDescription } from './openapi.ts';
 import { openApiRoutes } from '../openapi/routes.ts';
 import { responseCheck } from '../openapi/response-check.ts';
+import { healthRoutes, type Readiness } from '../readiness.ts';
 
 /** The app shares the in-process worker's dependencies (hub, journal, breaker, calls, ledger, plans). */
 export interface AppDependencies extends WorkerDependencies {
@@ -60,6 +61,8 @@ export interface AppDependencies extends WorkerDependencies {
   masterKey: string | undefined;
   version: string;
   logger: Logger;
+  /** Its database and Temporal as last probed: `/health` (api/readiness.ts). */
+  readiness: Readiness;
   openStreams: OpenStreams;
   metrics?: Metrics;
   rateLimits?: RateLimits;
@@ -162,9 +165,10 @@ export function createApp(dependencies: AppDependencies): Koa {
     context.type = metrics.registry.contentType;
     context.body = await metrics.registry.metrics();
   });
+  app.use(healthRoutes(dependencies.readiness, { version: dependencies.version }));
   const open = [
     modelRoutes(catalogue.catalogue, dependencies.plans),
-    providerRoutes(catalogue.catalogue, breaker, dependencies.version),
+    providerRoutes(catalogue.catalogue, breaker),
     integrationRoutes(dependencies.toolSettings, {
       line: !!dependencies.messengerSettings.line,
       telegram: !!dependencies.messengerSettings.telegram,

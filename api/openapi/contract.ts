@@ -74,13 +74,14 @@ export type ErrorStatus = (typeof errorStatus)[ErrorType];
 /**
  * Every route may answer these: 400 (the text check of path, query and body, a malformed body: api/text-policy.ts,
  * api/errors.ts), 401 (a credential that is sent must be valid on every path), 429 (the per-IP and per-key limits)
- * and 500.
+ * and 500, and 503 while a dependency of the platform (its database, Temporal) is down (api/readiness.ts).
  */
 export const commonErrorStatuses: Record<number, string> = {
   400: 'Invalid request: the first invalid field in `param`, or text the platform refuses (NUL, lone surrogates)',
   401: 'A credential was sent and is not valid, or the route needs one and none was sent',
   429: 'Rate limited: `retry_after` seconds (also in the Retry-After header)',
   500: 'Internal error',
+  503: 'A dependency of the platform (its database, Temporal) is down: `retry_after` seconds (also in Retry-After)',
 };
 
 const errorTypes = Object.keys(errorStatus) as [ErrorType, ...ErrorType[]];
@@ -94,6 +95,10 @@ export const errorEnvelope = z
       param: z.string().optional().meta({ description: 'The request field at fault, e.g. `messages.0.content`' }),
       retry_after: z.number().optional().meta({ description: 'Seconds to wait before trying again (429, 503)' }),
       required_plan: z.string().optional().meta({ description: 'The cheapest plan that unlocks the model' }),
+      request_id: z
+        .string()
+        .optional()
+        .meta({ description: 'A request that may still complete although it was answered 503: look it up by this id' }),
       provider: z.string().optional().meta({ description: 'The provider that failed (502)' }),
     }),
   })

@@ -16,7 +16,7 @@
  *   server's headers, which the package does not ship, and Debian bookworm has them for PostgreSQL 15 only
  *   (scripts/lib/pgvector.ts). A cluster that another major version made is set aside, not deleted.
  */
-import { execFile } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { createConnection } from 'node:net';
 import { access, mkdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
 import { userInfo } from 'node:os';
@@ -33,6 +33,8 @@ export interface DatabaseHandle {
   url: string;
   /** True when the URL points at the embedded cluster rather than DATABASE_URL. */
   embedded: boolean;
+  /** When the embedded server was started here: resolves once it exits, with how. */
+  exited?: Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -371,8 +373,15 @@ async function ensureEmbeddedDatabase(dataDir: string, log: (line: string) => vo
       }
       phase = 'ready';
 
+      const postmaster = (instance as unknown as { process?: ChildProcess }).process;
+      const exited = new Promise<string>((resolveExit) => {
+        if (!postmaster) return;
+        postmaster.once('exit', (code, signal) =>
+          resolveExit(signal ? `was killed (${signal})` : `exited with code ${code}`),
+        );
+      });
       const onExit = () => {
-        (instance as unknown as { process?: { kill(signal: string): void } }).process?.kill('SIGINT');
+        postmaster?.kill('SIGINT');
       };
       process.on('exit', onExit);
       const stop = async () => {
@@ -386,7 +395,7 @@ async function ensureEmbeddedDatabase(dataDir: string, log: (line: string) => vo
         await stop();
         throw error;
       }
-      return { url, embedded: true, stop };
+      return { url, embedded: true, exited, stop };
     },
     { timeoutMs: 2 * 60_000, onWait: () => log('waiting for another process starting the embedded PostgreSQL') },
   );

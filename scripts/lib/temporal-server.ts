@@ -30,6 +30,8 @@ export interface TemporalServerHandle {
   namespace: string;
   /** True when this call spawned the dev server (and stop() will end it). */
   startedHere: boolean;
+  /** When started here: resolves once the dev server exits, with how (stopped, killed by a signal, its exit code). */
+  exited?: Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -344,5 +346,10 @@ export async function ensureTemporalServer(options: TemporalServerOptions = {}):
   }
   await connection.close();
 
-  return { address, namespace, startedHere: server !== undefined, stop };
+  const started = server;
+  const exited = started?.exited.then(() => {
+    const { exitCode, signalCode } = started.child;
+    return signalCode ? `was killed (${signalCode})` : `exited with code ${exitCode}`;
+  });
+  return { address, namespace, startedHere: started !== undefined, ...(exited ? { exited } : {}), stop };
 }

@@ -29,7 +29,7 @@ import type { Principal } from '../../../services/apikeys/service.ts';
 import type { StreamHub, StreamSubscription } from '../../../../activities/streaming/stream-hub.ts';
 import type { StreamJournal } from '../../../../activities/streaming/stream-journal.ts';
 import type { chatCompletion } from '../../../../workflows/completion.workflow.ts';
-import { ApiError, visionRefusal } from '../../../errors.ts';
+import { ApiError, dependencyUnavailable, isTemporalOutage, visionRefusal } from '../../../errors.ts';
 import type { StageMarks } from '../../../server-timing.ts';
 
 export interface CompletionServiceDependencies {
@@ -191,6 +191,12 @@ export class CompletionService {
     } catch (error) {
       calls.discard(requestId, 1);
       subscription?.close();
+      if (!(error instanceof ApiError) && isTemporalOutage(error)) {
+        // The server may have taken the start before the connection failed: the workflow may run, and charge. The
+        // hold stays (a hold whose workflow never started is released by the sweep of abandoned holds), and the
+        // client is told the request may still complete and where to look (docs/gateway.md, "Errors").
+        throw dependencyUnavailable('temporal', { requestId: idempotencyKey ? undefined : requestId });
+      }
       if (metered) await ledger.release({ userId, workflowId, attempt: 1 });
       throw error;
     }

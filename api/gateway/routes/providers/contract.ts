@@ -1,16 +1,10 @@
-/** Contracts of `/health` and `/api/v1/providers` (api/openapi/contract.ts). */
+/** Contracts of `/health`, `/health/live` (api/readiness.ts) and `/api/v1/providers` (api/openapi/contract.ts). */
 import { z } from 'zod';
 import { isoDate, json, route } from '../../../openapi/contract.ts';
+import { healthContracts } from '../../../readiness.ts';
 
 export const providerContracts = [
-  route({
-    method: 'GET',
-    path: '/health',
-    summary: 'Liveness',
-    tags: ['Operations'],
-    access: 'public',
-    responses: { 200: json(z.strictObject({ status: z.literal('ok'), version: z.string() }), 'The gateway is up') },
-  }),
+  ...healthContracts('gateway'),
   route({
     method: 'GET',
     path: '/api/v1/providers',

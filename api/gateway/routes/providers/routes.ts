@@ -1,14 +1,10 @@
-/** `/api/v1/providers` (spec 4.8): providers, their models and live breaker state; `/health`. */
+/** `/api/v1/providers` (spec 4.8): providers, their models and live breaker state. `/health`: api/readiness.ts. */
 import Router from '@koa/router';
 import type { Catalogue } from '../../../../common/catalogue.ts';
 import type { CircuitBreaker } from '../../../../activities/routing/circuit-breaker.ts';
 
-export function providerRoutes(catalogue: Catalogue, breaker: CircuitBreaker, version: string) {
+export function providerRoutes(catalogue: Catalogue, breaker: CircuitBreaker) {
   const router = new Router();
-
-  router.get('/health', (context) => {
-    context.body = { status: 'ok', version };
-  });
 
   router.get('/api/v1/providers', async (context) => {
     const views = await breaker.views();
