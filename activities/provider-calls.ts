@@ -30,10 +30,13 @@ import type { TurnStops } from './streaming/turn-stops.ts';
 import type { StoredMessage, TurnTarget } from './conversations/conversation-store.ts';
 import type { TurnTotals } from '../common/turn-totals.ts';
 import type { PoolClient } from 'pg';
+import { startModelCallSpan, type ModelCallTracing } from './model-call-spans.ts';
 
 export interface ProviderCallInput {
   requestId: string;
   attempt: number;
+  /** A later candidate of the call's plan, tried after an earlier one failed or was skipped (traces say so). */
+  failover?: boolean;
   candidate: Candidate;
   request: ChatCompletionRequest;
   /** The account charged; with `metered`, the attempt's worst case is reserved before the call. */
@@ -142,6 +145,8 @@ export interface ProviderCallDependencies {
   turnCloser?: TurnCloser;
   /** Told every attempt's outcome (metrics). */
   observe?: (provider: string, outcome: ProviderCallOutcome['outcome']) => void;
+  /** When traces are exported (process/tracing.ts): a span per call (activities/model-call-spans.ts). */
+  tracing?: ModelCallTracing | null;
 }
 
 interface InFlight {
@@ -210,7 +215,24 @@ export class ProviderCalls {
     return adapter;
   }
 
-  private async run(input: ProviderCallInput, signal: AbortSignal): Promise<ProviderCallOutcome> {
+  /** The call, in a span of its own when traces are exported. */
+  private run(input: ProviderCallInput, signal: AbortSignal): Promise<ProviderCallOutcome> {
+    const tracing = this.dependencies.tracing;
+    if (!tracing) return this.call(input, signal);
+    const span = startModelCallSpan(tracing, input);
+    return this.call(input, signal).then(
+      (outcome) => {
+        span.end(outcome);
+        return outcome;
+      },
+      (error: unknown) => {
+        span.fail(error);
+        throw error;
+      },
+    );
+  }
+
+  private async call(input: ProviderCallInput, signal: AbortSignal): Promise<ProviderCallOutcome> {
     const reserved = await this.reserve(input);
     // A streamed attempt leaves its journal writer open: its last batch is written with the settlement, in one
     // transaction (for an answer shorter than the flush interval, the call's only write).

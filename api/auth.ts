@@ -8,6 +8,7 @@ import type { Middleware } from 'koa';
 import { ApiError } from './errors.ts';
 import type { ApiKeyService, Principal } from './services/apikeys/service.ts';
 import type { ServerTiming } from './server-timing.ts';
+import { withCaller } from './tracing.ts';
 
 export interface AuthState {
   principal: Principal;
@@ -28,7 +29,8 @@ export function identifyKey(keys: ApiKeyService): Middleware<Partial<AuthState>>
       context.state.timing?.mark('auth');
       context.state.principal = principal;
     }
-    await next();
+    // Traced requests carry their caller from here on (api/tracing.ts); otherwise this is next().
+    await withCaller(context.state.principal, next);
   };
 }
 
@@ -77,7 +79,7 @@ export function authenticateCaller(
       if (!principal) throw new ApiError('authentication_error', 'Invalid or revoked API key');
       context.state.principal = principal;
       context.state.via = 'key';
-      return next();
+      return withCaller(principal, next);
     }
     const token = sessions ? context.cookies.get(sessions.cookieName) : undefined;
     if (token && sessions) {
@@ -93,7 +95,7 @@ export function authenticateCaller(
         context.state.via = 'cookie';
       }
     }
-    return next();
+    return withCaller(context.state.principal, next);
   };
 }
 

@@ -35,6 +35,8 @@ import { PrincipalCache } from './principal-cache.ts';
 import { RateLimits } from './rate-limit.ts';
 import { OpenStreams } from './gateway/routes/completions/routes.ts';
 import { startUsageFold } from './services/dashboard/usage-fold.ts';
+import { startTracing } from '../process/tracing.ts';
+import { requestTracing } from './tracing.ts';
 
 export interface RunningService {
   url: string;
@@ -57,6 +59,8 @@ export async function startGateway(
   const settings = readSettings(environment);
   const logger = createLogger('gateway');
   const catalogue = loadCatalogue(environment);
+  // OpenTelemetry traces when a collector is named (OTEL_EXPORTER_OTLP_*ENDPOINT), else null and nothing installed.
+  const tracing = await startTracing(environment, 'api');
   const orm = await openOrm(settings.DATABASE_URL);
   installTemporalRuntime();
   const connection = await NativeConnection.connect({ address: settings.TEMPORAL_ADDRESS });
@@ -70,7 +74,8 @@ export async function startGateway(
   const client = new Client({
     connection,
     namespace: settings.TEMPORAL_NAMESPACE,
-    interceptors: { workflow: [readinessInterceptor(readiness)] },
+    // The tracing interceptor first, so the workflow start's span covers the whole call.
+    interceptors: { workflow: [...(tracing?.workflowClientInterceptors ?? []), readinessInterceptor(readiness)] },
   });
   const metrics = new Metrics({ defaultMetrics: true });
   const dependencies = createWorkerDependencies(
@@ -81,7 +86,7 @@ export async function startGateway(
     (provider, outcome) => metrics.recordAttempt(provider, outcome),
     environment,
   );
-  const worker = await createWorker({ orm, connection, settings, catalogue, dependencies });
+  const worker = await createWorker({ orm, connection, settings, catalogue, dependencies, tracing });
   const workerRun = worker.run();
   await ensureCreditRenewalSchedule(client, settings.TEMPORAL_TASK_QUEUE, settings.CREDIT_RENEWAL_INTERVAL);
   await ensureMediaSweepSchedule(client, settings.TEMPORAL_TASK_QUEUE, settings.MEDIA_SWEEP_INTERVAL);
@@ -112,9 +117,12 @@ export async function startGateway(
     chat: { defaultModel: settings.CHAT_DEFAULT_MODEL, maxToolRounds: settings.CHAT_MAX_TOOL_ROUNDS },
     embeddingSettings: settings,
     responseCheck: settings.OPENAPI_RESPONSE_CHECK,
+    tracing,
   };
   const servers: Server[] = [];
   const listen = async (app: Koa, port: number): Promise<RunningService> => {
+    // Traced: a span per request, outermost, so it covers every other middleware (api/tracing.ts).
+    if (tracing) app.middleware.unshift(requestTracing(tracing) as Koa.Middleware);
     const server: Server = await new Promise((resolve) => {
       const listening = app.listen(port, settings.HOST, () => resolve(listening));
     });
@@ -144,6 +152,7 @@ export async function startGateway(
       taskQueue: agentsTaskQueue(settings.TEMPORAL_TASK_QUEUE),
       activities: service.agentsActivities,
       shutdownGraceTime: `${settings.SHUTDOWN_GRACE_MS}ms`,
+      ...(tracing ? { interceptors: tracing.workerInterceptors } : {}),
     });
     agentsWorker = { worker, run: worker.run() };
     await service.schedules.reconcile();
@@ -176,6 +185,8 @@ export async function startGateway(
       await dependencies.pool.end();
       await dependencies.userData.close();
       await orm.close();
+      // The spans of the last requests, before the process exits.
+      await tracing?.flush().catch((error: unknown) => logger.warn({ err: error }, 'traces could not be flushed'));
     })();
     return closing;
   };

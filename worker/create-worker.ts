@@ -62,9 +62,11 @@ import { GoogleApi } from '../activities/google/google-api.ts';
 import { GoogleOAuthClient } from '../activities/google/oauth-client.ts';
 import { TokenCipher } from '../activities/google/token-cipher.ts';
 import { WorkspaceWrites } from '../activities/google/workspace-writes.ts';
+import { processTracing, type Tracing } from '../process/tracing.ts';
 
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
-let bundle: Promise<WorkflowBundleWithSourceMap> | null = null;
+/** The bundles built in this process: the plain one, and the one with the tracing interceptors (process/tracing.ts). */
+const bundles = new Map<'plain' | 'traced', Promise<WorkflowBundleWithSourceMap>>();
 let runtimeInstalled = false;
 
 /** Installs the Temporal runtime once per process, logging at TEMPORAL_LOG_LEVEL (default WARN). */
@@ -79,26 +81,54 @@ export function installTemporalRuntime(level = (process.env.TEMPORAL_LOG_LEVEL ?
   }
 }
 
+/** A bundle as `buildWorkflowBundleFile` writes it; `traced` when it holds the tracing interceptors. */
+type BundleFile = WorkflowBundleWithSourceMap & { traced?: boolean };
+
 /**
  * The workflow bundle, built once per process (webpack through the SDK's bundler), or read from
  * `WORKFLOW_BUNDLE_PATH` when that names a bundle built ahead: a JSON file of what `buildWorkflowBundleFile` writes
  * (`{code, sourceMap}`). Bundling costs a process 5-10 s of CPU on two cores; `npm test` builds the bundle once for
  * the whole run (test/helpers/global-setup.ts) instead of once per test file, and a production image may build it at
  * image build time. A bundle read from a file is used as it is: it must come from the same workflow code.
+ *
+ * With `interceptorModules` (traces on: process/tracing.ts) the bundle also holds those workflow interceptors: they
+ * are bundled in, never passed to the worker (which ignores `interceptors.workflowModules` beside a built bundle), and
+ * only then, since every module in the bundle is evaluated for each workflow run. A prebuilt file is used for a traced
+ * worker only when it was built traced, else the traced bundle is built here.
  */
-export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  const prebuilt = process.env.WORKFLOW_BUNDLE_PATH?.trim();
-  bundle ??= prebuilt
-    ? readFile(prebuilt, 'utf8').then((text) => JSON.parse(text) as WorkflowBundleWithSourceMap)
-    : bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger });
+export function workflowBundle(interceptorModules: string[] = []): Promise<WorkflowBundleWithSourceMap> {
+  const traced = interceptorModules.length > 0;
+  const key = traced ? 'traced' : 'plain';
+  let bundle = bundles.get(key);
+  if (!bundle) {
+    const prebuilt = process.env.WORKFLOW_BUNDLE_PATH?.trim();
+    bundle = (
+      prebuilt ? readFile(prebuilt, 'utf8').then((text) => JSON.parse(text) as BundleFile) : Promise.resolve(null)
+    ).then((file) =>
+      file && !!file.traced === traced
+        ? { code: file.code, sourceMap: file.sourceMap }
+        : bundleWorkflowCode({
+            workflowsPath,
+            workflowInterceptorModules: interceptorModules,
+            logger: quietBundlerLogger,
+          }),
+    );
+    bundles.set(key, bundle);
+  }
   return bundle;
 }
 
-/** Bundles the workflow code and writes it to `path`, for `WORKFLOW_BUNDLE_PATH`. */
-export async function buildWorkflowBundleFile(path: string): Promise<void> {
-  const built = await bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger });
+/** Bundles the workflow code and writes it to `path`, for `WORKFLOW_BUNDLE_PATH` (`interceptorModules`: see above). */
+export async function buildWorkflowBundleFile(path: string, interceptorModules: string[] = []): Promise<void> {
+  const built = await bundleWorkflowCode({
+    workflowsPath,
+    workflowInterceptorModules: interceptorModules,
+    logger: quietBundlerLogger,
+  });
   await mkdir(dirname(path), { recursive: true });
-  await writeFile(path, JSON.stringify({ code: built.code, sourceMap: built.sourceMap }));
+  const file: BundleFile = { code: built.code, sourceMap: built.sourceMap };
+  if (interceptorModules.length > 0) file.traced = true;
+  await writeFile(path, JSON.stringify(file));
 }
 
 const quietBundlerLogger = {
@@ -232,6 +262,7 @@ export function createWorkerDependencies(
     ledger,
     stops,
     observe,
+    tracing: processTracing(),
   });
   const embeddingHandover = new EmbeddingHandover();
   const embeddingCalls = new EmbeddingCalls({
@@ -358,8 +389,10 @@ export async function createWorker(options: {
   settings: Settings;
   catalogue: LoadedCatalogue;
   dependencies: WorkerDependencies;
+  /** Traces on (process/tracing.ts): the workflow and activity interceptors and the workflow spans' sink. */
+  tracing?: Tracing | null;
 }): Promise<Worker> {
-  const { settings } = options;
+  const { settings, tracing } = options;
   // Tools run as local activities in the process that runs the turn: their engines start with its worker.
   const logger = createLogger('worker');
   warmToolEngines(options.dependencies.toolSettings, (tool, error) =>
@@ -380,7 +413,8 @@ export async function createWorker(options: {
     connection: options.connection,
     namespace: settings.TEMPORAL_NAMESPACE,
     taskQueue: settings.TEMPORAL_TASK_QUEUE,
-    workflowBundle: await workflowBundle(),
+    workflowBundle: await workflowBundle(tracing?.workflowInterceptorModules),
+    ...(tracing ? { interceptors: tracing.workerInterceptors, sinks: tracing.sinks } : {}),
     activities: createActivities({
       orm: options.orm,
       ...options.dependencies,

@@ -10,10 +10,13 @@ import { openOrm } from '../db/orm.ts';
 import { createLogger } from '../process/logger.ts';
 import { stopOnSignals } from '../process/signals.ts';
 import { createWorker, createWorkerDependencies, installTemporalRuntime, stopWorker } from './create-worker.ts';
+import { startTracing } from '../process/tracing.ts';
 
 export async function startWorker(environment: Record<string, string | undefined> = process.env) {
   const settings = readSettings(environment);
   const catalogue = loadCatalogue(environment);
+  // OpenTelemetry traces when a collector is named (OTEL_EXPORTER_OTLP_*ENDPOINT), else null and nothing installed.
+  const tracing = await startTracing(environment, 'worker');
   const orm = await openOrm(settings.DATABASE_URL);
   installTemporalRuntime();
   const connection = await NativeConnection.connect({ address: settings.TEMPORAL_ADDRESS });
@@ -25,7 +28,7 @@ export async function startWorker(environment: Record<string, string | undefined
     undefined,
     environment,
   );
-  const worker = await createWorker({ orm, connection, settings, catalogue, dependencies });
+  const worker = await createWorker({ orm, connection, settings, catalogue, dependencies, tracing });
   // Stops of turns running here, asked for in an API process (activities/streaming/turn-stops.ts).
   await dependencies.stops.listen(dependencies.listener);
   await dependencies.listener.start();
@@ -38,6 +41,7 @@ export async function startWorker(environment: Record<string, string | undefined
       await dependencies.pool.end();
       await dependencies.userData.close();
       await orm.close();
+      await tracing?.flush().catch(() => undefined);
     },
   };
 }
