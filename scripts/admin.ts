@@ -1,5 +1,6 @@
 /**
- * Operator commands. Uses DATABASE_URL, else the embedded database under .data/ (the one `npm start` uses).
+ * Operator commands. Uses DATABASE_URL, else the embedded database in the local state's directory (TESSERA_DATA_DIR,
+ * else .data/: scripts/lib/data-dir.ts), the one `npm start` uses.
  *
  * - `npm run admin -- create-key --email a@b.c [--plan pro] [--name laptop]` creates the user if needed and prints a
  *   new API key (the only time it is shown).
@@ -18,6 +19,7 @@ import { openPool } from '../db/pool.ts';
 import { AccountPlans } from '../activities/credits/accounts.ts';
 import { CreditLedger } from '../activities/credits/credit-ledger.ts';
 import { loadPlans } from '../config/load-plans.ts';
+import { dataDirectory } from './lib/data-dir.ts';
 import { ensureDatabase } from './lib/database.ts';
 
 const usage = [
@@ -53,7 +55,7 @@ if (command === 'list-admins' && Object.keys(values).length > 0) {
   process.exit(2);
 }
 
-const database = await ensureDatabase({ dataDir: new URL('../.data', import.meta.url).pathname, log: () => undefined });
+const database = await ensureDatabase({ dataDir: dataDirectory(), log: () => undefined });
 const orm = await openOrm(database.url, { poolMax: 1 });
 const pool = openPool(database.url, { max: 1 });
 let exitCode = 0;

@@ -8,7 +8,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stopOnSignals } from '../process/signals.ts';
 import { version } from '../process/version.ts';
@@ -20,6 +19,7 @@ import { createMediaEngines, mediaAvailability } from '../activities/media/local
 import { createHostedMediaEngines } from '../activities/media/providers/index.ts';
 import { migrate, openOrm } from '../db/orm.ts';
 import { startSimulator } from '../simulator/server.ts';
+import { dataDirectory } from './lib/data-dir.ts';
 import { ensureDatabase } from './lib/database.ts';
 import { nodeProgram, supervise } from './lib/supervisor.ts';
 import { ensureTemporalServer, type TemporalServerHandle } from './lib/temporal-server.ts';
@@ -29,7 +29,7 @@ import { ensureWebBuild } from './lib/web-build.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 // Local state (dev server store, embedded PostgreSQL, master key, sandboxes); the bench points it elsewhere.
-const dataDir = resolve(process.env.TESSERA_DATA_DIR?.trim() || `${root}.data`);
+const dataDir = dataDirectory();
 mkdirSync(dataDir, { recursive: true });
 const log = (line: string) => process.stdout.write(`[start] ${line}\n`);
 const environment: Record<string, string | undefined> = { ...process.env };
