@@ -348,14 +348,22 @@ const isFinal = (item: SequencedStreamEvent) => item.event.type === 'usage' || i
 
 function lazyResult(handle: WorkflowHandle<typeof chatCompletion>): () => Promise<Settled> {
   let result: Promise<Settled> | null = null;
-  return () => (result ??= settle(handle.result()));
+  return () => (result ??= settle(handle.result(), handle.workflowId));
 }
 
-/** Resolves a workflow result to a value or the API error its failure means. */
-async function settle(result: Promise<CompletionResult>): Promise<Settled> {
+/**
+ * Resolves a workflow result to a value or the API error its failure means. Waiting for the result is not the
+ * workflow's failure: when the wait itself is cut by a Temporal outage, the request is still accepted and runs on,
+ * and its client is told so (503, with the request id to look it up or, with its Idempotency-Key, to send again).
+ */
+async function settle(result: Promise<CompletionResult>, workflowId?: string): Promise<Settled> {
   try {
     return { ok: true, value: await result };
   } catch (error) {
+    if (!(error instanceof WorkflowFailedError) && isTemporalOutage(error)) {
+      const requestId = workflowId?.replace(/^completion-/, '');
+      return { ok: false, error: dependencyUnavailable('temporal', { requestId }), attempts: [] };
+    }
     return toFailure(error);
   }
 }
