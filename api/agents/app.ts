@@ -4,10 +4,10 @@
  * every model call, the chat-turn workflow and tool runtime. Middleware order: forwarded headers from trusted
  * proxies (api/forwarding.ts), request log, the tests' check of every answer against the OpenAPI document
  * (OPENAPI_RESPONSE_CHECK: api/openapi/response-check.ts), errors, the text check of path and query
- * (api/text-policy.ts), the per-IP limit (spec 8), webhooks that sign their raw body, body parser, the text check of
- * the body, caller authentication, then each area's routes, `/openapi.json` and `/docs` (api/openapi/routes.ts).
- * Requests for a published site's host (`<label>.<SITE_DOMAIN>`) are answered right after the request log, before all
- * of it (routes/sites/site-host.ts).
+ * (api/text-policy.ts), webhooks that sign their raw body, body parser, the text check of the body, the per-IP limit
+ * (spec 8: after the text checks, so refused text is not counted), caller authentication, then each area's routes,
+ * `/openapi.json` and `/docs` (api/openapi/routes.ts). Requests for a published site's host (`<label>.<SITE_DOMAIN>`)
+ * are answered right after the request log, before all of it (routes/sites/site-host.ts).
  *
  * Areas (one folder each under api/agents/routes/): auth (logins, linking, keys), agents (catalogue and custom
  * agents), chat (routed streaming chat, agent loops, approvals), history (sessions, search, usage), suggest
@@ -153,9 +153,6 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
   app.use(urlText());
   // The web app (web/): its hashed assets and, for a browser asking for one of its pages, index.html (web.ts).
   app.use(webApp());
-  if (dependencies.rateLimits && settings.AGENT_IP_LIMIT_PER_MINUTE > 0) {
-    app.use(limitPerIp(dependencies.rateLimits, settings.AGENT_IP_LIMIT_PER_MINUTE));
-  }
 
   const billing = new BillingService({
     orm: dependencies.orm,
@@ -194,6 +191,11 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
 
   app.use(bodyParser({ enableTypes: ['json'], jsonLimit: '12mb', encoding: 'utf-8' }));
   app.use(bodyText());
+  // Spec 8's per-IP limit counts after the text check of path, query and body, so a refused text is not counted
+  // (docs/operations.md, "Text the platform accepts"). None of the raw-body routes above is under its prefixes.
+  if (dependencies.rateLimits && settings.AGENT_IP_LIMIT_PER_MINUTE > 0) {
+    app.use(limitPerIp(dependencies.rateLimits, settings.AGENT_IP_LIMIT_PER_MINUTE));
+  }
   const sessions = new WebSessions(dependencies.pool);
   const linking = new Linking({
     conversations: dependencies.conversations,

@@ -145,6 +145,54 @@ describe('rate limits', () => {
     }
   });
 
+  it('does not count a request whose text is refused against the agent service’s per-IP limit', async () => {
+    // The text check answers first (docs/operations.md, "Text the platform accepts"): nothing is counted.
+    const limited = await startReplica(platform, {
+      TEMPORAL_TASK_QUEUE: `${platform.environment.TEMPORAL_TASK_QUEUE}-per-ip`,
+      AGENT_IP_LIMIT_PER_MINUTE: '3',
+    });
+    try {
+      const { key } = await platform.createKey();
+      const send = (path: string, init: RequestInit = {}) =>
+        fetch(`${limited.agents!.url}${path}`, {
+          ...init,
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        });
+      const counted = async () => {
+        const { rows } = await database.query<{ points: number }>(
+          `select points from rate_limits where key like 'rl:minute:agents-ip:%' and expire > $1`,
+          [Date.now()],
+        );
+        return rows.reduce((sum, row) => sum + row.points, 0);
+      };
+      const before = await counted();
+      const refused = [
+        () => send('/api/v1/chat', { method: 'POST', body: '{"message":"hi\\u0000","session_id":"api:nul"}' }),
+        () => send('/chat/stream/web:nul', { method: 'POST', body: '{"message":"a\\u0000b"}' }),
+        () => send('/api/v1/chat', { method: 'POST', body: '{"message":"\\ud800","session_id":"api:nul"}' }),
+        () => send('/api/keys?name=%00'),
+        () => send('/api/v1/sessions/a%00b'),
+      ];
+      // More refusals than the limit allows requests: none is a 429, none carries the limit's headers.
+      for (const request of [...refused, ...refused]) {
+        const response = await request();
+        expect(response.status).toBe(400);
+        expect(((await response.json()) as { error: { type: string } }).error.type).toBe('invalid_request');
+        expect(response.headers.get('x-ratelimit-limit')).toBeNull();
+      }
+      expect(await counted()).toBe(before);
+      // The whole allowance is left for requests the service reads.
+      for (let index = 0; index < 3; index++) {
+        const response = await send('/api/keys');
+        expect(response.status).toBe(200);
+        expect(response.headers.get('x-ratelimit-remaining')).toBe(String(2 - index));
+      }
+      expect((await send('/api/keys')).status).toBe(429);
+    } finally {
+      await limited.close();
+    }
+  });
+
   it('lets requests through when its store fails, logging once until it recovers', async () => {
     const pool = new pg.Pool({
       connectionString: 'postgres://postgres@127.0.0.1:1/none',
