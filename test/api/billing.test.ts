@@ -9,8 +9,11 @@ import type { RunningStripeMock } from '../../scripts/lib/stripe-mock.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import {
   checkoutCompleted,
+  preBasilApiVersion,
+  preBasilRenewalInvoice,
   renewalInvoice,
   signedDelivery,
+  startPromotionCodeStripe,
   startTestStripeMock,
   stripeId,
   stripeSettings,
@@ -139,6 +142,60 @@ describe('checkout, portal and coupons (stripe-mock)', () => {
       body: JSON.stringify({ code: '  ' }),
     });
     expect(empty.status).toBe(400);
+  });
+
+  it('finds an active promotion code typed in any case, as Stripe’s Checkout does', async () => {
+    // stripe-mock ignores the list's filters; this answers as Stripe does (its `code` filter is case-insensitive).
+    const stripe = await startPromotionCodeStripe([
+      {
+        code: 'WELCOME5',
+        active: true,
+        coupon: { id: 'coupon_welcome', name: 'Welcome', percent_off: 5, duration: 'once', valid: true },
+      },
+      {
+        code: 'EXPIRED10',
+        active: false,
+        coupon: { id: 'coupon_expired', name: 'Old', percent_off: 10, duration: 'once', valid: true },
+      },
+    ]);
+    const replica = await startGateway({ ...platform.environment, STRIPE_API_BASE: stripe.url });
+    try {
+      const user = await freeUser();
+      const validate = async (code: string) => {
+        const response = await fetch(`${replica.url}/api/v1/coupon/validate`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ code }),
+        });
+        expect(response.status).toBe(200);
+        return (await response.json()) as Record<string, unknown>;
+      };
+      for (const typed of ['welcome5', 'WELCOME5', 'Welcome5', ' wElCoMe5 ']) {
+        expect({ typed, answer: await validate(typed) }).toEqual({
+          typed,
+          answer: {
+            valid: true,
+            code: 'WELCOME5',
+            source: 'promotion_code',
+            name: 'Welcome',
+            percent_off: 5,
+            amount_off: null,
+            currency: null,
+            duration: 'once',
+            duration_in_months: null,
+          },
+        });
+      }
+      // Inactive or unknown codes stay invalid, in any case; a coupon id is an id, matched exactly.
+      expect(await validate('expired10')).toEqual({ valid: false, code: 'expired10' });
+      expect(await validate('welcome6')).toEqual({ valid: false, code: 'welcome6' });
+      expect(await validate('coupon_welcome')).toMatchObject({ valid: true, source: 'coupon' });
+      expect(await validate('COUPON_WELCOME')).toEqual({ valid: false, code: 'COUPON_WELCOME' });
+      expect(stripe.requests).toContain('GET /v1/promotion_codes?code=welcome5&active=true&limit=1');
+    } finally {
+      await replica.close();
+      await stripe.close();
+    }
   });
 
   it('answers 503 on a replica without Stripe settings', async () => {
@@ -318,6 +375,38 @@ describe('webhook', () => {
       [user.userId, `grant:${user.userId}:${new Date(nextPeriod * 1000).toISOString()}`],
     );
     expect(Number(rows[0]!.count)).toBe(1);
+  });
+
+  it('reads the events of an endpoint registered before 2025-03-31.basil as well', async () => {
+    // There an invoice names its subscription at its top level and a subscription has its period on itself.
+    const user = await freeUser();
+    const before = await account(user);
+    const updated = subscriptionEvent(
+      'customer.subscription.updated',
+      user,
+      { status: 'active', price: testPrices.starter },
+      base,
+    );
+    Object.assign(updated, { api_version: preBasilApiVersion });
+    Object.assign(updated.data.object, { current_period_start: base, current_period_end: base + 30 * 86_400 });
+    expect((await deliver(updated)).body).toMatchObject({ applied: 'plan starter, new cycle' });
+    const subscribed = await account(user);
+    expect(subscribed).toMatchObject({
+      plan: 'starter',
+      credits_remaining: before.credits_remaining + monthlyCredits.starter,
+    });
+
+    const nextPeriod = base + 30 * 86_400;
+    const paid = preBasilRenewalInvoice('invoice.paid', user, testPrices.starter, nextPeriod, base + 200);
+    expect((await deliver(paid)).body).toMatchObject({ applied: 'plan starter renewed' });
+    const renewed = await account(user);
+    expect(renewed.credits_remaining).toBe(subscribed.credits_remaining + monthlyCredits.starter);
+    // The same payment reported in the current shape (after the endpoint's upgrade) is the same period.
+    const succeeded = renewalInvoice('invoice.payment_succeeded', user, testPrices.starter, nextPeriod, base + 201);
+    expect((await deliver(succeeded)).body).toMatchObject({
+      ignored: 'period already covered by the current cycle',
+    });
+    expect(await account(user)).toEqual(renewed);
   });
 
   it('acknowledges event types it does not handle', async () => {

@@ -19,7 +19,8 @@
  *   (deleted/canceled) event for a subscription that is not the account's current one is ignored.
  * - Renewals (invoice.paid / invoice.payment_succeeded with billing_reason `subscription_cycle`) are not plan
  *   state: they start a cycle of the account's current plan at the invoice's subscription period start, when the
- *   invoice belongs to the account's current subscription and that period starts after the current cycle. The
+ *   invoice belongs to the account's current subscription (named under `parent` since 2025-03-31.basil, at the
+ *   invoice's top level before: `invoiceSubscription`) and that period starts after the current cycle. The
  *   grant is keyed by (account, cycle start), so both event types, and redeliveries, grant it once. The first
  *   invoice of a subscription (`subscription_create`) and proration invoices are ignored: checkout completion and
  *   the plan change grant those cycles.
@@ -161,11 +162,17 @@ export class BillingService {
   /**
    * Whether `code` is a redeemable discount: first as an active promotion code (what customers type at
    * Checkout), else as a coupon id. Unknown, inactive and no-longer-valid codes answer `{valid: false, code}`.
+   * Promotion codes match in any case, as at Stripe's Checkout: the list's `code` filter is case-insensitive (and
+   * an active code is unique regardless of case), so `welcome5` finds `WELCOME5`, and the answer names the code as
+   * Stripe spells it. The returned code is still compared (stripe-mock ignores list filters). Coupon ids are ids:
+   * exact.
    */
   async validateCoupon(code: string): Promise<CouponAnswer> {
     const stripe = this.client();
     const promotions = await this.call('coupon', () => stripe.promotionCodes.list({ code, active: true, limit: 1 }));
-    const promotion = promotions.data.find((candidate) => candidate.active && candidate.code === code);
+    const promotion = promotions.data.find(
+      (candidate) => candidate.active && candidate.code.toLowerCase() === code.toLowerCase(),
+    );
     if (promotion) {
       const reference = promotion.promotion.coupon;
       const coupon =
@@ -174,7 +181,7 @@ export class BillingService {
           : typeof reference === 'string'
             ? await this.retrieveCoupon(stripe, reference)
             : reference;
-      if (coupon?.valid) return describeCoupon(code, 'promotion_code', coupon);
+      if (coupon?.valid) return describeCoupon(promotion.code, 'promotion_code', coupon);
     }
     const coupon = await this.retrieveCoupon(stripe, code);
     return coupon?.valid ? describeCoupon(code, 'coupon', coupon) : { valid: false, code };
@@ -281,16 +288,15 @@ export class BillingService {
       case 'invoice.payment_succeeded': {
         const invoice = event.data.object;
         if (invoice.billing_reason !== 'subscription_cycle') return { ignored: 'not a renewal invoice' };
-        const details = invoice.parent?.subscription_details;
-        const subscriptionId = idOf(details?.subscription);
+        const { subscriptionId, userId } = invoiceSubscription(invoice);
         if (!subscriptionId) return { ignored: 'not a subscription invoice' };
-        const account = await this.lockAccount(em, idOf(invoice.customer), details?.metadata?.user_id);
+        const account = await this.lockAccount(em, idOf(invoice.customer), userId);
         if (!account) return { ignored: 'no matching account' };
         if (account.stripe_subscription_id !== subscriptionId) {
           return { ignored: 'not the account’s current subscription' };
         }
         if (account.plan === 'free') return { ignored: 'the account is on the free plan' };
-        const line = invoice.lines.data.find((item) => item.parent?.type === 'subscription_item_details');
+        const line = invoice.lines.data.find(isSubscriptionLine);
         // The renewal line's period is the new one (the invoice's own period_start/end cover the one that ended).
         const periodStart = new Date(((line ?? invoice.lines.data[0])?.period.start ?? invoice.period_end) * 1000);
         const current = account.plan_cycle_start ? new Date(account.plan_cycle_start).getTime() : -Infinity;
@@ -444,6 +450,31 @@ export class BillingService {
     this.logger.error({ err: error, what }, 'stripe request failed');
     return new ApiError('service_unavailable', 'The billing provider could not complete the request');
   }
+}
+
+/**
+ * Events come in the API version of the webhook endpoint they were sent to, not the one this package pins
+ * (docs/gateway.md, "Billing"). Since 2025-03-31.basil an invoice names its subscription under
+ * `parent.subscription_details` and a subscription's line says so in `parent.type`; before, the invoice had
+ * `subscription` and `subscription_details` at its top level and the line a `type` of `subscription`. Both are read.
+ */
+interface PreBasilInvoice {
+  subscription?: string | { id: string } | null;
+  subscription_details?: { metadata?: Record<string, string> | null } | null;
+}
+
+/** The renewal invoice's subscription and the user id its metadata carries, in either shape. */
+function invoiceSubscription(invoice: Stripe.Invoice): { subscriptionId: string | null; userId: string | undefined } {
+  const details = invoice.parent?.subscription_details;
+  if (details) return { subscriptionId: idOf(details.subscription), userId: details.metadata?.user_id };
+  const legacy = invoice as unknown as PreBasilInvoice;
+  return { subscriptionId: idOf(legacy.subscription), userId: legacy.subscription_details?.metadata?.user_id };
+}
+
+/** Whether an invoice line is the subscription's own (not a one-off item), in either shape. */
+function isSubscriptionLine(line: Stripe.InvoiceLineItem): boolean {
+  if (line.parent) return line.parent.type === 'subscription_item_details';
+  return (line as unknown as { type?: string }).type === 'subscription';
 }
 
 function describeCoupon(code: string, source: 'promotion_code' | 'coupon', coupon: Stripe.Coupon): CouponAnswer {
