@@ -210,7 +210,8 @@ function failureMessage(execution: Execution, language: string, limits: CodeLimi
 
 function failureReason({ done, killed, exit, diagnostics }: Execution, language: string, limits: CodeLimits): string {
   const memory = `the code ran out of memory (limit ${formatBytes(limits.memoryBytes)})`;
-  if (killed) return killed;
+  // The runner's own account of how the code ended comes first: it was sent before any kill that followed it (a
+  // JavaScript loop interrupted at its CPU limit, read by a busy parent only after the wall clock's timer had fired).
   if (done && !done.ok) {
     switch (done.failure) {
       case 'cpu_limit':
@@ -223,6 +224,7 @@ function failureReason({ done, killed, exit, diagnostics }: Execution, language:
         return `the ${language} code raised an error:\n${done.error}`;
     }
   }
+  if (killed) return killed;
   if (exit.signal === 'SIGXCPU') return 'the code used too much CPU time and was stopped';
   if (exit.signal === 'SIGXFSZ') return 'the code wrote a file larger than the sandbox quota and was stopped';
   if (/out of memory|Failed to reserve|allocation failed|Cannot allocate/i.test(diagnostics)) {

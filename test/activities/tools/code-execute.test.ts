@@ -93,6 +93,22 @@ async function fails(
   return outcome.content;
 }
 
+/**
+ * The error of code that never ends, stopped by the first of its limits (docs/session-chat-and-tools.md): its CPU
+ * time, or on a machine too busy to give it that much CPU in time, the wall clock. A wall-clock stop says how much CPU
+ * time the code had, and that must be under the CPU limit (code past it is reported as stopped by it): which limit
+ * came first is the machine's doing, the naming of the right one is the platform's promise.
+ */
+function expectStoppedAtALimit(content: string, limits: { cpuS: number; wallS: number }): 'cpu' | 'wall' {
+  if (content.includes(`the code used more than ${limits.cpuS} s of CPU time and was stopped`)) return 'cpu';
+  const wall = new RegExp(
+    `the code did not finish within ${limits.wallS} s and was stopped \\(it had used (\\d+\\.\\d) s of CPU time\\)`,
+  ).exec(content);
+  expect(wall ? 'stopped at a limit' : content).toBe('stopped at a limit');
+  expect(Number(wall![1])).toBeLessThanOrEqual(limits.cpuS);
+  return 'wall';
+}
+
 /** Runs `work` while timing this process's event loop: the longest gap between 20 ms ticks. */
 async function withLoopWatch<T>(work: () => Promise<T>): Promise<{ value: T; maxGapMs: number; elapsedMs: number }> {
   const started = performance.now();
@@ -275,22 +291,38 @@ attempts
 
   it('stops an endless loop at the CPU limit while this process stays responsive', async () => {
     // The CPU limit (2 s) stops it, or on a machine so busy that the loop gets less than a quarter of a core, the
-    // wall-clock limit (8 s) first: a clear error naming the limit either way, with the output so far.
+    // wall-clock limit (8 s) first: a clear error naming the limit reached, with the output so far.
+    const limits = { cpuS: 2, wallS: 8 };
     const limit = /used more than 2 s of CPU time|did not finish within 8 s/;
     const python = await withLoopWatch(() =>
       fails('python', 'print("spinning")\nwhile True: pass', limit, { tool: quickTool }),
     );
+    expectStoppedAtALimit(python.value, limits);
     expect(python.value).toMatch(
-      /^code_execute: the code (used more than 2 s of CPU time|did not finish within 8 s) and was stopped\n--- stdout ---\nspinning/,
+      /^code_execute: the code (used more than 2 s of CPU time|did not finish within 8 s) and was stopped.*\n--- stdout ---\nspinning/,
     );
     expect(python.maxGapMs).toBeLessThan(1_000);
 
     const javascript = await withLoopWatch(() => fails('javascript', 'for (;;) {}', limit, { tool: quickTool }));
+    expectStoppedAtALimit(javascript.value, limits);
     expect(javascript.maxGapMs).toBeLessThan(1_000);
   });
 
+  it('stops a program that sleeps at the wall clock, saying how little CPU time it had', async () => {
+    const error = await fails(
+      'python',
+      'import time\nprint("sleeping")\ntime.sleep(600)',
+      /did not finish within 8 s/,
+      {
+        tool: quickTool,
+      },
+    );
+    expect(expectStoppedAtALimit(error, { cpuS: 2, wallS: 8 })).toBe('wall');
+  });
+
   it('stops 10-minute loops at the real 10 s limit', async () => {
-    // On a busy machine the 15 s wall clock may come first: a clear error either way, in seconds, not minutes.
+    // On a busy machine the 15 s wall clock may come first: a clear error naming the limit reached, in seconds, not
+    // minutes.
     const limit = /used more than 10 s of CPU time|did not finish within 15 s/;
     const { value, maxGapMs } = await withLoopWatch(() =>
       Promise.all([
@@ -299,6 +331,7 @@ attempts
       ]),
     );
     expect(value).toHaveLength(2);
+    for (const content of value) expectStoppedAtALimit(content, { cpuS: 10, wallS: 15 });
     expect(maxGapMs).toBeLessThan(1_000);
   });
 
@@ -468,10 +501,13 @@ attempts
     const slow = createCodeExecuteTool({ cpuMs: 2_000 }, { startupDelayMs: 22_000 });
     const [python, runaway] = await Promise.all([
       succeeds('python', '6 * 7', { tool: slow }),
-      fails('javascript', 'for (;;) {}', /the code used more than 2 s of CPU time/, { tool: slow }),
+      fails('javascript', 'console.log("running"); for (;;) {}', /and was stopped/, { tool: slow }),
     ]);
     expect(python.result).toBe(42);
-    expect(runaway).not.toMatch(/did not start/);
+    // Stopped by a limit of the code's own (the CPU's, or on a starved machine the wall clock's), after it ran: had
+    // the 15 s of wall clock counted the 22 s start-up, the code would have been stopped before it printed.
+    expectStoppedAtALimit(runaway, { cpuS: 2, wallS: 15 });
+    expect(runaway).toContain('--- stdout ---\nrunning');
   }, 120_000);
 
   it('starts runners ahead of calls: a call takes a ready one, and the next one starts', async () => {
@@ -484,6 +520,10 @@ attempts
     expect((await succeeds('javascript', '6 * 7', { tool: warmTool })).result).toBe(42);
     expect(performance.now() - started).toBeLessThan(startupDelayMs);
     // The next call takes the runner started when the first was taken: its limits still count from its code.
-    await fails('javascript', 'for (;;) {}', /the code used more than 2 s of CPU time/, { tool: warmTool });
+    const runaway = await fails('javascript', 'console.log("running"); for (;;) {}', /and was stopped/, {
+      tool: warmTool,
+    });
+    expectStoppedAtALimit(runaway, { cpuS: 2, wallS: 15 });
+    expect(runaway).toContain('--- stdout ---\nrunning');
   }, 120_000);
 });
