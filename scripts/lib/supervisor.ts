@@ -3,9 +3,13 @@
  * and starts it again after a backoff (0.5 s, doubling to 30 s; back to 0.5 s once a start has stayed up a minute).
  * A start that fails is retried the same way, so a part whose dependency is down comes up once the dependency does.
  * `npm start` supervises each part it starts (scripts/start.ts): the Temporal dev server, the embedded PostgreSQL,
- * the API process and the background worker; a server it only reuses is not its to restart.
+ * the API process and the background worker; a server it only reuses is not its to restart. `npm run cluster`
+ * (scripts/cluster.ts) supervises its Temporal server, API processes and workers the same way.
  */
 import { spawn } from 'node:child_process';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** One run of a part: resolves `exited` when it ends (with a few words on how), `stop` ends it on purpose. */
@@ -105,24 +109,45 @@ function formatDelay(ms: number): string {
 
 /**
  * A start function for a Node.js program of the platform (`api/server.ts`, `worker/main.ts`) run as a child process
- * with this process's Node flags, its output on this process's: resolved once each of `readyUrls` answers 2xx, thrown
- * when the child exits before. It is told it is supervised (TESSERA_SUPERVISED), so it drains and exits when this
- * process is gone (process/signals.ts), never left running without its supervisor.
+ * with this process's Node flags, its output on this process's (or appended to `logFile`): resolved once each of
+ * `readyUrls` answers 2xx, thrown when the child exits before. It is told it is supervised (TESSERA_SUPERVISED), so it
+ * drains and exits when this process is gone (process/signals.ts), never left running without its supervisor.
  */
 export function nodeProgram(options: {
   script: string;
   env: Record<string, string | undefined>;
   readyUrls?: string[];
+  /**
+   * A file the child's stdout and stderr are appended to (written by the child itself, each run after the last),
+   * instead of this process's output; a start that fails names it with its last lines. `npm run cluster` keeps one
+   * per process.
+   */
+  logFile?: string;
   /** How long a start may take to answer (the first one bundles the workflows). Default 5 minutes. */
   startTimeoutMs?: number;
   /** After SIGTERM, how long it may drain before SIGKILL. Default 60 s. */
   stopGraceMs?: number;
 }): () => Promise<PartRun> {
+  const { logFile } = options;
   return async () => {
+    let output: number | undefined;
+    if (logFile) {
+      mkdirSync(dirname(logFile), { recursive: true });
+      output = openSync(logFile, 'a');
+    }
     const child = spawn(process.execPath, [...process.execArgv, options.script], {
       env: { ...options.env, TESSERA_SUPERVISED: '1' } as NodeJS.ProcessEnv,
-      stdio: 'inherit',
+      stdio: output === undefined ? 'inherit' : ['ignore', output, output],
     });
+    // The child holds its own copy of the descriptor.
+    if (output !== undefined) closeSync(output);
+    /** The end of the log file, for a start that failed. */
+    const tail = async () => {
+      if (!logFile) return '';
+      const text = await readFile(logFile, 'utf8').catch(() => '');
+      const lines = text.trimEnd().split('\n').slice(-20).join('\n');
+      return ` (its log, ${logFile}, ends:\n${lines})`;
+    };
     const exited = new Promise<string>((resolve) => {
       child.once('exit', (code, signal) => resolve(signal ? `was killed (${signal})` : `exited with code ${code}`));
       child.once('error', (error) => resolve(`could not run (${error.message})`));
@@ -140,10 +165,10 @@ export function nodeProgram(options: {
     const deadline = Date.now() + (options.startTimeoutMs ?? 300_000);
     for (const url of options.readyUrls ?? []) {
       for (;;) {
-        if (ended !== null) throw new Error(`${options.script} ${ended} before it answered ${url}`);
+        if (ended !== null) throw new Error(`${options.script} ${ended} before it answered ${url}${await tail()}`);
         if (Date.now() > deadline) {
           await stop();
-          throw new Error(`${options.script} did not answer ${url} in time`);
+          throw new Error(`${options.script} did not answer ${url} in time${await tail()}`);
         }
         const ok = await fetch(url, { signal: AbortSignal.timeout(2_000) }).then(
           async (response) => {
