@@ -12,7 +12,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
-import { waitFor } from '../helpers/wait.ts';
+import { waitFor, workflowClosed } from '../helpers/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
@@ -22,6 +22,16 @@ interface Delivery {
   headers: IncomingHttpHeaders;
   body: string;
 }
+
+/**
+ * AUTOMATION_SYNC_WAIT here: long enough for a run with an instant upstream to end within it on a loaded machine (a
+ * run is a workflow, an activity, a child turn and its steps: seconds under load, not milliseconds), while the slower
+ * runs are made slower than it, whatever the machine's speed, by a model call that stalls before its first token for
+ * longer than the wait (a stall, not a latency before the headers: the provider's connect timeout, 10 s, would end
+ * that call and fail over to a model without the fault).
+ */
+const syncWaitMs = 10_000;
+const slowerThanTheWait = { stall_after_tokens: 0, stall_ms: syncWaitMs + 5_000 };
 
 let platform: TestPlatform;
 let receiver: { server: Server; url: string; deliveries: Delivery[] };
@@ -48,7 +58,7 @@ function startReceiver(): Promise<typeof receiver> {
 beforeAll(async () => {
   receiver = await startReceiver();
   platform = await startTestPlatform((simulatorUrl) => ({
-    AUTOMATION_SYNC_WAIT: '2s',
+    AUTOMATION_SYNC_WAIT: `${syncWaitMs}ms`,
     FETCH_ALLOWED_HOSTS: `${new URL(simulatorUrl).host},${new URL(receiver.url).host}`,
   }));
   owner = await platform.createKey();
@@ -61,6 +71,18 @@ afterAll(async () => {
 });
 
 const json = async (response: Response): Promise<Json> => (await response.json()) as Json;
+
+/** The run's view once it has ended (polled at its `status_url`, as a tool without a callback does). */
+function ended(run: Json): Promise<Json> {
+  return waitFor(
+    `the run ${run.id as string} to end`,
+    async () => {
+      const view = await json(await platform.agents(run.status_url as string, { key: owner.key }));
+      return (view.status === 'done' || view.status === 'failed') && view;
+    },
+    60_000,
+  );
+}
 
 /** What an automation tool sends: the key in X-API-Key. */
 function trigger(body: unknown, options: { key?: string; headers?: Record<string, string> } = {}) {
@@ -98,7 +120,7 @@ describe('the automation service integration', () => {
   }, 60_000);
 
   it('answers a slower run 202, and calls back once, signed with the account’s callback secret', async () => {
-    await platform.simulator.addFault({ times: 1, fault: { latency_ms: 5_000 } });
+    await platform.simulator.addFault({ times: 1, fault: slowerThanTheWait });
     const response = await trigger({
       agent_id: 'general',
       message: 'Summarise the week.',
@@ -108,10 +130,14 @@ describe('the automation service integration', () => {
     const accepted = await json(response);
     expect(accepted).toMatchObject({ status: 'running', callback: 'pending' });
 
-    const [delivery] = await waitFor('the callback', async () => {
-      const found = receiver.deliveries.filter((item) => item.path === '/zap/1');
-      return found.length > 0 && found;
-    });
+    const [delivery] = await waitFor(
+      'the callback',
+      async () => {
+        const found = receiver.deliveries.filter((item) => item.path === '/zap/1');
+        return found.length > 0 && found;
+      },
+      60_000,
+    );
     const secret = ((await (await platform.fetch('/api/v1/media/callback-secret', { key: owner.key })).json()) as Json)
       .secret as string;
     const verified = new Webhook(secret).verify(delivery!.body, delivery!.headers as Record<string, string>) as Json;
@@ -122,43 +148,51 @@ describe('the automation service integration', () => {
     });
     const run = await json(await platform.agents(`/webhook/runs/${accepted.id as string}`, { key: owner.key }));
     expect(run.callback).toMatchObject({ url: `${receiver.url}/zap/1`, status: 'delivered', attempts: 1 });
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // Once: the run's workflow, the only sender of its callback, has ended, and sent one.
+    await workflowClosed(platform.environment.TEMPORAL_ADDRESS!, accepted.id as string);
     expect(receiver.deliveries.filter((item) => item.path === '/zap/1')).toHaveLength(1);
-  }, 60_000);
+  }, 90_000);
 
   it('without a callback URL, a slower run is polled', async () => {
-    await platform.simulator.addFault({ times: 1, fault: { latency_ms: 4_000 } });
+    await platform.simulator.addFault({ times: 1, fault: slowerThanTheWait });
     const response = await trigger({ agent_id: 'general', message: 'Plan a picnic.' });
     expect(response.status).toBe(202);
     const accepted = await json(response);
     expect(accepted.callback).toBe('none: poll status_url');
-    const done = await waitFor('the run', async () => {
-      const view = await json(await platform.agents(accepted.status_url as string, { key: owner.key }));
-      return view.status === 'done' && view;
-    });
-    expect(done.answer).toEqual(expect.any(String));
-  }, 60_000);
+    const done = await ended(accepted);
+    expect(done).toMatchObject({ id: accepted.id, status: 'done', answer: expect.any(String) });
+  }, 90_000);
 
   it('takes an Idempotency-Key as the run’s name, and a session_id as the session to continue', async () => {
     const idempotencyKey = `zap-${randomUUID()}`;
-    const first = await json(
-      await trigger(
+    const send = () =>
+      trigger(
         { agent_id: 'general', message: 'Remember: the code word is heron.', session_id: 'zap:daily-digest' },
         { headers: { 'idempotency-key': idempotencyKey } },
-      ),
+      );
+    const first = await json(await send());
+    expect(first).toMatchObject({ id: `webhook-general-${owner.user_id}.${idempotencyKey}`, duplicate: false });
+    // The repeat is answered with the first run, whether that run has ended by now or not (how soon it ends is the
+    // machine's doing): the same id, never a run of its own.
+    const again = await json(await send());
+    expect(again).toMatchObject({ id: first.id, duplicate: true });
+    const done = await ended(first);
+    expect(done).toMatchObject({ status: 'done', answer: expect.any(String) });
+    for (const answered of [first, again]) {
+      if (answered.status === 'done') expect(answered.answer).toBe(done.answer);
+    }
+    // Sent again once the run has ended: answered at once with its answer.
+    const late = await send();
+    expect(late.status).toBe(200);
+    expect(await json(late)).toMatchObject({ id: first.id, duplicate: true, status: 'done', answer: done.answer });
+
+    const next = await json(
+      await trigger({ agent_id: 'general', message: 'What is the code word?', session_id: 'zap:daily-digest' }),
     );
-    const again = await json(
-      await trigger(
-        { agent_id: 'general', message: 'Remember: the code word is heron.', session_id: 'zap:daily-digest' },
-        { headers: { 'idempotency-key': idempotencyKey } },
-      ),
-    );
-    expect(again).toMatchObject({ id: first.id, duplicate: true, status: 'done', answer: first.answer });
-    expect(first.id).toBe(`webhook-general-${owner.user_id}.${idempotencyKey}`);
-    await trigger({ agent_id: 'general', message: 'What is the code word?', session_id: 'zap:daily-digest' });
+    await ended(next);
     const history = await json(await platform.agents('/history/zap:daily-digest', { key: owner.key }));
     expect(history.messages.filter((message: Json) => message.role === 'user')).toHaveLength(2);
-  }, 60_000);
+  }, 90_000);
 
   it('refuses bad bodies, unknown agents and other users’ agents, naming the field', async () => {
     const custom = await json(

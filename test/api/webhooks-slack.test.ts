@@ -14,7 +14,7 @@ import { slackSignatureProblem } from '../../api/agents/routes/webhooks/deliveri
 import { simulatedMessengerCredentials as credentials } from '../../scripts/lib/simulated-providers.ts';
 import { newTelegramChat, simulatedMessengers } from '../helpers/messengers.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
-import { waitFor } from '../helpers/wait.ts';
+import { waitFor, workflowClosed } from '../helpers/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
@@ -182,12 +182,15 @@ describe('Slack events', () => {
     expect(run).toMatchObject({ source: 'slack', session_id: `slack:${dm}`, answer: answers[2]!.text });
     expect(run.agent_id).toEqual(expect.any(String));
     // Slack retries the event (its answer was slow, say): the same event id, nothing runs or posts again.
+    const runsBeforeRetry = await runCount();
     const retried = await slackDelivers(directMessage(dm, 'What is a good name for a cat?', ts), {
       eventId,
       retry: 1,
     });
     expect(retried.status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // Posted once: the run's workflow, the only poster of its answer, has ended, and the retry made no run of its own.
+    await workflowClosed(platform.environment.TEMPORAL_ADDRESS!, runId);
+    expect(await runCount()).toBe(runsBeforeRetry);
     expect(await posted(dm, 0)).toHaveLength(3);
     // The run is the owner's alone.
     expect((await platform.agents(`/webhook/runs/${runId}`, { key: stranger.key })).status).toBe(404);
@@ -202,7 +205,9 @@ describe('Slack events', () => {
     await slackDelivers(mention('<@U0SIMBOT> summarise our plan for Friday', ts));
     const answers = await posted(channel, 2);
     expect(answers[1]!.thread).toBe(ts);
-    // The bot's own message, a channel message without a mention, an edit: nothing answers.
+    // The bot's own message, a channel message without a mention, an edit: nothing answers. The route decides that
+    // before it records a run, and nothing but a run answers: no run, no answer (nothing to wait for).
+    const runsBefore = await runCount();
     await slackDelivers({
       type: 'message',
       channel,
@@ -220,7 +225,7 @@ describe('Slack events', () => {
       ts: nextTs(),
     });
     await slackDelivers({ ...directMessage(dm, 'edited'), subtype: 'message_changed' });
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await runCount()).toBe(runsBefore);
     expect(await posted(channel, 0)).toHaveLength(2);
   }, 180_000);
 

@@ -12,7 +12,7 @@ import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { newTelegramChat, simulatedMessengers } from '../helpers/messengers.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
-import { waitFor } from '../helpers/wait.ts';
+import { waitFor, workflowClosed } from '../helpers/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
@@ -146,7 +146,8 @@ describe('a standard webhook', () => {
     );
     expect(sessionTurns.rowCount).toBe(1);
     expect(turns.rowCount).toBeGreaterThan(0);
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // Forwarded once: the run's workflow, the only sender of its answer, has ended (the repeat started none).
+    await workflowClosed(platform.environment.TEMPORAL_ADDRESS!, runId);
     expect(await sentTo('telegram', chat, 0)).toHaveLength(2);
   }, 120_000);
 

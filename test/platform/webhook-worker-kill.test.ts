@@ -18,7 +18,7 @@ import {
   type PlatformProcess,
   type PlatformSetup,
 } from '../helpers/platform-process.ts';
-import { waitFor } from '../helpers/wait.ts';
+import { waitFor, workflowClosed } from '../helpers/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
@@ -139,7 +139,8 @@ it('finishes a webhook run killed mid-way after a restart, once', async () => {
   const again = await deliver();
   expect(again.status).toBe(202);
   expect(await json(again)).toMatchObject({ run_id: runId, duplicate: true, status: 'done' });
-  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  // Forwarded once: the run's workflow, the only sender of its answer, has ended (the repeat started none).
+  await workflowClosed(setup.temporalAddress, runId);
   expect((await sentToTelegram(chat)).slice(1)).toEqual([run.answer]);
   const turns = await sql<{ id: string; status: string }>(
     `select t.id, t.status from chat_turns t join chat_sessions s on s.conversation_id = t.conversation_id
