@@ -3,8 +3,7 @@
  * task: for an eagerly started completion, the API process that holds the HTTP response.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { TemporalFailure } from '@temporalio/common';
-import { isStoreOutage } from '../db/errors.ts';
+import { asActivityFailure } from './failures.ts';
 import type { CreditSettlement, ProviderFailureDetails } from '../common/completion.ts';
 import { creditsFor } from '../common/credits.ts';
 import type { CreditLedger } from './credits/credit-ledger.ts';
@@ -69,30 +68,6 @@ export function createCompletionActivities(dependencies: { calls: ProviderCalls;
 }
 
 export type CompletionActivities = ReturnType<typeof createCompletionActivities>;
-
-/**
- * An error from outside a provider's answer, as the workflow's retry policy should take it: an outage of the
- * platform's own database is retried (type `StoreUnavailable`); a Temporal failure (a cancellation) stays as it is;
- * anything else ends the attempt.
- */
-function asActivityFailure(error: unknown): unknown {
-  if (error instanceof TemporalFailure) return error;
-  const message = error instanceof Error ? error.message : String(error);
-  if (isStoreOutage(error)) {
-    return ApplicationFailure.create({
-      type: 'StoreUnavailable',
-      message: `the platform's database is unavailable: ${message}`,
-      cause: error instanceof Error ? error : undefined,
-    });
-  }
-  return ApplicationFailure.create({
-    type: error instanceof Error ? error.name : 'Error',
-    message,
-    nonRetryable: true,
-    cause: error instanceof Error ? error : undefined,
-  });
-}
-
 /** Charges an attempt's real usage at the serving model's rate and lifts its hold (idempotent: keyed by attempt). */
 export async function settleAttempt(ledger: CreditLedger, input: CreditSettlement): Promise<{ credits: number }> {
   const credits = creditsFor(input.usage.total_tokens, input.creditRate);

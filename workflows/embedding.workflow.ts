@@ -14,13 +14,15 @@ import type { CompletionActivities } from '../activities/completion-activities.t
 import type { Attempt } from '../common/completion.ts';
 import { embedWithFailover } from '../common/embedding-failover.ts';
 import type { EmbeddingInput, EmbeddingResult } from '../common/embeddings.ts';
+import { untilStoresAnswer } from '../common/retry-policies.ts';
 import { modelKey } from '../common/search-attributes.ts';
 import { traceQuery } from './completion.workflow.ts';
 
-// One try per candidate: failover is the workflow's decision. The local engine may take minutes for a large batch.
+// One try per candidate: failover is the workflow's decision (an outage of the platform's own database is waited out:
+// common/retry-policies.ts). The local engine may take minutes for a large batch.
 const { callEmbeddingProvider } = proxyLocalActivities<EmbeddingActivities>({
   startToCloseTimeout: '10m',
-  retry: { maximumAttempts: 1 },
+  retry: untilStoresAnswer,
 });
 
 // Saga steps: idempotent ledger writes, retried until the database answers (the vectors are already out).

@@ -15,12 +15,14 @@ import {
 } from '@temporalio/workflow';
 import type { MediaActivities } from '../activities/media/media-activities.ts';
 import type { MediaFailureDetails, MediaJobInput, MediaJobResult } from '../common/media.ts';
+import { untilStoresAnswer } from '../common/retry-policies.ts';
 import { modelKey } from '../common/search-attributes.ts';
 
-// Fallback between engines happens inside the activity; a second try would only repeat it.
+// Fallback between engines happens inside the activity; a second try would only repeat it. An outage of the
+// platform's own stores (its database, the media store) is waited out (common/retry-policies.ts).
 const { runMediaJob } = proxyLocalActivities<MediaActivities>({
   startToCloseTimeout: '150s',
-  retry: { maximumAttempts: 1 },
+  retry: untilStoresAnswer,
 });
 
 const { failMediaJob } = proxyLocalActivities<MediaActivities>({

@@ -17,16 +17,15 @@ import {
   type Candidate,
   type CompletionInput,
 } from '../common/completion.ts';
+import { untilStoresAnswer } from '../common/retry-policies.ts';
 import { modelKey } from '../common/search-attributes.ts';
 
 // One try per candidate: failover to the next candidate is the workflow's decision, not a blind retry. A provider's
 // failure is a non-retryable `ProviderError`, and so is any other error but one: the platform's own database being
-// unreachable (`StoreUnavailable`, activities/completion-activities.ts), which is waited out here, retried with
-// backoff for as long as the outage lasts, so that an outage never decides a request's outcome (docs/operations.md,
-// "When a part fails").
+// unreachable (`StoreUnavailable`), which is waited out here, so that an outage never decides a request's outcome.
 const { callProvider } = proxyLocalActivities<CompletionActivities>({
   startToCloseTimeout: '150s',
-  retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '10s' },
+  retry: untilStoresAnswer,
 });
 
 // Saga steps: idempotent ledger writes, retried until the database answers (the answer is already out).

@@ -2,6 +2,7 @@
  * The embedding workflow's activity: one attempt on one candidate (embedding-calls.ts), run as a local activity in
  * the process that runs the workflow task (for a request started eagerly, the process whose caller waits).
  */
+import { failingAsActivity } from '../failures.ts';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ProviderFailureDetails } from '../../common/completion.ts';
 import type { EmbeddingCallInput, EmbeddingCallOutcome, EmbeddingCalls } from './embedding-calls.ts';
@@ -16,7 +17,8 @@ export function createEmbeddingActivities(dependencies: { embeddingCalls: Embedd
   return {
     /** Calls one candidate; a failure is an ApplicationFailure of type `ProviderError` (the workflow fails over). */
     async callEmbeddingProvider(input: EmbeddingCallInput): Promise<EmbeddingCallResult> {
-      return attemptResult(input, await dependencies.embeddingCalls.run(input, Context.current().cancellationSignal));
+      const signal = Context.current().cancellationSignal;
+      return attemptResult(input, await failingAsActivity(() => dependencies.embeddingCalls.run(input, signal)));
     },
   };
 }

@@ -35,6 +35,7 @@ import {
   type UpscaleEngine,
   type VideoEngine,
 } from './engine.ts';
+import { failingAsActivity } from '../failures.ts';
 import { withFallback, type EngineBreaker } from './fallback.ts';
 import { mediaContentType, type MediaFiles } from './files.ts';
 
@@ -216,49 +217,54 @@ export function createMediaActivities({ pool, ledger, media }: MediaActivityDepe
     }
   }
 
+  /** One media job: its engines with fallback, its files, its row and its charge (a retry finds a written row). */
+  async function runJob(input: MediaJobInput): Promise<MediaJobResult> {
+    const kind = input.work.kind;
+    type Row = { status: string; engine: string; result: StoredResult; credits: number };
+    const [done] = await run<Row>(pool, selectJob, [input.jobId]);
+    if (done?.status === 'completed') {
+      // A retry after the row was written: the files exist; finish the charge the earlier run may have missed.
+      await charge(input, done.engine, done.credits);
+      const { files, data } = done.result;
+      return { jobId: input.jobId, kind, engine: done.engine, credits: done.credits, files, data };
+    }
+    let performed;
+    try {
+      performed = await perform(input.work);
+    } catch (error) {
+      if (!(error instanceof EngineError)) throw error;
+      const details: MediaFailureDetails = { retryable: error.retryable };
+      throw ApplicationFailure.create({
+        type: 'MediaEngineError',
+        message: error.message,
+        nonRetryable: true,
+        details: [details],
+      });
+    }
+    const { served, engine } = performed;
+    const files: string[] = [];
+    for (const output of served.outputs) files.push(await media.files.save(output.bytes, output.contentType));
+    const credits = Math.min(input.credits, served.credits ?? input.credits);
+    const stored: StoredResult = { ...(files[0] ? { fileName: files[0] } : {}), files, data: served.data };
+    await run(pool, endJob, [
+      input.jobId,
+      kind,
+      input.userId,
+      'completed',
+      engine,
+      JSON.stringify(requestOf(input.work)),
+      JSON.stringify(stored),
+      credits,
+      null,
+      input.acceptedAt ?? null,
+    ]);
+    await charge(input, engine, credits);
+    return { jobId: input.jobId, kind, engine, credits, files, data: served.data };
+  }
+
   return {
-    async runMediaJob(input: MediaJobInput): Promise<MediaJobResult> {
-      const kind = input.work.kind;
-      type Row = { status: string; engine: string; result: StoredResult; credits: number };
-      const [done] = await run<Row>(pool, selectJob, [input.jobId]);
-      if (done?.status === 'completed') {
-        // A retry after the row was written: the files exist; finish the charge the earlier run may have missed.
-        await charge(input, done.engine, done.credits);
-        const { files, data } = done.result;
-        return { jobId: input.jobId, kind, engine: done.engine, credits: done.credits, files, data };
-      }
-      let performed;
-      try {
-        performed = await perform(input.work);
-      } catch (error) {
-        if (!(error instanceof EngineError)) throw error;
-        const details: MediaFailureDetails = { retryable: error.retryable };
-        throw ApplicationFailure.create({
-          type: 'MediaEngineError',
-          message: error.message,
-          nonRetryable: true,
-          details: [details],
-        });
-      }
-      const { served, engine } = performed;
-      const files: string[] = [];
-      for (const output of served.outputs) files.push(await media.files.save(output.bytes, output.contentType));
-      const credits = Math.min(input.credits, served.credits ?? input.credits);
-      const stored: StoredResult = { ...(files[0] ? { fileName: files[0] } : {}), files, data: served.data };
-      await run(pool, endJob, [
-        input.jobId,
-        kind,
-        input.userId,
-        'completed',
-        engine,
-        JSON.stringify(requestOf(input.work)),
-        JSON.stringify(stored),
-        credits,
-        null,
-        input.acceptedAt ?? null,
-      ]);
-      await charge(input, engine, credits);
-      return { jobId: input.jobId, kind, engine, credits, files, data: served.data };
+    runMediaJob(input: MediaJobInput): Promise<MediaJobResult> {
+      return failingAsActivity(() => runJob(input));
     },
 
     /** Records a job that produced nothing and releases its hold (both once). */

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
 import type { ChatCompletionTool } from 'openai/resources/chat/completions';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const weatherTool: ChatCompletionTool = {
   type: 'function',
@@ -497,8 +498,17 @@ describe('durability', () => {
 });
 
 describe('service endpoints', () => {
-  it('health answers with a version', async () => {
-    expect(await (await platform.fetch('/health')).json()).toEqual({ status: 'ok', version: expect.any(String) });
+  it('health answers with a version and its dependencies; /health/live with the version alone', async () => {
+    const up = { status: 'ok', checked_at: expect.any(String), latency_ms: expect.any(Number) };
+    // The first probes run as the process starts: wait for them to have answered.
+    const health = await waitFor('the first probes', async () => {
+      const body = (await (await platform.fetch('/health')).json()) as {
+        dependencies: Record<string, { checked_at: string | null }>;
+      };
+      return Object.values(body.dependencies).every((dependency) => dependency.checked_at) && body;
+    });
+    expect(health).toEqual({ status: 'ok', version: expect.any(String), dependencies: { database: up, temporal: up } });
+    expect(await (await platform.fetch('/health/live')).json()).toEqual({ status: 'ok', version: expect.any(String) });
   });
 
   it('lists providers with models and breaker state', async () => {

@@ -31,7 +31,7 @@ export interface TestPlatform {
 }
 
 export async function startTestPlatform(
-  overrides: Record<string, string> | ((simulatorUrl: string) => Record<string, string>) = {},
+  overrides: Record<string, string> | ((simulatorUrl: string, databaseUrl: string) => Record<string, string>) = {},
 ): Promise<TestPlatform> {
   const database = await cloneTestDatabase();
   const simulator = await startSimulator();
@@ -56,7 +56,7 @@ export async function startTestPlatform(
     OPENAPI_RESPONSE_CHECK: 'true',
     ...simulatedProviders(simulator.url),
     ...simulatedToolServices(simulator.url, {}),
-    ...(typeof overrides === 'function' ? overrides(simulator.url) : overrides),
+    ...(typeof overrides === 'function' ? overrides(simulator.url, database.url) : overrides),
   };
   const gateway = await startGateway(environment);
   const control = simulatorControl(simulator.url);

@@ -1,0 +1,134 @@
+/**
+ * The platform's own PostgreSQL unreachable while it serves: the gateway reaches its database through a loopback
+ * proxy the test cuts (the machine's server, shared with other tests, stays up). While it is cut, /health says so and
+ * requests answer 503 `service_unavailable` with Retry-After, never 500; a completion already accepted waits the
+ * outage out and is answered once the database is back, charged once; the platform serves again by itself.
+ */
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import pg from 'pg';
+import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+let platform: TestPlatform;
+let proxy: TcpProxy | undefined;
+let directUrl: string;
+
+beforeAll(async () => {
+  // The proxy exists before the platform reads its environment, pointed at the server its database is cloned on.
+  const server = new URL(process.env.TESSERA_TEST_DATABASE_URL!);
+  proxy = await startTcpProxy({ host: server.hostname, port: Number(server.port || 5432) });
+  platform = await startTestPlatform((_simulator, databaseUrl) => {
+    directUrl = databaseUrl;
+    const proxied = new URL(databaseUrl);
+    proxied.port = String(proxy!.port);
+    return { DATABASE_URL: proxied.toString() };
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await proxy?.restore().catch(() => undefined);
+  await platform?.close();
+  await proxy?.close();
+});
+
+async function health(): Promise<{ status: number; database: string }> {
+  const response = await platform.fetch('/health');
+  const body = (await response.json()) as { dependencies: { database: { status: string } } };
+  return { status: response.status, database: body.dependencies.database.status };
+}
+
+/** Failed provider attempts this process counted (`GET /metrics`, which needs no database). */
+async function failedAttempts(): Promise<number> {
+  const text = await (await platform.fetch('/metrics')).text();
+  const line = text.split('\n').find((row) => /^tessera_provider_attempts_total\{.*outcome="failed"/.test(row));
+  return line ? Number(line.split(' ').at(-1)) : 0;
+}
+
+async function sql<Row>(text: string, values: unknown[]): Promise<Row[]> {
+  const client = new pg.Client({ connectionString: directUrl });
+  await client.connect();
+  try {
+    return (await client.query(text, values)).rows as Row[];
+  } finally {
+    await client.end();
+  }
+}
+
+it('says so on /health and answers 503 with Retry-After while its database is unreachable, then serves again', async () => {
+  const { key } = await platform.createKey();
+  await proxy!.cut();
+  try {
+    await waitFor('/health to report the database down', async () => {
+      const now = await health();
+      return now.status === 503 && now.database === 'unavailable';
+    });
+    const refused = await platform.fetch('/v1/chat/completions', {
+      method: 'POST',
+      key,
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }] }),
+    });
+    expect(refused.status).toBe(503);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await refused.json()).toMatchObject({ error: { type: 'service_unavailable', retry_after: 5 } });
+    const account = await platform.agents('/api/v1/agents', { key });
+    expect(account.status).toBe(503);
+  } finally {
+    await proxy!.restore();
+  }
+  await waitFor('/health to report the database back', async () => (await health()).status === 200);
+  const served = await platform.fetch('/v1/chat/completions', {
+    method: 'POST',
+    key,
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }] }),
+  });
+  expect(served.status).toBe(200);
+});
+
+it('a completion whose first provider fails while the database is down fails over once it is back, charged once', async () => {
+  const { key, user_id: userId } = await platform.createKey();
+  await platform.simulator.resetRequests();
+  // The first candidate answers 503 after a while: the database is cut while that call is in flight, so its failure,
+  // its breaker bookkeeping and the failover's hold all meet the outage.
+  await platform.simulator.addFault({
+    match: { model: 'gpt-4o-mini-2024-07-18' },
+    times: 1,
+    fault: { status: 503, latency_ms: 1_500 },
+  });
+  const failedBefore = await failedAttempts();
+  try {
+    const answer = platform.fetch('/v1/chat/completions', {
+      method: 'POST',
+      key,
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Fail over through it' }] }),
+    });
+    await waitFor(
+      'the first attempt to reach its provider',
+      async () => (await platform.simulator.requests()).total > 0,
+    );
+    await proxy!.cut();
+    try {
+      await waitFor('/health to report the database down', async () => (await health()).status === 503);
+      // The database stays down until the first attempt has failed (this process's attempt counter says so).
+      await waitFor('the first attempt to fail', async () => (await failedAttempts()) > failedBefore, 30_000);
+    } finally {
+      await proxy!.restore();
+    }
+    const response = await answer;
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { id: string; model: string };
+    expect(body.model).not.toBe('gpt-4o-mini');
+    const ledger = await waitFor('the holds to clear', async () => {
+      const rows = await sql<{ kind: string; attempt: number }>(
+        `select kind, attempt from credit_ledger where workflow_id = $1 and kind in ('settle', 'release') order by id`,
+        [`completion-${body.id}`],
+      );
+      const [user] = await sql<{ held: number }>('select credits_held as held from users where id = $1', [userId]);
+      return user?.held === 0 && rows.length >= 2 && rows;
+    });
+    expect(ledger.filter((row) => row.kind === 'settle')).toEqual([{ kind: 'settle', attempt: 2 }]);
+    expect(ledger.filter((row) => row.kind === 'release')).toEqual([{ kind: 'release', attempt: 1 }]);
+  } finally {
+    await platform.simulator.clearFaults();
+  }
+});
