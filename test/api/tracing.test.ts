@@ -114,7 +114,7 @@ it('exports one trace per completion, from the request through the workflow to e
     const spans = spansOf(server.traceId);
     const done =
       spans.some((span) => span.name === 'RunWorkflow:chatCompletion') &&
-      spans.filter((span) => span.name.startsWith('chat ')).length === 2;
+      spans.filter((span) => span.name.startsWith('chat ') && span.attrs['error.type'] !== 'aborted').length === 2;
     return done ? spans : null;
   });
   const named = (name: string) => trace.filter((span) => span.name === name);
@@ -142,8 +142,10 @@ it('exports one trace per completion, from the request through the workflow to e
   for (const span of executed) expect(scheduled.map((parent) => parent.spanId)).toContain(span.parentSpanId);
 
   // The attempts: one CLIENT span per provider call, in the GenAI conventions.
+  // (Were the eager start declined on a busy machine, the API's speculative attempt 1 would be aborted unadopted and
+  // the workflow's activity would make it: that aborted call is not one of the attempts.)
   const calls = trace
-    .filter((span) => span.name.startsWith('chat '))
+    .filter((span) => span.name.startsWith('chat ') && span.attrs['error.type'] !== 'aborted')
     .sort((a, b) => Number(a.attrs['tessera.attempt']) - Number(b.attrs['tessera.attempt']));
   expect(calls.map((span) => span.kind)).toEqual([CLIENT, CLIENT]);
   const [failed, served] = calls as [Received, Received];
@@ -180,9 +182,9 @@ it('exports one trace per completion, from the request through the workflow to e
   expect(served.attrs['gen_ai.usage.output_tokens']).toBe(completion.usage?.completion_tokens);
   expect(served.attrs['tessera.credits']).toEqual(expect.any(Number));
   // The served call was made by the workflow's second local activity; the first attempt, started by the API beside
-  // the workflow's start and adopted by the activity, is the request's child.
+  // the workflow's start and adopted by the activity, is the request's child (the activity's when the API could not).
   expect(executed.map((span) => span.spanId)).toContain(served.parentSpanId);
-  expect(failed.parentSpanId).toBe(server.spanId);
+  expect([server.spanId, ...executed.map((span) => span.spanId)]).toContain(failed.parentSpanId);
 
   // No prompt or answer text leaves the platform without the opt-in.
   expect(trace.some((span) => 'gen_ai.input.messages' in span.attrs || 'gen_ai.output.messages' in span.attrs)).toBe(
