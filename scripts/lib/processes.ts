@@ -170,6 +170,28 @@ export async function freePorts(count: number): Promise<number[]> {
   return ports;
 }
 
+/**
+ * The first of `count` consecutive TCP ports free on 127.0.0.1 right now (below the ephemeral range, as above), for
+ * a program that takes a block from one base port (`npm run cluster`'s API processes, the Temporal server's services).
+ * `avoid` lists ports already handed out that the block must not contain.
+ */
+export async function freePortRange(count: number, avoid: number[] = []): Promise<number> {
+  for (let tries = 0; tries < 1000; tries++) {
+    const base = 20_000 + Math.floor(Math.random() * (12_000 - count));
+    const block = Array.from({ length: count }, (_, index) => base + index);
+    if (block.some((port) => avoid.includes(port))) continue;
+    let free = true;
+    for (const port of block) {
+      if (!(await bindable(port))) {
+        free = false;
+        break;
+      }
+    }
+    if (free) return base;
+  }
+  throw new Error(`no ${count} consecutive free ports between 20000 and 32000`);
+}
+
 function bindable(port: number): Promise<boolean> {
   const server: Server = createServer();
   return new Promise((resolve) => {

@@ -8,6 +8,7 @@
  * under `dataDir`, and the namespace gets Tessera's search attributes, as for the dev server.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -36,11 +37,15 @@ export interface TemporalPostgresOptions {
   /** History shards: a server's fixed partitioning (production clusters use hundreds). Default 4. */
   historyShards?: number;
   log?: (line: string) => void;
+  /** A file the server's own output is appended to (`npm run cluster`'s temporal.log); else only kept for errors. */
+  logFile?: string;
 }
 
 export interface TemporalPostgresServer {
   address: string;
   process: ChildProcess;
+  /** Resolves once the server exits, with how (for a supervisor: scripts/lib/supervisor.ts). */
+  exited: Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -173,13 +178,21 @@ export async function startTemporalOnPostgres(options: TemporalPostgresOptions):
     },
   );
   const output: string[] = [];
+  const logFile = options.logFile ? createWriteStream(options.logFile, { flags: 'a' }) : null;
+  logFile?.on('error', () => undefined);
   const keep = (chunk: Buffer) => {
+    logFile?.write(chunk);
     output.push(...chunk.toString('utf8').split('\n').filter(Boolean));
     output.splice(0, Math.max(0, output.length - 40));
   };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<string>((resolve) =>
+    child.once('exit', (code, signal) => {
+      logFile?.end();
+      resolve(signal ? `was killed (${signal})` : `exited with code ${code}`);
+    }),
+  );
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill('SIGTERM');
@@ -224,5 +237,5 @@ export async function startTemporalOnPostgres(options: TemporalPostgresOptions):
     await connection?.close().catch(() => undefined);
   }
   log(`Temporal server on PostgreSQL answering at ${address}`);
-  return { address, process: child, stop };
+  return { address, process: child, exited, stop };
 }
