@@ -136,10 +136,13 @@ async function migrateDatabase(tool: string, url: URL, database: string, version
   await run(['update-schema', '-d', versionedDir]);
 }
 
-export async function startTemporalOnPostgres(options: TemporalPostgresOptions): Promise<TemporalPostgresServer> {
-  const log = options.log ?? (() => {});
-  const namespace = options.namespace ?? 'default';
-  const databases = options.databases ?? { persistence: 'temporal', visibility: 'temporal_visibility' };
+/**
+ * The server and its schema tool, `go install`ed into the tool cache on first use (minutes: the server is a large
+ * build), or the binaries TEMPORAL_SERVER_PATH and TEMPORAL_SQL_TOOL_PATH name.
+ */
+export async function ensureTemporalPostgresBinaries(
+  log: (line: string) => void = () => {},
+): Promise<{ server: string; sqlTool: string }> {
   const module = (path: string) => `${serverModule}/${path}@v${temporalServerVersion}`;
   const server = await ensureGoBinary(
     {
@@ -161,6 +164,14 @@ export async function startTemporalOnPostgres(options: TemporalPostgresOptions):
     },
     log,
   );
+  return { server, sqlTool };
+}
+
+export async function startTemporalOnPostgres(options: TemporalPostgresOptions): Promise<TemporalPostgresServer> {
+  const log = options.log ?? (() => {});
+  const namespace = options.namespace ?? 'default';
+  const databases = options.databases ?? { persistence: 'temporal', visibility: 'temporal_visibility' };
+  const { server, sqlTool } = await ensureTemporalPostgresBinaries(log);
   const url = new URL(options.databaseUrl);
   const schema = await schemaDirectory(log);
   log(`migrating ${databases.persistence} and ${databases.visibility}`);

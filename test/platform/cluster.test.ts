@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { dropDatabase, withDatabaseName } from '../../scripts/lib/database.ts';
 import { freePortRange, isRunning, processTree, startChild, type Child } from '../../scripts/lib/processes.ts';
 import { simulatedMediaProviders, simulatedProviders } from '../../scripts/lib/simulated-providers.ts';
+import { ensureTemporalPostgresBinaries } from '../../scripts/lib/temporal-postgres.ts';
 import { simulatorControl, startSimulator, type RunningSimulator } from '../../simulator/server.ts';
 import { callDirective } from '../helpers/agents.ts';
 import { readSse } from '../helpers/sse.ts';
@@ -38,6 +39,10 @@ let apis: string[];
 let agentServices: string[];
 let passed = false;
 let failures = 0;
+
+// The Temporal server and its schema tool come from the tool cache; on a machine that has never built them, the
+// build (`go install`, once) takes many minutes on two cores, and is not what the cluster's start is timed by.
+beforeAll(() => ensureTemporalPostgresBinaries(log), 45 * 60_000);
 
 beforeAll(async () => {
   simulator = await startSimulator();
