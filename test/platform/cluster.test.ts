@@ -4,7 +4,8 @@
  * dropped after, with the Temporal server's two). Every piece of work is started through one API process and read
  * back, resumed or followed through the other: a completion and its trace, a streamed completion cut after its first
  * tokens and resumed from the stream journal, a session chat turn continued and read back, a media job polled to its
- * end and its file served. Then SIGTERM stops every process of it.
+ * end and its file served. An API process and a worker SIGKILLed are started again by the cluster while the other
+ * API process serves. Then SIGTERM stops every process of it.
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -359,6 +360,49 @@ it(
     }
   }),
   180_000,
+);
+
+/** The pid of the cluster's process running `script` whose environment has `variable`=`value`. */
+async function clusterProcess(script: string, variable?: string, value?: string): Promise<number> {
+  for (const info of await processTree(cluster!.process.pid!)) {
+    if (!info.cmdline.includes(script)) continue;
+    if (variable === undefined) return info.pid;
+    const environ = await readFile(`/proc/${info.pid}/environ`, 'utf8').catch(() => '');
+    if (environ.split('\0').includes(`${variable}=${value}`)) return info.pid;
+  }
+  throw new Error(`no ${script} ${variable ?? ''} among the cluster's processes`);
+}
+
+it(
+  'starts an API process and a worker killed under it again, while the other API process serves',
+  tracked(async () => {
+    const restarted = (part: string) => cluster!.output(400).includes(`[cluster] ${part} is running again`);
+    const api2 = await clusterProcess('api/server.ts', 'PORT', new URL(apis[1]!).port);
+    const worker = await clusterProcess('worker/main.ts');
+    process.kill(api2, 'SIGKILL');
+    process.kill(worker, 'SIGKILL');
+    // API 1 serves meanwhile.
+    const meanwhile = await complete(0, 'gpt-4o-mini', 'While API 2 is down');
+    expect(meanwhile.choices[0].message.content).toContain('While API 2 is down');
+    await waitFor('API 2 to be started again', async () => restarted('API 2'), 180_000);
+    await waitFor(
+      'the killed worker to be started again',
+      async () => /worker \d is running again/.test(cluster!.output(400)),
+      60_000,
+    );
+    const after = await complete(1, 'gpt-4o-mini', 'After API 2 is back');
+    expect(after.choices[0].message.content).toContain('After API 2 is back');
+    const trace = await waitFor(
+      `the trace of ${String(after.id)} through API 1`,
+      async () => {
+        const found = await json(await call(0, `/api/v1/requests/${String(after.id)}`));
+        return found.status === 'completed' ? found : null;
+      },
+      60_000,
+    );
+    expect(trace).toMatchObject({ id: after.id });
+  }),
+  300_000,
 );
 
 it(
