@@ -49,17 +49,25 @@ const usage = `Usage: npm run cluster -- [--apis N] [--workers N] [--port P] [--
   --database-url URL  the PostgreSQL database (default DATABASE_URL, else postgres://postgres@127.0.0.1:5432/tessera_cluster)
 `;
 
-const { values: flags } = parseArgs({
-  options: {
-    apis: { type: 'string' },
-    workers: { type: 'string' },
-    port: { type: 'string' },
-    'temporal-port': { type: 'string' },
-    'data-dir': { type: 'string' },
-    'database-url': { type: 'string' },
-    help: { type: 'boolean', short: 'h' },
-  },
-});
+// A flag it does not know (or one without its value) ends it with the usage.
+const flags = (() => {
+  try {
+    return parseArgs({
+      options: {
+        apis: { type: 'string' },
+        workers: { type: 'string' },
+        port: { type: 'string' },
+        'temporal-port': { type: 'string' },
+        'data-dir': { type: 'string' },
+        'database-url': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }).values;
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n\n${usage}`);
+    process.exit(2);
+  }
+})();
 if (flags.help) {
   process.stdout.write(usage);
   process.exit(0);
