@@ -135,11 +135,13 @@ if (taken.length) {
 // themselves once this process is gone: TESSERA_SUPERVISED).
 const parts: SupervisedPart[] = [];
 let simulator: Awaited<ReturnType<typeof startSimulator>> | null = null;
+// The Temporal server stops last, once the API processes and workers have drained; but its supervision ends at once,
+// so a server that a terminal's Ctrl-C (SIGINT to the whole process group) ended first is not started again.
+let othersStopped: Promise<unknown> = Promise.resolve();
 const stopAll = async () => {
   const [temporal, ...rest] = parts;
-  await Promise.all(rest.map((part) => part.stop()));
-  await simulator?.close();
-  await temporal?.stop();
+  othersStopped = Promise.all(rest.map((part) => part.stop())).then(() => simulator?.close());
+  await Promise.all([othersStopped, temporal?.stop()]);
 };
 
 try {
@@ -183,7 +185,13 @@ try {
         logFile: join(logDir, 'temporal.log'),
       });
       temporalServer = server.process;
-      return { exited: server.exited, stop: server.stop };
+      return {
+        exited: server.exited,
+        stop: async () => {
+          await othersStopped.catch(() => undefined);
+          await server.stop();
+        },
+      };
     },
   });
   // Every process would bundle the workflow code at start (5-10 s of CPU each): bundled once here instead, unless
