@@ -7,6 +7,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ChatMessage } from '../common/chat.ts';
 import { isDeterministicDatabaseError } from '../db/errors.ts';
+import { storeOutagesAsFailures } from './failures.ts';
 import {
   turnStartEvent,
   type ChatTurnEvent,
@@ -315,7 +316,12 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
     },
   };
   const { runToolCall, ...storageSteps } = steps;
-  return { ...endOnDeterministicFailures(storageSteps), runToolCall };
+  return {
+    ...endOnDeterministicFailures(storageSteps),
+    // A store outage (the journal's read or write around the tool) is thrown as `StoreUnavailable`: the turn waits it
+    // out and calls again (workflows/store-outages.ts), and the call then finds on the stream what it had done.
+    runToolCall: (input: Parameters<typeof runToolCall>[0]) => storeOutagesAsFailures(() => runToolCall(input)),
+  };
 
   /** Resolves once the turn is no longer running (or was never recorded, or its workflow is gone). */
   async function waitForTurn(turnId: string): Promise<void> {

@@ -22,6 +22,20 @@ export function asActivityFailure(error: unknown): unknown {
   return ApplicationFailure.create({ type: cause?.name ?? 'Error', message, nonRetryable: true, cause });
 }
 
+/**
+ * Runs an activity's body, its store outages thrown as the retryable `StoreUnavailable` and every other error as it
+ * was: for an activity whose retries its workflow decides (a tool call, whose policy allows as many tries as the tool
+ * does; the workflow waits a store outage out: workflows/store-outages.ts).
+ */
+export async function storeOutagesAsFailures<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof TemporalFailure || !isStoreOutage(error)) throw error;
+    throw asActivityFailure(error);
+  }
+}
+
 /** Runs an activity's body, its unexpected errors handed over as `asActivityFailure` says. */
 export async function failingAsActivity<T>(work: () => Promise<T>): Promise<T> {
   try {

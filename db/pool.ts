@@ -23,8 +23,20 @@ export function openPool(databaseUrl: string, options: { max?: number; onError?:
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 60_000,
   });
-  // An idle connection the server dropped: the pool replaces it; nothing is lost.
-  pool.on('error', (error) => options.onError?.(error));
+  return guardPool(pool, options.onError);
+}
+
+/**
+ * Keeps a connection the server drops (PostgreSQL shut down, restarted or killed) from taking the process down: `pg`
+ * reports the drop as an `'error'` event, and one without a listener is an uncaught exception. pg-pool listens on
+ * idle connections only (re-emitted on the pool) and leaves a checked-out one's to whoever holds it: a transaction
+ * awaiting something else when the server went away crashed its API process (the fault bench's PostgreSQL kill).
+ * Every connection gets a listener of its own here; the statement in flight still fails on its own, and a broken
+ * connection is discarded when it is released (`transaction` releases it with its error).
+ */
+export function guardPool<T extends pg.Pool>(pool: T, onError: (error: Error) => void = () => undefined): T {
+  pool.on('error', onError);
+  pool.on('connect', (client) => client.on('error', onError));
   return pool;
 }
 

@@ -13,6 +13,8 @@ export interface LoggedRequest {
 
 export interface RequestSummary {
   total: number;
+  /** Of those, the ones whose response the simulator has sent in full (a test waits for an answer to be out). */
+  answered: number;
   by_model: Record<string, number>;
   /** The most recent provider request, or null after a reset. */
   last: LoggedRequest | null;
@@ -21,6 +23,7 @@ export interface RequestSummary {
 /** What the control API reports under `GET /_simulator/requests`. */
 export class RequestLog {
   private total = 0;
+  private answered = 0;
   private byModel = new Map<string, number>();
   private last: LoggedRequest | null = null;
 
@@ -30,13 +33,19 @@ export class RequestLog {
     this.last = request;
   }
 
+  /** A recorded request's response was sent in full. */
+  markAnswered(): void {
+    this.answered += 1;
+  }
+
   reset(): void {
     this.total = 0;
+    this.answered = 0;
     this.byModel = new Map();
     this.last = null;
   }
 
   summary(): RequestSummary {
-    return { total: this.total, by_model: Object.fromEntries(this.byModel), last: this.last };
+    return { total: this.total, answered: this.answered, by_model: Object.fromEntries(this.byModel), last: this.last };
   }
 }

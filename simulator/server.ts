@@ -114,6 +114,7 @@ async function handle(request: IncomingMessage, response: ServerResponse, state:
   const model = handler.modelOf(call);
   const loggedPath = `${url.pathname}${url.search}`;
   state.requests.record({ protocol: handler.protocol, model, path: loggedPath, headers: flatHeaders(request), body });
+  response.once('finish', () => state.requests.markAnswered());
 
   const authenticationError = handler.authenticationError(call);
   if (authenticationError !== undefined) {

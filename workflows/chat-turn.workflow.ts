@@ -33,6 +33,7 @@ import {
   setHandler,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
+import { waitingOutStoreOutages } from './store-outages.ts';
 import type { ChatActivities } from '../activities/chat-activities.ts';
 import type { StoredMessage } from '../activities/conversations/conversation-store.ts';
 import type { ChatCompletionRequest, ChatMessage, Tool, ToolCall, Usage } from '../common/chat.ts';
@@ -425,18 +426,21 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
       });
       // A call to a tool the turn does not offer (a confused model, or a prompt asking for another agent's tool)
       // is answered as an unknown tool and never run.
+      // An outage of the platform's database around the call (its journal) is waited out, the call then made again.
       const outcome = policy
-        ? await runToolCall({
-            turnId: input.turnId,
-            conversationId: input.conversationId,
-            callId: call.id,
-            name: call.function.name,
-            arguments: call.function.arguments,
-            seq,
-            userId: input.userId === 'guest' ? null : input.userId,
-            agentTools: !!input.agent,
-            ...(input.loop ? {} : { stoppable: true }),
-          })
+        ? await waitingOutStoreOutages(() =>
+            runToolCall({
+              turnId: input.turnId,
+              conversationId: input.conversationId,
+              callId: call.id,
+              name: call.function.name,
+              arguments: call.function.arguments,
+              seq,
+              userId: input.userId === 'guest' ? null : input.userId,
+              agentTools: !!input.agent,
+              ...(input.loop ? {} : { stoppable: true }),
+            }),
+          )
         : await refuseUnknown(call, seq);
       if ((outcome as { stopped?: boolean }).stopped) stoppedByUser = true;
       // A tool that reported progress used more positions (`nextSeq`); older recorded results name none.

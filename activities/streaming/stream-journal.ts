@@ -11,6 +11,8 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { PoolClient } from 'pg';
 import type { SequencedStreamEvent, StreamEvent } from '../../common/completion.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isStoreOutage } from '../../db/errors.ts';
 import { run, transaction, type Pool, type Queryable } from '../../db/pool.ts';
 
 export interface JournalWriter {
@@ -57,11 +59,13 @@ export class StreamJournal {
   private readonly orm: MikroORM;
   private readonly pool: Pool | null;
   private readonly flushIntervalMs: number;
+  private readonly outageWaitMs: number;
 
-  constructor(orm: MikroORM, options: { flushIntervalMs?: number; pool?: Pool } = {}) {
+  constructor(orm: MikroORM, options: { flushIntervalMs?: number; pool?: Pool; outageWaitMs?: number } = {}) {
     this.orm = orm;
     this.pool = options.pool ?? null;
     this.flushIntervalMs = options.flushIntervalMs ?? 100;
+    this.outageWaitMs = options.outageWaitMs ?? 60_000;
   }
 
   writer(requestId: string): JournalWriter {
@@ -154,7 +158,25 @@ export class StreamJournal {
     await this.orm.em.fork().execute('delete from stream_chunks where request_id = ?', [requestId], 'run');
   }
 
+  /**
+   * Inserts a batch, waiting out an outage of the database for up to `outageWaitMs` (60 s): the insert is idempotent,
+   * and a stream whose journal gave up at the first refused connection failed its request for good after it had
+   * reached its client (the fault bench's PostgreSQL kill). Later batches queue behind it, in order.
+   */
   private async insert(requestId: string, batch: SequencedStreamEvent[]): Promise<void> {
+    const deadline = Date.now() + this.outageWaitMs;
+    for (let delayMs = 200; ; delayMs = Math.min(delayMs * 2, 5_000)) {
+      try {
+        await this.insertOnce(requestId, batch);
+        return;
+      } catch (error) {
+        if (!isStoreOutage(error) || Date.now() + delayMs > deadline) throw error;
+        await sleep(delayMs);
+      }
+    }
+  }
+
+  private async insertOnce(requestId: string, batch: SequencedStreamEvent[]): Promise<void> {
     if (this.pool) {
       await this.write(this.pool, requestId, batch);
       return;

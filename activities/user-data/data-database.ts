@@ -31,6 +31,7 @@
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import Cursor from 'pg-cursor';
+import { guardPool } from '../../db/pool.ts';
 import { createDatabase, databaseNameOf, dropDatabase, withDatabaseName } from '../../scripts/lib/database.ts';
 import { checkReadOnlySql, SqlRefused } from './sql-guard.ts';
 
@@ -175,13 +176,9 @@ export class UserDataDatabase {
     this.url = userDataDatabaseUrl(settings.platformUrl, settings.dataUrl);
     this.databaseName = databaseNameOf(this.url);
     this.rolePrefix = userRolePrefix(this.databaseName);
-    this.admin = new pg.Pool({
-      connectionString: this.url,
-      max: 4,
-      connectionTimeoutMillis: 10_000,
-      idleTimeoutMillis: 30_000,
-    });
-    this.admin.on('error', () => undefined);
+    this.admin = guardPool(
+      new pg.Pool({ connectionString: this.url, max: 4, connectionTimeoutMillis: 10_000, idleTimeoutMillis: 30_000 }),
+    );
   }
 
   identity(userId: string): Omit<UserDataIdentity, 'userId'> & { userId: string } {
@@ -315,14 +312,15 @@ export class UserDataDatabase {
     const url = new URL(this.url);
     url.username = encodeURIComponent(identity.role);
     url.password = encodeURIComponent(this.rolePassword(identity.role) ?? '');
-    pool = new pg.Pool({
-      connectionString: url.toString(),
-      max: 2,
-      connectionTimeoutMillis: 10_000,
-      idleTimeoutMillis: 10_000,
-      types: jsonTypes,
-    });
-    pool.on('error', () => undefined);
+    pool = guardPool(
+      new pg.Pool({
+        connectionString: url.toString(),
+        max: 2,
+        connectionTimeoutMillis: 10_000,
+        idleTimeoutMillis: 10_000,
+        types: jsonTypes,
+      }),
+    );
     this.pools.set(identity.role, pool);
     if (this.pools.size > maxUserPools) {
       const [oldest, oldPool] = this.pools.entries().next().value!;

@@ -132,3 +132,40 @@ it('a completion whose first provider fails while the database is down fails ove
     await platform.simulator.clearFaults();
   }
 });
+
+it('a chat turn whose tool call meets the outage waits for the database, then runs the tool and answers', async () => {
+  const { key } = await platform.createKey();
+  await platform.simulator.resetRequests();
+  // The model's first answer (asking for the calculator) comes after a while: the database is cut while it is awaited,
+  // so its journal, the tool call's journal and the turn's close all meet the outage.
+  await platform.simulator.addFault({ times: 1, fault: { latency_ms: 1_500 } });
+  const sessionId = `outage-${Date.now()}`;
+  try {
+    const answer = platform.fetch('/api/v1/chat', {
+      method: 'POST',
+      key,
+      body: JSON.stringify({
+        session_id: sessionId,
+        message: `What is 6 * 7? [[call calculator ${JSON.stringify({ expression: '6 * 7' })}]]`,
+      }),
+    });
+    await waitFor('the model call to reach its provider', async () => (await platform.simulator.requests()).total > 0);
+    await proxy!.cut();
+    try {
+      await waitFor('/health to report the database down', async () => (await health()).status === 503);
+      // Down until the model has answered, asking for the calculator.
+      await waitFor('the model to answer', async () => (await platform.simulator.requests()).answered > 0);
+    } finally {
+      await proxy!.restore();
+    }
+    const response = await answer;
+    const body = (await response.json()) as { response: string; tool_calls: Array<{ tool: string; ok: boolean }> };
+    expect({ status: response.status, tool_calls: body.tool_calls }).toEqual({
+      status: 200,
+      tool_calls: [{ tool: 'calculator', ok: true }],
+    });
+    expect(body.response).toContain('42');
+  } finally {
+    await platform.simulator.clearFaults();
+  }
+});
