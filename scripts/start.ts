@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { stopOnSignals } from '../process/signals.ts';
+import { buildWorkflowBundleFile } from '../worker/create-worker.ts';
 import { version } from '../process/version.ts';
 import { loadCatalogue } from '../config/load-catalogue.ts';
 import { localEngineProviderId } from '../common/catalogue.ts';
@@ -101,6 +102,14 @@ if (!environment.TOKEN_ENCRYPTION_KEY) {
 
 // The web app the agent service serves at / (web/): built when its output is missing or older than its sources.
 await ensureWebBuild(log);
+// The API process and the worker would each bundle the workflow code at every start (5-10 s of CPU each, the most of
+// an API restart's time): bundled once here for every start and restart, unless WORKFLOW_BUNDLE_PATH names a bundle
+// built ahead. (A traced process, OTEL_EXPORTER_OTLP_*ENDPOINT set, builds its own traced bundle.)
+if (!environment.WORKFLOW_BUNDLE_PATH?.trim()) {
+  const path = `${dataDir}/workflow-bundle.json`;
+  await buildWorkflowBundleFile(path);
+  environment.WORKFLOW_BUNDLE_PATH = path;
+}
 // The API process and the worker run with this process's Node flags (bootstrap.sh sets the heap's young generation).
 const settings = readSettings(environment);
 const host = settings.HOST === '0.0.0.0' ? '127.0.0.1' : settings.HOST;
@@ -151,6 +160,8 @@ const banner = [
 process.stdout.write(banner.join('\n') + '\n');
 
 stopOnSignals(async () => {
+  // A terminal's Ctrl-C reaches every part at once: none is started again while the others drain and stop.
+  for (const part of [apiPart, workerPart, temporalPart, databasePart]) part.stopRestarting();
   await Promise.all([apiPart.stop(), workerPart.stop()]);
   await simulator?.close();
   await temporalPart.stop();

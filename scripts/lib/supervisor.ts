@@ -22,6 +22,8 @@ export interface SupervisedPart {
   name: string;
   /** How many times it was started again after an exit or a failed start. */
   restarts(): number;
+  /** Stops restarting the part (a shutdown began: a part that exits now, from the terminal's Ctrl-C, stays down). */
+  stopRestarting(): void;
   /** Stops supervising and stops the part's current run. */
   stop(): Promise<void>;
 }
@@ -94,6 +96,10 @@ export async function supervise(options: SuperviseOptions): Promise<SupervisedPa
   return {
     name,
     restarts: () => restarts,
+    stopRestarting() {
+      stopping = true;
+      wake?.();
+    },
     async stop() {
       stopping = true;
       wake?.();
