@@ -31,6 +31,7 @@ import { parseArgs, promisify } from 'node:util';
 import pg from 'pg';
 import { ensureDatabase, type DatabaseHandle } from '../scripts/lib/database.ts';
 import { freePorts, processTree, startChild, type Child, type ProcessInfo } from '../scripts/lib/processes.ts';
+import { Webhook } from 'standardwebhooks';
 import { simulatorControl } from '../simulator/server.ts';
 import { benchLog, endBench, quick, sleep } from './bench-process.ts';
 import { percentile } from './load.ts';
@@ -67,7 +68,7 @@ const afterMs = quick ? 4_000 : 10_000;
 const heldWindowMs = 60_000;
 
 interface Sent {
-  kind: 'completion' | 'stream' | 'chat' | 'media';
+  kind: 'completion' | 'stream' | 'chat' | 'media' | 'agent' | 'webhook';
   key: string;
   api: number;
   at: number;
@@ -75,8 +76,10 @@ interface Sent {
   status: number;
   retryAfter: boolean;
   errorType?: string;
-  /** The completion's id, or the media job's. */
+  /** The completion's id, the media job's, or the webhook delivery's run. */
   id?: string;
+  /** A webhook delivery's `webhook-id` and body, to deliver it again. */
+  delivery?: { id: string; body: string };
   /** A stream that ended with an in-band error or without its end. */
   cut?: boolean;
 }
@@ -140,6 +143,8 @@ async function postmasterPid(): Promise<number> {
 }
 
 const apiUrl = (api: number) => `http://127.0.0.1:${apiPorts[api]}`;
+/** The agent service of API process `api`. */
+const agentsUrl = (api: number) => `http://127.0.0.1:${apiPorts[api]! + 1}`;
 
 async function healthy(api: number): Promise<boolean> {
   try {
@@ -184,6 +189,8 @@ const temporalOf = async () => {
 
 let apiKey = '';
 let userId = '';
+/** The signed inbound webhook the load delivers to (its path, the same on either agent service, and its secret). */
+let hook: { path: string; secret: string } | undefined;
 
 async function call(
   kind: Sent['kind'],
@@ -258,6 +265,71 @@ const sendMedia = (key: string, api: number) =>
     },
   );
 
+/** An agent message (routed chat on the agent service), streamed: answered when its stream ends with [DONE]. */
+async function sendAgent(key: string, api: number): Promise<Sent> {
+  const at = Date.now();
+  const session = `faults-agent-${key}`;
+  try {
+    const response = await fetch(`${agentsUrl(api)}/chat/stream/${encodeURIComponent(session)}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ message: `Hello agent (${key})`, session_id: session }),
+      signal: AbortSignal.timeout(180_000),
+    });
+    const retryAfter = Number(response.headers.get('retry-after')) > 0;
+    const text = await response.text();
+    const errorType = response.ok ? undefined : (/"type":"([a-z_]+)"/.exec(text)?.[1] ?? undefined);
+    const cut = response.ok && (!text.includes('data: [DONE]') || /"type":"error"/.test(text));
+    return { kind: 'agent', key, api, at, ms: Date.now() - at, status: response.status, retryAfter, errorType, cut };
+  } catch {
+    return { kind: 'agent', key, api, at, ms: Date.now() - at, status: 0, retryAfter: false };
+  }
+}
+
+/** A Standard Webhooks delivery to the load's hook through API `api`, signed now (or delivered again as it was). */
+async function sendWebhook(key: string, api: number, again?: { id: string; body: string }): Promise<Sent> {
+  const at = Date.now();
+  const delivery = again ?? { id: `msg_${key}`, body: JSON.stringify({ event: 'order.created', order: { id: key } }) };
+  try {
+    const sentAt = new Date();
+    const response = await fetch(`${agentsUrl(api)}${hook!.path}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': delivery.id,
+        'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
+        'webhook-signature': new Webhook(hook!.secret).sign(delivery.id, sentAt, delivery.body),
+      },
+      body: delivery.body,
+      signal: AbortSignal.timeout(60_000),
+    });
+    const parsed = (await response.json().catch(() => ({}))) as { run_id?: string; error?: { type?: string } };
+    return {
+      kind: 'webhook',
+      key,
+      api,
+      at,
+      ms: Date.now() - at,
+      status: response.status,
+      retryAfter: Number(response.headers.get('retry-after')) > 0,
+      errorType: parsed.error?.type,
+      id: parsed.run_id,
+      delivery,
+    };
+  } catch {
+    return { kind: 'webhook', key, api, at, ms: Date.now() - at, status: 0, retryAfter: false, delivery };
+  }
+}
+
+/** A webhook run's state, read through API `api`: done, failed, or still going. */
+async function webhookRun(runId: string, api: number): Promise<string> {
+  const response = await fetch(`${agentsUrl(api)}/webhook/runs/${encodeURIComponent(runId)}`, {
+    headers: { authorization: `Bearer ${apiKey}` },
+  }).catch(() => null);
+  if (!response?.ok) return `unreadable (${response?.status ?? 'no answer'})`;
+  return ((await response.json()) as { status?: string }).status ?? 'unknown';
+}
+
 function startLoad(label: string) {
   const sent: Sent[] = [];
   let stopping = false;
@@ -277,6 +349,12 @@ function startLoad(label: string) {
     loop(async (index) => {
       const outcome = await sendMedia(`${label}-m-${index}`, index % 2);
       await sleep(1_000);
+      return outcome;
+    }),
+    loop((index) => sendAgent(`${label}-a-${index}`, (index + 1) % 2)),
+    loop(async (index) => {
+      const outcome = await sendWebhook(`${label}-w-${index}`, index % 2);
+      await sleep(500);
       return outcome;
     }),
   ];
@@ -425,8 +503,18 @@ async function runFault(name: FaultName): Promise<FaultResult> {
     if (outcome.kind === 'chat' || !outcome.id) continue;
     if (outcome.status === 200 || outcome.status === 202) firstIds.set(outcome.key, outcome.id);
   }
+  const resentRuns: string[] = [];
   for (const outcome of load.sent) {
-    if (outcome.kind === 'chat') continue;
+    if (outcome.kind === 'chat' || outcome.kind === 'agent') continue;
+    if (outcome.kind === 'webhook') {
+      // Delivered again as it was (a sender's retry): the same run, which reaches its end.
+      const again = await sendWebhook(outcome.key, outcome.api, outcome.delivery);
+      if (again.id) resentRuns.push(again.id);
+      if (again.status !== 202 && again.status !== 200) result.lost.push(`${outcome.key} (${again.status})`);
+      else if (outcome.id && again.id !== outcome.id)
+        result.twice.push(`${outcome.key}: ${outcome.id} then ${again.id}`);
+      continue;
+    }
     const again =
       outcome.kind === 'media'
         ? await sendMedia(outcome.key, outcome.api)
@@ -434,6 +522,19 @@ async function runFault(name: FaultName): Promise<FaultResult> {
     if (again.status !== 200 && again.status !== 202) result.lost.push(`${outcome.key} (${again.status})`);
     const first = firstIds.get(outcome.key);
     if (first && again.id && again.id !== first) result.twice.push(`${outcome.key}: ${first} then ${again.id}`);
+  }
+  // Every accepted webhook delivery's run reaches its end (read through the other API process).
+  const runs = [
+    ...new Set([...load.sent.flatMap((sent) => (sent.kind === 'webhook' && sent.id ? [sent.id] : [])), ...resentRuns]),
+  ];
+  const runDeadline = Date.now() + 180_000;
+  for (const runId of runs) {
+    let state = await webhookRun(runId, 1);
+    while (state !== 'done' && state !== 'failed' && Date.now() < runDeadline) {
+      await sleep(500);
+      state = await webhookRun(runId, 1);
+    }
+    if (state !== 'done') result.lost.push(`webhook run ${runId} ${state}`);
   }
   // The chat session: each message stored once, and answered.
   const session = await fetch(`${apiUrl(0)}/api/v1/sessions/${load.session}`, {
@@ -484,6 +585,18 @@ async function runFault(name: FaultName): Promise<FaultResult> {
 
 // --- the run ------------------------------------------------------------------------------------------------------
 
+/** How many of each kind were sent and answered, e.g. `completion 20/20, agent 4/3`. */
+function kindCounts(sent: Sent[]): string {
+  const kinds = [...new Set(sent.map((outcome) => outcome.kind))];
+  return kinds
+    .map((kind) => {
+      const ofKind = sent.filter((outcome) => outcome.kind === kind);
+      const answered = ofKind.filter((outcome) => (outcome.status === 200 || outcome.status === 202) && !outcome.cut);
+      return `${kind} ${answered.length}/${ofKind.length}`;
+    })
+    .join(', ');
+}
+
 function rowOf(result: FaultResult): string {
   if (result.skipped && result.sent.length === 0) return `| ${result.name} | not run: ${result.skipped} |||||||||`;
   const failed = result.sent.filter((outcome) => outcome.status !== 200 && outcome.status !== 202);
@@ -498,7 +611,7 @@ function rowOf(result: FaultResult): string {
   return [
     '',
     `${result.name}${result.skipped ? ` (${result.skipped})` : ''}`,
-    String(result.sent.length),
+    `${result.sent.length} (${kindCounts(result.sent)})`,
     `${failed.length} (${statuses})${cut ? `, ${cut} streams cut` : ''}`,
     `${documented.length} of ${failed.length}`,
     String(result.lost.length),
@@ -556,6 +669,15 @@ try {
     headers: { authorization: `Bearer ${masterKey}`, 'content-type': 'application/json' },
     body: JSON.stringify({ custom_limits: { per_hour: 100_000_000, per_day: 100_000_000 } }),
   });
+  const createdHook = await fetch(`${agentsUrl(0)}/webhooks`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ agent_id: 'general' }),
+  });
+  if (createdHook.status !== 201) throw new Error(`POST /webhooks: ${createdHook.status} ${await createdHook.text()}`);
+  const made = (await createdHook.json()) as { url: string; secret: string };
+  const madeUrl = new URL(made.url);
+  hook = { path: `${madeUrl.pathname}${madeUrl.search}`, secret: made.secret };
   for (const name of chosen) {
     try {
       results.push(await runFault(name));
@@ -577,9 +699,10 @@ const lines = [
   `${reportLead()}The production shape (\`npm run cluster\`: 2 API processes, 2 workers, a Temporal server on ` +
     'PostgreSQL, the simulator as every provider) on a PostgreSQL of its own, under steady load through both API ' +
     'processes: 3 clients of keyed completions (one request in three streamed), 1 of session chat turns (every ' +
-    'other one calling the calculator), 1 of keyed media jobs. One fault at a time, with recovery between.',
+    'other one calling the calculator), 1 of keyed media jobs, 1 of agent messages (routed, streamed), 1 of signed ' +
+    'webhook deliveries (Standard Webhooks; each delivered again afterwards, and its run followed to its end). One fault at a time, with recovery between.',
   '',
-  '- **clients saw fail**: answers that were not 200/202, with their statuses; **documented**: of those, a 503 ' +
+  '- **requests**: by kind, answered in full of sent. **clients saw fail**: answers that were not 200/202, with their statuses; **documented**: of those, a 503 ' +
     '`service_unavailable` with Retry-After, a 502 `upstream_error` (the provider itself failing), or a connection ' +
     'cut while the API process it went to was gone.',
   '- **lost**: keys that, sent again once the platform served, did not succeed; chat messages answered but not ' +
