@@ -68,7 +68,7 @@ const afterMs = quick ? 4_000 : 10_000;
 const heldWindowMs = 60_000;
 
 interface Sent {
-  kind: 'completion' | 'stream' | 'chat' | 'media' | 'agent' | 'webhook';
+  kind: 'completion' | 'stream' | 'chat' | 'media' | 'agent' | 'webhook' | 'rag';
   key: string;
   api: number;
   at: number;
@@ -191,6 +191,36 @@ let apiKey = '';
 let userId = '';
 /** The signed inbound webhook the load delivers to (its path, the same on either agent service, and its secret). */
 let hook: { path: string; secret: string } | undefined;
+/** The scheduled task firing every minute through the run, and when it was created. */
+let scheduleTask: { id: string; from: number } | undefined;
+let scheduleLine = '';
+
+/** The scheduled task's answers, one per minute expected: how many minutes had none, and how many had more than one. */
+async function checkSchedule(): Promise<string> {
+  if (!scheduleTask) return '';
+  const until = Date.now();
+  const response = await fetch(`${agentsUrl(1)}/history/${encodeURIComponent(`schedule:${scheduleTask.id}`)}`, {
+    headers: { authorization: `Bearer ${apiKey}` },
+  });
+  if (!response.ok) return `the scheduled task's history could not be read (${response.status})`;
+  const { messages } = (await response.json()) as { messages: Array<{ role: string; created_at: string }> };
+  const perMinute = new Map<number, number>();
+  for (const message of messages.filter((entry) => entry.role === 'assistant')) {
+    const minute = Math.floor(new Date(message.created_at).getTime() / 60_000);
+    perMinute.set(minute, (perMinute.get(minute) ?? 0) + 1);
+  }
+  // The whole minutes between the first full one after its creation and the last full one before this check.
+  const first = Math.ceil(scheduleTask.from / 60_000) + 1;
+  const last = Math.floor(until / 60_000) - 2;
+  let missed = 0;
+  for (let minute = first; minute <= last; minute++) if (!perMinute.has(minute)) missed++;
+  const twice = [...perMinute.values()].filter((count) => count > 1).length;
+  return (
+    `The scheduled task (\`* * * * *\`, through every fault): ${messages.filter((m) => m.role === 'assistant').length} ` +
+    `answers; of the ${Math.max(0, last - first + 1)} whole minutes checked, ${missed} without an answer and ${twice} ` +
+    'with more than one (a run that waited out an outage answers in a later minute).'
+  );
+}
 
 async function call(
   kind: Sent['kind'],
@@ -321,6 +351,45 @@ async function sendWebhook(key: string, api: number, again?: { id: string; body:
   }
 }
 
+/** A text indexed for RAG through API `api` (202 queued); its index is followed to its end after the fault. */
+async function sendIndex(key: string, api: number): Promise<Sent> {
+  const at = Date.now();
+  try {
+    const response = await fetch(`${agentsUrl(api)}/rag/index`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        title: `Fault bench ${key}`,
+        text: `Notes ${key}. The platform keeps every accepted job. A restarted part serves again by itself.`,
+      }),
+      signal: AbortSignal.timeout(60_000),
+    });
+    const parsed = (await response.json().catch(() => ({}))) as { id?: string; error?: { type?: string } };
+    return {
+      kind: 'rag',
+      key,
+      api,
+      at,
+      ms: Date.now() - at,
+      status: response.status,
+      retryAfter: Number(response.headers.get('retry-after')) > 0,
+      errorType: parsed.error?.type,
+      id: parsed.id,
+    };
+  } catch {
+    return { kind: 'rag', key, api, at, ms: Date.now() - at, status: 0, retryAfter: false };
+  }
+}
+
+/** An index's state through API `api`: done, failed, or still going. */
+async function indexState(indexId: string, api: number): Promise<string> {
+  const response = await fetch(`${agentsUrl(api)}/rag/index/${encodeURIComponent(indexId)}`, {
+    headers: { authorization: `Bearer ${apiKey}` },
+  }).catch(() => null);
+  if (!response?.ok) return `unreadable (${response?.status ?? 'no answer'})`;
+  return ((await response.json()) as { status?: string }).status ?? 'unknown';
+}
+
 /** A webhook run's state, read through API `api`: done, failed, or still going. */
 async function webhookRun(runId: string, api: number): Promise<string> {
   const response = await fetch(`${agentsUrl(api)}/webhook/runs/${encodeURIComponent(runId)}`, {
@@ -355,6 +424,11 @@ function startLoad(label: string) {
     loop(async (index) => {
       const outcome = await sendWebhook(`${label}-w-${index}`, index % 2);
       await sleep(500);
+      return outcome;
+    }),
+    loop(async (index) => {
+      const outcome = await sendIndex(`${label}-r-${index}`, index % 2);
+      await sleep(2_000);
       return outcome;
     }),
   ];
@@ -505,7 +579,7 @@ async function runFault(name: FaultName): Promise<FaultResult> {
   }
   const resentRuns: string[] = [];
   for (const outcome of load.sent) {
-    if (outcome.kind === 'chat' || outcome.kind === 'agent') continue;
+    if (outcome.kind === 'chat' || outcome.kind === 'agent' || outcome.kind === 'rag') continue;
     if (outcome.kind === 'webhook') {
       // Delivered again as it was (a sender's retry): the same run, which reaches its end.
       const again = await sendWebhook(outcome.key, outcome.api, outcome.delivery);
@@ -535,6 +609,15 @@ async function runFault(name: FaultName): Promise<FaultResult> {
       state = await webhookRun(runId, 1);
     }
     if (state !== 'done') result.lost.push(`webhook run ${runId} ${state}`);
+  }
+  // Every accepted index reaches `done` (read through the other API process).
+  for (const outcome of load.sent.filter((sent) => sent.kind === 'rag' && sent.id)) {
+    let state = await indexState(outcome.id!, 1 - outcome.api);
+    while (state !== 'done' && state !== 'failed' && Date.now() < runDeadline) {
+      await sleep(500);
+      state = await indexState(outcome.id!, 1 - outcome.api);
+    }
+    if (state !== 'done') result.lost.push(`index ${outcome.id} ${state}`);
   }
   // The chat session: each message stored once, and answered.
   const session = await fetch(`${apiUrl(0)}/api/v1/sessions/${load.session}`, {
@@ -678,6 +761,14 @@ try {
   const made = (await createdHook.json()) as { url: string; secret: string };
   const madeUrl = new URL(made.url);
   hook = { path: `${madeUrl.pathname}${madeUrl.search}`, secret: made.secret };
+  // A scheduled task firing every minute through all the faults: at the end, each minute answered once.
+  const scheduled = await fetch(`${agentsUrl(0)}/schedule/tasks`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ cron: '* * * * *', agent_id: 'general', message: 'Give me a status line.' }),
+  });
+  if (scheduled.status !== 201) throw new Error(`POST /schedule/tasks: ${scheduled.status} ${await scheduled.text()}`);
+  scheduleTask = { id: ((await scheduled.json()) as { id: string }).id, from: Date.now() };
   for (const name of chosen) {
     try {
       results.push(await runFault(name));
@@ -687,6 +778,7 @@ try {
       break;
     }
   }
+  scheduleLine = await checkSchedule().catch((error: unknown) => `the schedule could not be checked: ${String(error)}`);
 } catch (error) {
   failure = (error as Error).message;
   log(failure);
@@ -700,7 +792,8 @@ const lines = [
     'PostgreSQL, the simulator as every provider) on a PostgreSQL of its own, under steady load through both API ' +
     'processes: 3 clients of keyed completions (one request in three streamed), 1 of session chat turns (every ' +
     'other one calling the calculator), 1 of keyed media jobs, 1 of agent messages (routed, streamed), 1 of signed ' +
-    'webhook deliveries (Standard Webhooks; each delivered again afterwards, and its run followed to its end). One fault at a time, with recovery between.',
+    'webhook deliveries (Standard Webhooks; each delivered again afterwards, and its run followed to its end), 1 ' +
+    'of texts indexed for RAG (each index followed to its end), and a scheduled task firing every minute. One fault at a time, with recovery between.',
   '',
   '- **requests**: by kind, answered in full of sent. **clients saw fail**: answers that were not 200/202, with their statuses; **documented**: of those, a 503 ' +
     '`service_unavailable` with Retry-After, a 502 `upstream_error` (the provider itself failing), or a connection ' +
@@ -716,6 +809,7 @@ const lines = [
   '|---|---|---|---|---|---|---|---|---|---|',
   ...results.map(rowOf),
   '',
+  ...(scheduleLine ? [scheduleLine, ''] : []),
   ...(failure ? [`**The run stopped:** ${failure}`, ''] : []),
   ...results.flatMap((result) =>
     result.lost.length || result.twice.length || result.heldBy?.length
