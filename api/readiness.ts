@@ -16,7 +16,7 @@
  */
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
-import type { Middleware } from 'koa';
+import Router from '@koa/router';
 import { z } from 'zod';
 import { openPool, type Pool } from '../db/pool.ts';
 import { isoDate, json, route, type RouteContract } from './openapi/contract.ts';
@@ -195,20 +195,19 @@ export function readinessInterceptor(readiness: Readiness): WorkflowClientInterc
 }
 
 /** `/health` (readiness: each dependency, 503 while one is down) and `/health/live` (the process serves). */
-export function healthRoutes(readiness: Readiness, body: Record<string, string>): Middleware {
-  return async (context, next) => {
-    if (context.method !== 'GET' && context.method !== 'HEAD') return next();
-    if (context.path === '/health/live') {
-      context.body = { status: 'ok', ...body };
-      return;
-    }
-    if (context.path !== '/health') return next();
+export function healthRoutes(readiness: Readiness, body: Record<string, string>): Router {
+  const router = new Router();
+  router.get('/health/live', (context) => {
+    context.body = { status: 'ok', ...body };
+  });
+  router.get('/health', (context) => {
     const report = readiness.report();
     context.status = report.status === 'ok' ? 200 : 503;
     if (report.status !== 'ok') context.set('Retry-After', String(outageRetryAfterSeconds));
     context.set('Cache-Control', 'no-store');
     context.body = { status: report.status, ...body, dependencies: report.dependencies };
-  };
+  });
+  return router;
 }
 
 function isDeadline(error: unknown): boolean {

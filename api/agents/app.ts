@@ -214,7 +214,8 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
   );
   // Public on purpose (probes, Prometheus; no user data), but after the credential check like every path: a sent
   // key or cookie must be valid even here (docs/agent-service.md, "Who may call").
-  app.use(healthRoutes(dependencies.readiness, { service: 'agents', version: dependencies.version }));
+  const health = healthRoutes(dependencies.readiness, { service: 'agents', version: dependencies.version });
+  app.use(health.routes()).use(health.allowedMethods({ throw: true }));
   const open = new Router();
   // Request metrics, the agent turns' and tools' counters, and the approvals waiting (api/observability.ts).
   const exposed = agentServiceRegistry(metrics, dependencies.conversations);

@@ -165,8 +165,8 @@ export function createApp(dependencies: AppDependencies): Koa {
     context.type = metrics.registry.contentType;
     context.body = await metrics.registry.metrics();
   });
-  app.use(healthRoutes(dependencies.readiness, { version: dependencies.version }));
   const open = [
+    healthRoutes(dependencies.readiness, { version: dependencies.version }),
     modelRoutes(catalogue.catalogue, dependencies.plans),
     providerRoutes(catalogue.catalogue, breaker),
     integrationRoutes(dependencies.toolSettings, {
