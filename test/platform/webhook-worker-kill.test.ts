@@ -23,8 +23,13 @@ import { waitFor, workflowClosed } from '../helpers/wait.ts';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
 
-/** The agent's model call takes this long, so the platform is killed during it. */
-const modelLatencyMs = 8_000;
+/**
+ * The agent's model call sends its first token at once, then stalls this long, so the platform is killed during it.
+ * A delay before the first byte (8 s, as before) left 2 s before the provider's 10 s first-byte timeout: on a busy
+ * machine the kill came later, the call failed over to nothing, and the run ended `failed` before it (twice in CI).
+ * A stall is cut by the 30 s idle timeout instead: 30 s for the kill to land.
+ */
+const modelStallMs = 120_000;
 
 let simulator: RunningSimulator;
 let setup: PlatformSetup;
@@ -93,7 +98,7 @@ it('finishes a webhook run killed mid-way after a restart, once', async () => {
   const webhook = await json(created);
 
   const control = simulatorControl(simulator.url);
-  await control.addFault({ times: 1, fault: { latency_ms: modelLatencyMs } });
+  await control.addFault({ times: 1, fault: { stall_after_tokens: 1, stall_ms: modelStallMs } });
   const before = (await control.requests()).total;
   const messageId = `msg_${randomUUID()}`;
   const body = JSON.stringify({ event: 'invoice.paid', invoice: { id: 'in_1', amount: 4200 } });
