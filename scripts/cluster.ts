@@ -16,9 +16,8 @@
  * process's own lines (starts, restarts) go to its output. SIGTERM or Ctrl-C drains the API processes and workers,
  * then stops the simulator and the Temporal server.
  */
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdirSync } from 'node:fs';
+import { bindable } from './lib/processes.ts';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -28,10 +27,9 @@ import { migrate, openOrm } from '../db/orm.ts';
 import { stopOnSignals } from '../process/signals.ts';
 import { version } from '../process/version.ts';
 import { startSimulator } from '../simulator/server.ts';
-import { buildWorkflowBundleFile } from '../worker/create-worker.ts';
 import { dataDirectory } from './lib/data-dir.ts';
-import { databaseNameOf, ensureDatabase } from './lib/database.ts';
-import { simulatedGoogle, simulatedProviders, simulatedToolServices } from './lib/simulated-providers.ts';
+import { databaseNameOf, ensureDatabase, redact } from './lib/database.ts';
+import { generatedSecrets, localDirectories, sharedWorkflowBundle, simulateProviders } from './lib/local-state.ts';
 import { nodeProgram, supervise, type SupervisedPart } from './lib/supervisor.ts';
 import { startTemporalOnPostgres } from './lib/temporal-postgres.ts';
 import { ensureWebBuild } from './lib/web-build.ts';
@@ -97,8 +95,7 @@ if (!databaseName) {
 }
 
 const environment: Record<string, string | undefined> = { ...process.env, DATABASE_URL: databaseUrl };
-environment.SANDBOX_DIR ||= join(dataDir, 'sandboxes');
-environment.MEDIA_DIR ||= join(dataDir, 'media');
+localDirectories(environment, dataDir);
 const namespace = environment.TEMPORAL_NAMESPACE?.trim() || 'default';
 const settings = readSettings({ ...environment, PORT: String(basePort) });
 const host = settings.HOST === '0.0.0.0' ? '127.0.0.1' : settings.HOST;
@@ -194,16 +191,7 @@ try {
       };
     },
   });
-  // Every process would bundle the workflow code at start (5-10 s of CPU each): bundled once here instead, unless
-  // WORKFLOW_BUNDLE_PATH names a bundle built ahead. (A traced process, OTEL_EXPORTER_OTLP_*ENDPOINT set, builds its
-  // own traced bundle.)
-  const bundle = (async () => {
-    if (environment.WORKFLOW_BUNDLE_PATH?.trim()) return;
-    const path = join(dataDir, 'workflow-bundle.json');
-    log('bundling the workflow code once for every process');
-    await buildWorkflowBundleFile(path);
-    environment.WORKFLOW_BUNDLE_PATH = path;
-  })();
+  const bundle = sharedWorkflowBundle(environment, dataDir, log);
   const [temporalStart, ...others] = await Promise.allSettled([temporal, database, bundle]);
   if (temporalStart.status === 'fulfilled') parts.push(temporalStart.value);
   for (const outcome of [temporalStart, ...others]) if (outcome.status === 'rejected') throw outcome.reason;
@@ -212,12 +200,9 @@ try {
 
   if (simulate) {
     simulator = await startSimulator({ port: simulatorPort });
-    Object.assign(environment, simulatedProviders(simulator.url), simulatedToolServices(simulator.url, environment));
-    Object.assign(environment, simulatedGoogle(simulator.url, environment));
-    environment.EMBEDDING_MODEL ||= 'local-embedding';
+    simulateProviders(environment, simulator.url);
   }
-  environment.MASTER_KEY ||= generatedKey('master-key', () => `te_${randomBytes(32).toString('base64url')}`);
-  environment.TOKEN_ENCRYPTION_KEY ||= generatedKey('token-key', () => randomBytes(32).toString('base64url'));
+  generatedSecrets(environment, dataDir);
   await ensureWebBuild(log);
 
   const startApi = (index: number) => {
@@ -312,26 +297,3 @@ stopOnSignals(async () => {
 });
 
 /** A key generated once into the data directory (as `npm start` does under .data/). */
-function generatedKey(file: string, generate: () => string): string {
-  const path = join(dataDir, file);
-  if (!existsSync(path)) writeFileSync(path, `${generate()}\n`, { mode: 0o600 });
-  return readFileSync(path, 'utf8').trim();
-}
-
-function bindable(port: number, bindHost: string): Promise<boolean> {
-  const server = createServer();
-  return new Promise((done) => {
-    server.once('error', () => done(false));
-    server.listen(port, bindHost, () => server.close(() => done(true)));
-  });
-}
-
-function redact(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return '<unparsable URL>';
-  }
-}

@@ -6,11 +6,9 @@
  * process. This process supervises what it started (scripts/lib/supervisor.ts): a part that exits unasked is said in
  * the log and started again with backoff; the API and the worker exit when this process is gone.
  */
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { stopOnSignals } from '../process/signals.ts';
-import { buildWorkflowBundleFile } from '../worker/create-worker.ts';
 import { version } from '../process/version.ts';
 import { loadCatalogue } from '../config/load-catalogue.ts';
 import { localEngineProviderId } from '../common/catalogue.ts';
@@ -25,7 +23,7 @@ import { ensureDatabase } from './lib/database.ts';
 import { nodeProgram, supervise } from './lib/supervisor.ts';
 import { ensureTemporalServer, type TemporalServerHandle } from './lib/temporal-server.ts';
 import type { DatabaseHandle } from './lib/database.ts';
-import { simulatedGoogle, simulatedProviders, simulatedToolServices } from './lib/simulated-providers.ts';
+import { generatedSecrets, localDirectories, sharedWorkflowBundle, simulateProviders } from './lib/local-state.ts';
 import { ensureWebBuild } from './lib/web-build.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -34,10 +32,7 @@ const dataDir = dataDirectory();
 mkdirSync(dataDir, { recursive: true });
 const log = (line: string) => process.stdout.write(`[start] ${line}\n`);
 const environment: Record<string, string | undefined> = { ...process.env };
-// Conversations' sandboxes (file tools, code_execute) live with the rest of the local state.
-environment.SANDBOX_DIR ||= `${dataDir}/sandboxes`;
-// Media result files (speech, video, …), served by unguessable name.
-environment.MEDIA_DIR ||= `${dataDir}/media`;
+localDirectories(environment, dataDir);
 
 // The first start of each part is awaited (its failure ends `npm start` with the reason); later ones are the
 // supervisor's.
@@ -80,36 +75,13 @@ let simulator: Awaited<ReturnType<typeof startSimulator>> | null = null;
 const anyKey = loadCatalogue(environment).endpoints.size > 0;
 if (!anyKey) {
   simulator = await startSimulator({ port: Number(environment.SIMULATOR_PORT ?? 4010) });
-  Object.assign(environment, simulatedProviders(simulator.url), simulatedToolServices(simulator.url, environment));
-  // Google's sign-in and workspace APIs too, unless GOOGLE_CLIENT_ID is set (scripts/lib/simulated-providers.ts).
-  Object.assign(environment, simulatedGoogle(simulator.url, environment));
-  // Simulated vectors are hashed words: RAG (which embeds with the default model) gets real ones from the local engine.
-  environment.EMBEDDING_MODEL ||= 'local-embedding';
+  simulateProviders(environment, simulator.url);
 }
-
-if (!environment.MASTER_KEY) {
-  const keyFile = `${dataDir}/master-key`;
-  if (!existsSync(keyFile)) writeFileSync(keyFile, `te_${randomBytes(32).toString('base64url')}\n`, { mode: 0o600 });
-  environment.MASTER_KEY = readFileSync(keyFile, 'utf8').trim();
-}
-
-// Encrypts OAuth refresh tokens at rest (activities/google/token-cipher.ts): generated once, like the master key.
-if (!environment.TOKEN_ENCRYPTION_KEY) {
-  const keyFile = `${dataDir}/token-key`;
-  if (!existsSync(keyFile)) writeFileSync(keyFile, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600 });
-  environment.TOKEN_ENCRYPTION_KEY = readFileSync(keyFile, 'utf8').trim();
-}
+generatedSecrets(environment, dataDir);
 
 // The web app the agent service serves at / (web/): built when its output is missing or older than its sources.
 await ensureWebBuild(log);
-// The API process and the worker would each bundle the workflow code at every start (5-10 s of CPU each, the most of
-// an API restart's time): bundled once here for every start and restart, unless WORKFLOW_BUNDLE_PATH names a bundle
-// built ahead. (A traced process, OTEL_EXPORTER_OTLP_*ENDPOINT set, builds its own traced bundle.)
-if (!environment.WORKFLOW_BUNDLE_PATH?.trim()) {
-  const path = `${dataDir}/workflow-bundle.json`;
-  await buildWorkflowBundleFile(path);
-  environment.WORKFLOW_BUNDLE_PATH = path;
-}
+await sharedWorkflowBundle(environment, dataDir, log);
 // The API process and the worker run with this process's Node flags (bootstrap.sh sets the heap's young generation).
 const settings = readSettings(environment);
 const host = settings.HOST === '0.0.0.0' ? '127.0.0.1' : settings.HOST;

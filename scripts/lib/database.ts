@@ -148,7 +148,8 @@ async function ensureExternalDatabase(url: string, log: (line: string) => void):
   return { url, embedded: false, stop: async () => {} };
 }
 
-function redact(url: string): string {
+/** A connection URL with its password hidden, for messages. */
+export function redact(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = '***';

@@ -192,10 +192,11 @@ export async function freePortRange(count: number, avoid: number[] = []): Promis
   throw new Error(`no ${count} consecutive free ports between 20000 and 32000`);
 }
 
-function bindable(port: number): Promise<boolean> {
+/** Whether `port` can be bound on `host` right now. */
+export function bindable(port: number, host = '127.0.0.1'): Promise<boolean> {
   const server: Server = createServer();
   return new Promise((resolve) => {
     server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    server.listen(port, host, () => server.close(() => resolve(true)));
   });
 }
