@@ -3,7 +3,7 @@
  * task: for an eagerly started completion, the API process that holds the HTTP response.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { asActivityFailure } from './failures.ts';
+import { failingAsActivity } from './failures.ts';
 import type { CreditSettlement, ProviderFailureDetails } from '../common/completion.ts';
 import { creditsFor } from '../common/credits.ts';
 import type { CreditLedger } from './credits/credit-ledger.ts';
@@ -39,11 +39,8 @@ export function createCompletionActivities(dependencies: { calls: ProviderCalls;
      * workflow's retry waits the outage out), and non-retryably for anything else.
      */
     async callProvider(input: CallProviderInput): Promise<CallProviderResult> {
-      const result = await dependencies.calls
-        .callOrAdopt(input, Context.current().cancellationSignal)
-        .catch((error: unknown) => {
-          throw asActivityFailure(error);
-        });
+      const signal = Context.current().cancellationSignal;
+      const result = await failingAsActivity(() => dependencies.calls.callOrAdopt(input, signal));
       const { provider, model } = input.candidate;
       if (result.outcome !== 'failed') return { ...result, provider, model };
       const { error, contentSent, latencyMs, ledgerDone, nextSeq } = result;

@@ -5,7 +5,7 @@
 import type { Context, Middleware } from 'koa';
 import type { ZodError } from 'zod';
 import { errorStatus, type ErrorBody, type ErrorType } from '../common/errors.ts';
-import { isStoreOutage } from '../db/errors.ts';
+import { isStoreOutage, someCause } from '../db/errors.ts';
 import type { Logger } from '../process/logger.ts';
 
 export class ApiError extends Error {
@@ -129,18 +129,11 @@ export function dependencyUnavailable(name: DependencyName, options: { requestId
  * anywhere in its cause chain, or the transport's connection errors.
  */
 export function isTemporalOutage(error: unknown): boolean {
-  for (let cause = error, depth = 0; cause && depth < 6; depth++) {
-    if (typeof cause === 'object') {
-      const code = (cause as { code?: unknown }).code;
-      if (code === 14 || code === 4) return true;
-      const message = (cause as { message?: unknown }).message;
-      if (typeof message === 'string' && /transport error|tcp connect error|Connection refused/i.test(message)) {
-        return true;
-      }
-    }
-    cause = (cause as { cause?: unknown }).cause;
-  }
-  return false;
+  return someCause(error, (cause) => {
+    const { code, message } = cause as { code?: unknown; message?: unknown };
+    if (code === 14 || code === 4) return true;
+    return typeof message === 'string' && /transport error|tcp connect error|Connection refused/i.test(message);
+  });
 }
 
 /** The dependency whose outage an error reports, if any. */

@@ -20,8 +20,13 @@ export function isDeterministicDatabaseError(error: unknown): error is Error & {
  * API answers 503 with Retry-After (api/errors.ts). The cause chain is followed: MikroORM wraps the driver's error.
  */
 export function isStoreOutage(error: unknown): boolean {
+  return someCause(error, isOutageCause);
+}
+
+/** Whether `test` holds for the error or for one of its causes (`cause`, six deep at most). */
+export function someCause(error: unknown, test: (cause: object) => boolean): boolean {
   for (let cause = error, depth = 0; cause && depth < 6; depth++) {
-    if (isOutageCause(cause)) return true;
+    if (typeof cause === 'object' && test(cause)) return true;
     cause = (cause as { cause?: unknown }).cause;
   }
   return false;
