@@ -28,8 +28,7 @@ import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
-import pg from 'pg';
-import { ensureDatabase, type DatabaseHandle } from '../scripts/lib/database.ts';
+import { ensureDatabase, withClient, type DatabaseHandle } from '../scripts/lib/database.ts';
 import { freePorts, processTree, startChild, type Child, type ProcessInfo } from '../scripts/lib/processes.ts';
 import { Webhook } from 'standardwebhooks';
 import { simulatorControl } from '../simulator/server.ts';
@@ -222,47 +221,49 @@ async function checkSchedule(): Promise<string> {
   );
 }
 
+/**
+ * One POST of the load, timed: its status, whether a refusal said when to come back, its error type and the id it
+ * named (a completion's, a media job's, an index's, a webhook run's). A stream is read to its end: `cut` when it did not
+ * end with [DONE] or carried an in-band error.
+ */
 async function call(
   kind: Sent['kind'],
   key: string,
   api: number,
-  path: string,
-  body: unknown,
-  headers: Record<string, string> = {},
+  url: string,
+  body: string,
+  options: { headers?: Record<string, string>; stream?: boolean; anonymous?: boolean; timeoutMs?: number } = {},
 ): Promise<Sent> {
   const at = Date.now();
+  const sent = { kind, key, api, at };
   try {
-    const response = await fetch(`${apiUrl(api)}${path}`, {
+    const response = await fetch(url, {
       method: 'POST',
-      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(180_000),
+      headers: {
+        ...(options.anonymous ? {} : { authorization: `Bearer ${apiKey}` }),
+        'content-type': 'application/json',
+        ...options.headers,
+      },
+      body,
+      signal: AbortSignal.timeout(options.timeoutMs ?? 180_000),
     });
     const retryAfter = Number(response.headers.get('retry-after')) > 0;
-    if (kind === 'stream' && response.ok) {
+    if (options.stream && response.ok) {
       const text = await response.text();
       const id = /"id":"(chatcmpl-[^"]+)"/.exec(text)?.[1];
-      const cut = !text.includes('data: [DONE]') || text.includes('"error"');
-      return { kind, key, api, at, ms: Date.now() - at, status: response.status, retryAfter, id, cut };
+      const cut = !text.includes('data: [DONE]') || /"type":"error"|"error":\{/.test(text);
+      return { ...sent, ms: Date.now() - at, status: response.status, retryAfter, id, cut };
     }
     const parsed = (await response.json().catch(() => ({}))) as {
       id?: string;
       video_id?: string;
+      run_id?: string;
       error?: { type?: string };
     };
-    return {
-      kind,
-      key,
-      api,
-      at,
-      ms: Date.now() - at,
-      status: response.status,
-      retryAfter,
-      errorType: parsed.error?.type,
-      id: parsed.id ?? parsed.video_id,
-    };
+    const id = parsed.id ?? parsed.video_id ?? parsed.run_id;
+    return { ...sent, ms: Date.now() - at, status: response.status, retryAfter, errorType: parsed.error?.type, id };
   } catch {
-    return { kind, key, api, at, ms: Date.now() - at, status: 0, retryAfter: false };
+    return { ...sent, ms: Date.now() - at, status: 0, retryAfter: false };
   }
 }
 
@@ -272,131 +273,99 @@ const completionBody = (key: string, stream: boolean) => ({
   ...(stream ? { stream: true } : {}),
 });
 const calculator = (expression: string) => `[[call calculator ${JSON.stringify({ expression })}]]`;
+const keyed = (key: string) => ({ headers: { 'idempotency-key': key } });
 
-function sendCompletion(key: string, api: number, stream: boolean): Promise<Sent> {
-  return call(stream ? 'stream' : 'completion', key, api, '/v1/chat/completions', completionBody(key, stream), {
-    'idempotency-key': key,
-  });
-}
+const sendCompletion = (key: string, api: number, stream: boolean) =>
+  call(
+    stream ? 'stream' : 'completion',
+    key,
+    api,
+    `${apiUrl(api)}/v1/chat/completions`,
+    JSON.stringify(completionBody(key, stream)),
+    { ...keyed(key), stream },
+  );
 const sendChat = (key: string, api: number, session: string, index: number) =>
-  call('chat', key, api, '/api/v1/chat', {
-    session_id: session,
-    message: index % 2 ? `What is ${index} * 7? ${calculator(`${index} * 7`)} (${key})` : `Hello again (${key})`,
-  });
+  call(
+    'chat',
+    key,
+    api,
+    `${apiUrl(api)}/api/v1/chat`,
+    JSON.stringify({
+      session_id: session,
+      message: index % 2 ? `What is ${index} * 7? ${calculator(`${index} * 7`)} (${key})` : `Hello again (${key})`,
+    }),
+  );
 const sendMedia = (key: string, api: number) =>
   call(
     'media',
     key,
     api,
-    '/api/v1/media/video',
-    { prompt: `fault bench ${key} [[takes 1s]]`, duration: 5 },
-    {
-      'idempotency-key': key,
-    },
+    `${apiUrl(api)}/api/v1/media/video`,
+    JSON.stringify({ prompt: `fault bench ${key} [[takes 1s]]`, duration: 5 }),
+    keyed(key),
   );
-
 /** An agent message (routed chat on the agent service), streamed: answered when its stream ends with [DONE]. */
-async function sendAgent(key: string, api: number): Promise<Sent> {
-  const at = Date.now();
-  const session = `faults-agent-${key}`;
-  try {
-    const response = await fetch(`${agentsUrl(api)}/chat/stream/${encodeURIComponent(session)}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', accept: 'text/event-stream' },
-      body: JSON.stringify({ message: `Hello agent (${key})`, session_id: session }),
-      signal: AbortSignal.timeout(180_000),
-    });
-    const retryAfter = Number(response.headers.get('retry-after')) > 0;
-    const text = await response.text();
-    const errorType = response.ok ? undefined : (/"type":"([a-z_]+)"/.exec(text)?.[1] ?? undefined);
-    const cut = response.ok && (!text.includes('data: [DONE]') || /"type":"error"/.test(text));
-    return { kind: 'agent', key, api, at, ms: Date.now() - at, status: response.status, retryAfter, errorType, cut };
-  } catch {
-    return { kind: 'agent', key, api, at, ms: Date.now() - at, status: 0, retryAfter: false };
-  }
-}
+const sendAgent = (key: string, api: number) =>
+  call(
+    'agent',
+    key,
+    api,
+    `${agentsUrl(api)}/chat/stream/${encodeURIComponent(`faults-agent-${key}`)}`,
+    JSON.stringify({ message: `Hello agent (${key})`, session_id: `faults-agent-${key}` }),
+    { headers: { accept: 'text/event-stream' }, stream: true },
+  );
+/** A text indexed for RAG through API `api` (202 queued); its index is followed to its end after the fault. */
+const sendIndex = (key: string, api: number) =>
+  call(
+    'rag',
+    key,
+    api,
+    `${agentsUrl(api)}/rag/index`,
+    JSON.stringify({
+      title: `Fault bench ${key}`,
+      text: `Notes ${key}. The platform keeps every accepted job. A restarted part serves again by itself.`,
+    }),
+    { timeoutMs: 60_000 },
+  );
 
 /** A Standard Webhooks delivery to the load's hook through API `api`, signed now (or delivered again as it was). */
 async function sendWebhook(key: string, api: number, again?: { id: string; body: string }): Promise<Sent> {
-  const at = Date.now();
   const delivery = again ?? { id: `msg_${key}`, body: JSON.stringify({ event: 'order.created', order: { id: key } }) };
-  try {
-    const sentAt = new Date();
-    const response = await fetch(`${agentsUrl(api)}${hook!.path}`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'webhook-id': delivery.id,
-        'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
-        'webhook-signature': new Webhook(hook!.secret).sign(delivery.id, sentAt, delivery.body),
-      },
-      body: delivery.body,
-      signal: AbortSignal.timeout(60_000),
-    });
-    const parsed = (await response.json().catch(() => ({}))) as { run_id?: string; error?: { type?: string } };
-    return {
-      kind: 'webhook',
-      key,
-      api,
-      at,
-      ms: Date.now() - at,
-      status: response.status,
-      retryAfter: Number(response.headers.get('retry-after')) > 0,
-      errorType: parsed.error?.type,
-      id: parsed.run_id,
-      delivery,
-    };
-  } catch {
-    return { kind: 'webhook', key, api, at, ms: Date.now() - at, status: 0, retryAfter: false, delivery };
-  }
+  const signedAt = new Date();
+  const headers = {
+    'webhook-id': delivery.id,
+    'webhook-timestamp': String(Math.floor(signedAt.getTime() / 1000)),
+    'webhook-signature': new Webhook(hook!.secret).sign(delivery.id, signedAt, delivery.body),
+  };
+  const outcome = await call('webhook', key, api, `${agentsUrl(api)}${hook!.path}`, delivery.body, {
+    headers,
+    anonymous: true,
+    timeoutMs: 60_000,
+  });
+  return { ...outcome, delivery };
 }
 
-/** A text indexed for RAG through API `api` (202 queued); its index is followed to its end after the fault. */
-async function sendIndex(key: string, api: number): Promise<Sent> {
-  const at = Date.now();
-  try {
-    const response = await fetch(`${agentsUrl(api)}/rag/index`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        title: `Fault bench ${key}`,
-        text: `Notes ${key}. The platform keeps every accepted job. A restarted part serves again by itself.`,
-      }),
-      signal: AbortSignal.timeout(60_000),
-    });
-    const parsed = (await response.json().catch(() => ({}))) as { id?: string; error?: { type?: string } };
-    return {
-      kind: 'rag',
-      key,
-      api,
-      at,
-      ms: Date.now() - at,
-      status: response.status,
-      retryAfter: Number(response.headers.get('retry-after')) > 0,
-      errorType: parsed.error?.type,
-      id: parsed.id,
-    };
-  } catch {
-    return { kind: 'rag', key, api, at, ms: Date.now() - at, status: 0, retryAfter: false };
-  }
-}
-
-/** An index's state through API `api`: done, failed, or still going. */
-async function indexState(indexId: string, api: number): Promise<string> {
-  const response = await fetch(`${agentsUrl(api)}/rag/index/${encodeURIComponent(indexId)}`, {
-    headers: { authorization: `Bearer ${apiKey}` },
-  }).catch(() => null);
+/** The status of what `path` on API `api`'s agent service shows (a webhook run, an index), or why it is unreadable. */
+async function statusAt(path: string, api: number): Promise<string> {
+  const response = await fetch(`${agentsUrl(api)}${path}`, { headers: { authorization: `Bearer ${apiKey}` } }).catch(
+    () => null,
+  );
   if (!response?.ok) return `unreadable (${response?.status ?? 'no answer'})`;
   return ((await response.json()) as { status?: string }).status ?? 'unknown';
 }
 
-/** A webhook run's state, read through API `api`: done, failed, or still going. */
-async function webhookRun(runId: string, api: number): Promise<string> {
-  const response = await fetch(`${agentsUrl(api)}/webhook/runs/${encodeURIComponent(runId)}`, {
-    headers: { authorization: `Bearer ${apiKey}` },
-  }).catch(() => null);
-  if (!response?.ok) return `unreadable (${response?.status ?? 'no answer'})`;
-  return ((await response.json()) as { status?: string }).status ?? 'unknown';
+/** Follows each of `paths` until it is done or failed (until `deadline`); returns those that did not end done. */
+async function notDone(paths: Array<{ path: string; api: number }>, deadline: number): Promise<string[]> {
+  const problems: string[] = [];
+  for (const { path, api } of paths) {
+    let state = await statusAt(path, api);
+    while (state !== 'done' && state !== 'failed' && Date.now() < deadline) {
+      await sleep(500);
+      state = await statusAt(path, api);
+    }
+    if (state !== 'done') problems.push(`${path} ${state}`);
+  }
+  return problems;
 }
 
 function startLoad(label: string) {
@@ -512,14 +481,7 @@ async function isAlive(pid: number): Promise<boolean> {
 }
 
 async function sql<Row>(text: string, values: unknown[]): Promise<Row[]> {
-  const client = new pg.Client({ connectionString: database!.url });
-  client.on('error', () => undefined);
-  await client.connect();
-  try {
-    return (await client.query(text, values)).rows as Row[];
-  } finally {
-    await client.end().catch(() => undefined);
-  }
+  return withClient(database!.url, async (client) => (await client.query(text, values)).rows as Row[]);
 }
 
 async function runFault(name: FaultName): Promise<FaultResult> {
@@ -597,28 +559,17 @@ async function runFault(name: FaultName): Promise<FaultResult> {
     const first = firstIds.get(outcome.key);
     if (first && again.id && again.id !== first) result.twice.push(`${outcome.key}: ${first} then ${again.id}`);
   }
-  // Every accepted webhook delivery's run reaches its end (read through the other API process).
+  // Every accepted webhook delivery's run and every accepted index reach their end (read through the other API process).
   const runs = [
     ...new Set([...load.sent.flatMap((sent) => (sent.kind === 'webhook' && sent.id ? [sent.id] : [])), ...resentRuns]),
   ];
-  const runDeadline = Date.now() + 180_000;
-  for (const runId of runs) {
-    let state = await webhookRun(runId, 1);
-    while (state !== 'done' && state !== 'failed' && Date.now() < runDeadline) {
-      await sleep(500);
-      state = await webhookRun(runId, 1);
-    }
-    if (state !== 'done') result.lost.push(`webhook run ${runId} ${state}`);
-  }
-  // Every accepted index reaches `done` (read through the other API process).
-  for (const outcome of load.sent.filter((sent) => sent.kind === 'rag' && sent.id)) {
-    let state = await indexState(outcome.id!, 1 - outcome.api);
-    while (state !== 'done' && state !== 'failed' && Date.now() < runDeadline) {
-      await sleep(500);
-      state = await indexState(outcome.id!, 1 - outcome.api);
-    }
-    if (state !== 'done') result.lost.push(`index ${outcome.id} ${state}`);
-  }
+  const followed = [
+    ...runs.map((runId) => ({ path: `/webhook/runs/${encodeURIComponent(runId)}`, api: 1 })),
+    ...load.sent
+      .filter((sent) => sent.kind === 'rag' && sent.id)
+      .map((sent) => ({ path: `/rag/index/${encodeURIComponent(sent.id!)}`, api: 1 - sent.api })),
+  ];
+  result.lost.push(...(await notDone(followed, Date.now() + 180_000)));
   // The chat session: each message stored once, and answered.
   const session = await fetch(`${apiUrl(0)}/api/v1/sessions/${load.session}`, {
     headers: { authorization: `Bearer ${apiKey}` },

@@ -73,7 +73,8 @@ export function databaseNameOf(url: string): string {
   return decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
 }
 
-async function withClient<T>(url: string, task: (client: pg.Client) => Promise<T>): Promise<T> {
+/** Runs `task` on a connection of its own to `url`, closed after (its errors after the connect are ignored). */
+export async function withClient<T>(url: string, task: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
   client.on('error', () => undefined);
   await client.connect();
