@@ -114,6 +114,19 @@ export function subscriptionEvent(
   );
 }
 
+/** What every API version's paid renewal invoice has: its own period is the one that ended (its line carries the new). */
+function paidCycleInvoice(who: Subscriber, periodStart: number) {
+  return {
+    id: stripeId('in'),
+    object: 'invoice',
+    billing_reason: 'subscription_cycle',
+    customer: who.customer,
+    status: 'paid',
+    period_start: periodStart - 30 * 86_400,
+    period_end: periodStart,
+  };
+}
+
 /** A paid renewal invoice of the subscription for the period starting at `periodStart`. */
 export function renewalInvoice(
   type: 'invoice.paid' | 'invoice.payment_succeeded',
@@ -126,14 +139,7 @@ export function renewalInvoice(
   return stripeEvent(
     type,
     {
-      id: stripeId('in'),
-      object: 'invoice',
-      billing_reason: 'subscription_cycle',
-      customer: who.customer,
-      status: 'paid',
-      // An invoice's own period is the one that ended; its line carries the new one.
-      period_start: periodStart - 30 * 86_400,
-      period_end: periodStart,
+      ...paidCycleInvoice(who, periodStart),
       parent: {
         type: 'subscription_details',
         subscription_details: { subscription: who.subscription, metadata: { user_id: who.userId } },
@@ -170,13 +176,7 @@ export function preBasilRenewalInvoice(
   return stripeEvent(
     type,
     {
-      id: stripeId('in'),
-      object: 'invoice',
-      billing_reason: 'subscription_cycle',
-      customer: who.customer,
-      status: 'paid',
-      period_start: periodStart - 30 * 86_400,
-      period_end: periodStart,
+      ...paidCycleInvoice(who, periodStart),
       subscription: who.subscription,
       subscription_details: { metadata: { user_id: who.userId } },
       lines: {
