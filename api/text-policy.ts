@@ -62,28 +62,16 @@ function refuseUnacceptableQuery(querystring: string): void {
   }
 }
 
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-const isHexDigit = (byte: number | undefined) =>
-  byte !== undefined &&
-  ((byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66));
-
-/** One form-encoded name or value decoded as URLSearchParams does, or null where its bytes are not UTF-8. */
+/**
+ * One form-encoded name or value decoded as URLSearchParams does (`+` is a space, a `%` without two hex digits is
+ * itself), or null where its bytes are not UTF-8: `decodeURIComponent` refuses those (URIError) instead of replacing
+ * them.
+ */
 function formDecode(raw: string): string | null {
   const spaced = raw.replaceAll('+', ' ');
   if (!spaced.includes('%')) return spaced;
-  const input = Buffer.from(spaced, 'utf8');
-  const bytes = new Uint8Array(input.length);
-  let length = 0;
-  for (let index = 0; index < input.length; index++) {
-    if (input[index] === 0x25 && isHexDigit(input[index + 1]) && isHexDigit(input[index + 2])) {
-      bytes[length++] = Number.parseInt(input.toString('latin1', index + 1, index + 3), 16);
-      index += 2;
-    } else {
-      bytes[length++] = input[index]!;
-    }
-  }
   try {
-    return strictUtf8.decode(bytes.subarray(0, length));
+    return decodeURIComponent(spaced.replace(/%(?![0-9A-Fa-f]{2})/g, '%25'));
   } catch {
     return null;
   }
