@@ -9,7 +9,8 @@
  * bench makes hang or fail.
  *
  * Load, through both API processes in turn: keyed completions (one in three streamed), session chat turns (every
- * other one calling the calculator) and keyed media jobs. Per fault it reports what clients saw (answers, failures
+ * other one calling the calculator), keyed media jobs, agent messages, agent loops waiting for an approval, signed
+ * webhook deliveries, RAG indexes, and a schedule firing every minute. Per fault it reports what clients saw (answers, failures
  * and whether each was the documented outage: 503 `service_unavailable` with Retry-After, or a connection cut while
  * an API process was gone), then, once the platform serves again: keys lost (a key that, sent again, does not
  * succeed), work run twice with a visible effect (a key answered with two different completions, a chat message
@@ -31,6 +32,7 @@ import { parseArgs, promisify } from 'node:util';
 import { ensureDatabase, withClient, type DatabaseHandle } from '../scripts/lib/database.ts';
 import { freePorts, processTree, startChild, type Child, type ProcessInfo } from '../scripts/lib/processes.ts';
 import { Webhook } from 'standardwebhooks';
+import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { simulatorControl } from '../simulator/server.ts';
 import { benchLog, endBench, quick, sleep } from './bench-process.ts';
 import { percentile } from './load.ts';
@@ -67,7 +69,7 @@ const afterMs = quick ? 4_000 : 10_000;
 const heldWindowMs = 60_000;
 
 interface Sent {
-  kind: 'completion' | 'stream' | 'chat' | 'media' | 'agent' | 'webhook' | 'rag';
+  kind: 'completion' | 'stream' | 'chat' | 'media' | 'agent' | 'loop' | 'webhook' | 'rag';
   key: string;
   api: number;
   at: number;
@@ -81,6 +83,8 @@ interface Sent {
   delivery?: { id: string; body: string };
   /** A stream that ended with an in-band error or without its end. */
   cut?: boolean;
+  /** An approval loop's site (published once approved) and where its stream stopped being read. */
+  loop?: { site: string; turnId?: string; afterSeq: number; published: boolean };
 }
 
 interface FaultResult {
@@ -190,6 +194,8 @@ let apiKey = '';
 let userId = '';
 /** The signed inbound webhook the load delivers to (its path, the same on either agent service, and its secret). */
 let hook: { path: string; secret: string } | undefined;
+/** The custom agent whose one tool, publish_site, waits for approval. */
+let publisherId = '';
 /** The scheduled task firing every minute through the run, and when it was created. */
 let scheduleTask: { id: string; from: number } | undefined;
 let scheduleLine = '';
@@ -328,6 +334,111 @@ const sendIndex = (key: string, api: number) =>
     { timeoutMs: 60_000 },
   );
 
+/**
+ * An agent loop waiting for an approval, as a person in the web app lives it: `POST /chat/loop/…` asks the publisher
+ * agent to publish a page (`publish_site` needs approval), the client approves through the other API process when
+ * `hitl_required` arrives (again while the answer is an outage or a cut), and reads the loop to its end; a stream cut
+ * on the way is taken up again from its last event through the other API process (`GET /chat/turns/{id}/stream`).
+ * Answered: the loop ended with `[DONE]` after its publish_site call came back ok.
+ */
+async function sendLoop(key: string, api: number): Promise<Sent> {
+  const at = Date.now();
+  const site = `f-${key}`.toLowerCase();
+  const loop = { site, afterSeq: -1, published: false } as NonNullable<Sent['loop']>;
+  const message = `Publishing it. [[call publish_site ${JSON.stringify({
+    subdomain: site,
+    title: `Fault bench ${key}`,
+    html: `<!doctype html><html><head><title>${key}</title></head><body><p>${key}</p></body></html>`,
+  })}]] [[iterations 2]]`;
+  let response: Response;
+  try {
+    response = await fetch(`${agentsUrl(api)}/chat/loop/${encodeURIComponent(`web:faults-loop-${key}`)}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ message, agent_id: publisherId }),
+      signal: AbortSignal.timeout(180_000),
+    });
+  } catch {
+    return { kind: 'loop', key, api, at, ms: Date.now() - at, status: 0, retryAfter: false, loop };
+  }
+  const retryAfter = Number(response.headers.get('retry-after')) > 0;
+  if (!response.ok) {
+    const parsed = (await response.json().catch(() => ({}))) as { error?: { type?: string } };
+    const failed = { status: response.status, retryAfter, errorType: parsed.error?.type };
+    return { kind: 'loop', key, api, at, ms: Date.now() - at, ...failed, loop };
+  }
+  loop.turnId = response.headers.get('x-turn-id') ?? undefined;
+  const ended = await followLoop(loop, response, 1 - api, Date.now() + 180_000);
+  const answered = { status: 200, retryAfter, id: loop.turnId, cut: !ended || !loop.published };
+  return { kind: 'loop', key, api, at, ms: Date.now() - at, ...answered, loop };
+}
+
+/**
+ * Reads a loop's events from `first` (the POST's answer, or none) and then from `GET /chat/turns/{id}/stream` through
+ * API `other` after each cut, approving its approval request, until `[DONE]` or `deadline`; true when it ended.
+ */
+async function followLoop(
+  loop: NonNullable<Sent['loop']>,
+  first: Response | null,
+  other: number,
+  deadline: number,
+): Promise<boolean> {
+  let response = first;
+  while (Date.now() < deadline) {
+    if (!response && loop.turnId) {
+      response = await fetch(`${agentsUrl(other)}/chat/turns/${encodeURIComponent(loop.turnId)}/stream`, {
+        headers: { authorization: `Bearer ${apiKey}`, 'last-event-id': String(loop.afterSeq) },
+        signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
+      }).catch(() => null);
+      if (response && !response.ok) {
+        await response.body?.cancel();
+        response = null;
+      }
+    }
+    if (!response) {
+      if (!loop.turnId) return false;
+      await sleep(500);
+      continue;
+    }
+    try {
+      const events = response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
+      for await (const event of events) {
+        if (event.data === '[DONE]') return true;
+        if (event.id) loop.afterSeq = Number(event.id);
+        const data = JSON.parse(event.data) as {
+          type: string;
+          id?: string;
+          turn_id?: string;
+          ok?: boolean;
+          status?: string;
+        };
+        if (data.type === 'routed' && data.turn_id) loop.turnId = data.turn_id;
+        if (data.type === 'hitl_required' && data.id) await approve(data.id, other, deadline);
+        if (data.type === 'tool' && data.status === 'done' && data.ok) loop.published = true;
+      }
+    } catch {
+      // Cut: taken up again through the other API process.
+    }
+    response = null;
+  }
+  return false;
+}
+
+/** Approves through API `api` until it is admitted (200) or was already decided (409), or `deadline`. */
+async function approve(id: string, api: number, deadline: number): Promise<void> {
+  while (Date.now() < deadline) {
+    const answer = await fetch(`${agentsUrl(api)}/chat/approvals/${encodeURIComponent(id)}/approve`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}` },
+      signal: AbortSignal.timeout(30_000),
+    }).catch(() => null);
+    await answer?.body?.cancel();
+    if (answer?.status === 200 || answer?.status === 409) return;
+    await sleep(500);
+    api = 1 - api;
+  }
+}
+
 /** A Standard Webhooks delivery to the load's hook through API `api`, signed now (or delivered again as it was). */
 async function sendWebhook(key: string, api: number, again?: { id: string; body: string }): Promise<Sent> {
   const delivery = again ?? { id: `msg_${key}`, body: JSON.stringify({ event: 'order.created', order: { id: key } }) };
@@ -390,6 +501,7 @@ function startLoad(label: string) {
       return outcome;
     }),
     loop((index) => sendAgent(`${label}-a-${index}`, (index + 1) % 2)),
+    loop((index) => sendLoop(`${label}-l-${index}`, index % 2)),
     loop(async (index) => {
       const outcome = await sendWebhook(`${label}-w-${index}`, index % 2);
       await sleep(500);
@@ -541,7 +653,8 @@ async function runFault(name: FaultName): Promise<FaultResult> {
   }
   const resentRuns: string[] = [];
   for (const outcome of load.sent) {
-    if (outcome.kind === 'chat' || outcome.kind === 'agent' || outcome.kind === 'rag') continue;
+    if (outcome.kind === 'chat' || outcome.kind === 'agent' || outcome.kind === 'loop' || outcome.kind === 'rag')
+      continue;
     if (outcome.kind === 'webhook') {
       // Delivered again as it was (a sender's retry): the same run, which reaches its end.
       const again = await sendWebhook(outcome.key, outcome.api, outcome.delivery);
@@ -570,6 +683,19 @@ async function runFault(name: FaultName): Promise<FaultResult> {
       .map((sent) => ({ path: `/rag/index/${encodeURIComponent(sent.id!)}`, api: 1 - sent.api })),
   ];
   result.lost.push(...(await notDone(followed, Date.now() + 180_000)));
+  // Every accepted approval loop reaches its end, its page published (each cut one followed again to its end).
+  const loops = load.sent.filter((sent) => sent.kind === 'loop' && sent.status === 200 && sent.loop);
+  for (const outcome of loops) {
+    if (outcome.loop!.turnId && !outcome.loop!.published) {
+      await followLoop(outcome.loop!, null, 1 - outcome.api, Date.now() + 120_000);
+    }
+  }
+  const listed = await fetch(`${agentsUrl(1)}/deploy/sites`, { headers: { authorization: `Bearer ${apiKey}` } });
+  const sites = listed.ok ? ((await listed.json()) as { sites: Array<{ subdomain: string }> }).sites : [];
+  for (const outcome of loops) {
+    const published = sites.filter((site) => site.subdomain === outcome.loop!.site).length;
+    if (published === 0) result.lost.push(`loop ${outcome.key} (${outcome.loop!.turnId ?? 'no turn id'}): no page`);
+  }
   // The chat session: each message stored once, and answered.
   const session = await fetch(`${apiUrl(0)}/api/v1/sessions/${load.session}`, {
     headers: { authorization: `Bearer ${apiKey}` },
@@ -687,6 +813,9 @@ try {
       SIMULATOR_PORT: String(simulatorPort),
       // Holds whose start an outage cut are released by the platform's sweep once this old.
       CREDIT_HOLD_GRACE: '20s',
+      // All the load comes from one address (loopback): the agent service's per-IP limit, meant for many clients,
+      // would refuse it once a fault makes the clients retry.
+      AGENT_IP_LIMIT_PER_MINUTE: '0',
       LOG_LEVEL: 'warn',
     },
     logFile: join(dataDir, 'cluster.log'),
@@ -712,6 +841,18 @@ try {
   const made = (await createdHook.json()) as { url: string; secret: string };
   const madeUrl = new URL(made.url);
   hook = { path: `${madeUrl.pathname}${madeUrl.search}`, secret: made.secret };
+  const publisher = await fetch(`${agentsUrl(0)}/agents/custom`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      name: 'Publisher',
+      description: 'Publishes small web pages',
+      system_prompt: 'You publish web pages for the user.',
+      tools: ['publish_site'],
+    }),
+  });
+  if (publisher.status !== 201) throw new Error(`POST /agents/custom: ${publisher.status} ${await publisher.text()}`);
+  publisherId = ((await publisher.json()) as { id: string }).id;
   // A scheduled task firing every minute through all the faults: at the end, each minute answered once.
   const scheduled = await fetch(`${agentsUrl(0)}/schedule/tasks`, {
     method: 'POST',
@@ -742,7 +883,9 @@ const lines = [
   `${reportLead()}The production shape (\`npm run cluster\`: 2 API processes, 2 workers, a Temporal server on ` +
     'PostgreSQL, the simulator as every provider) on a PostgreSQL of its own, under steady load through both API ' +
     'processes: 3 clients of keyed completions (one request in three streamed), 1 of session chat turns (every ' +
-    'other one calling the calculator), 1 of keyed media jobs, 1 of agent messages (routed, streamed), 1 of signed ' +
+    'other one calling the calculator), 1 of keyed media jobs, 1 of agent messages (routed, streamed), 1 of agent loops ' +
+    'that wait for an approval (publish_site: approved through the other API process, each loop followed to its ' +
+    'end and its page looked for), 1 of signed ' +
     'webhook deliveries (Standard Webhooks; each delivered again afterwards, and its run followed to its end), 1 ' +
     'of texts indexed for RAG (each index followed to its end), and a scheduled task firing every minute. One fault at a time, with recovery between.',
   '',
@@ -750,7 +893,7 @@ const lines = [
     '`service_unavailable` with Retry-After, a 502 `upstream_error` (the provider itself failing), or a connection ' +
     'cut while the API process it went to was gone.',
   '- **lost**: keys that, sent again once the platform served, did not succeed; chat messages answered but not ' +
-    'stored. **twice**: a key answered with two different completions or jobs, a chat message stored twice. ' +
+    'stored; approval loops whose page was never published. **twice**: a key answered with two different completions or jobs, a chat message stored twice. ' +
     '**double charges**: requests with more than one settlement. **held**: credits still held a minute after ' +
     'recovery, counted from recovery, after every key was sent again (in brackets, how long until none was). **serves again**: from the fault until both API processes ' +
     'answer /health 200 and a completion through each. **p99 in recovery**: of the answers from the fault until ' +

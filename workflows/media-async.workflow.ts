@@ -41,13 +41,15 @@ export const cancelMediaJobUpdate = defineUpdate<{ status: 'cancelled' }, [Cance
 
 const retry: RetryPolicy = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 8 };
 
-const short = proxyActivities<AsyncJobActivities>({ startToCloseTimeout: '60s', retry });
+// Every step heartbeats every 5 s while it runs (activities/heartbeat.ts's keepAlive), so an attempt lost with its
+// worker (or a task that never reached one) is retried after the 15 s heartbeat timeout rather than after its whole
+// start-to-close timeout: a worker killed under a video job held the job (and its credits) a minute longer before.
+const short = proxyActivities<AsyncJobActivities>({ startToCloseTimeout: '60s', heartbeatTimeout: '15s', retry });
 
-// Downloading an output may take a while; it heartbeats every 5 s, so an attempt lost with its worker (or a task that
-// never reached one) is retried after 30 s rather than after the whole 10 minutes.
+// Downloading an output may take a while.
 const { storeVideoOutput, storeMusicOutput } = proxyActivities<AsyncJobActivities>({
   startToCloseTimeout: '10m',
-  heartbeatTimeout: '30s',
+  heartbeatTimeout: '15s',
   retry,
 });
 

@@ -155,49 +155,53 @@ function createAsyncJobSteps({ pool, ledger, media }: AsyncJobActivityDependenci
   return {
     /** Starts the provider's job (once per media job) and marks the row `processing`; answers the provider's job id. */
     async create(input: AsyncJobInput): Promise<string> {
-      const [row] = await run<JobRow>(pool, selectJob, [input.jobId, kind]);
-      if (row?.status === 'cancelled') throw jobEnded(row.status);
-      let providerJobId = row?.result?.providerJobId;
-      const attemptedAt = row?.result?.createAttemptedAt;
-      try {
-        if (providerJobId === undefined && attemptedAt !== undefined) {
-          providerJobId = await findStartedJob(input, attemptedAt);
+      return keepAlive(async () => {
+        const [row] = await run<JobRow>(pool, selectJob, [input.jobId, kind]);
+        if (row?.status === 'cancelled') throw jobEnded(row.status);
+        let providerJobId = row?.result?.providerJobId;
+        const attemptedAt = row?.result?.createAttemptedAt;
+        try {
+          if (providerJobId === undefined && attemptedAt !== undefined) {
+            providerJobId = await findStartedJob(input, attemptedAt);
+          }
+          if (providerJobId === undefined) {
+            await run(pool, markCreateAttempt, [input.jobId]);
+            ({ providerJobId } = await startProviderJob(input));
+          }
+        } catch (error) {
+          throw engineFailure(error);
         }
-        if (providerJobId === undefined) {
-          await run(pool, markCreateAttempt, [input.jobId]);
-          ({ providerJobId } = await startProviderJob(input));
+        const { rowCount } = await pool.query({
+          ...markProcessing,
+          values: [input.jobId, input.engine, providerJobId],
+        });
+        if (rowCount === 0) {
+          // Cancelled while this call ran (the workflow stopped waiting for it): the provider's job it just started
+          // would run unwatched, so it is cancelled here.
+          await engineOf(input)
+            .cancel(providerJobId)
+            .catch(() => undefined);
+          throw jobEnded('cancelled');
         }
-      } catch (error) {
-        throw engineFailure(error);
-      }
-      const { rowCount } = await pool.query({
-        ...markProcessing,
-        values: [input.jobId, input.engine, providerJobId],
+        return providerJobId;
       });
-      if (rowCount === 0) {
-        // Cancelled while this call ran (the workflow stopped waiting for it): the provider's job it just started
-        // would run unwatched, so it is cancelled here.
-        await engineOf(input)
-          .cancel(providerJobId)
-          .catch(() => undefined);
-        throw jobEnded('cancelled');
-      }
-      return providerJobId;
     },
 
     /** One read of the provider's job. An output given as bytes is stored here (history keeps only its name). */
     async poll(input: AsyncJobInput, providerJobId: string): Promise<JobPoll> {
-      let polled;
-      try {
-        polled = await engineOf(input).poll(providerJobId);
-      } catch (error) {
-        throw engineFailure(error);
-      }
-      if (polled.status !== 'succeeded') return polled;
-      const [output] = polled.outputs;
-      if (!output) return { status: 'failed', error: 'the provider finished without an output' };
-      if ('url' in output) return { status: 'succeeded', output: { url: output.url } };
-      return { status: 'succeeded', output: { fileName: await media.files.save(output.bytes, output.contentType) } };
+      return keepAlive(async () => {
+        let polled;
+        try {
+          polled = await engineOf(input).poll(providerJobId);
+        } catch (error) {
+          throw engineFailure(error);
+        }
+        if (polled.status !== 'succeeded') return polled;
+        const [output] = polled.outputs;
+        if (!output) return { status: 'failed', error: 'the provider finished without an output' };
+        if ('url' in output) return { status: 'succeeded', output: { url: output.url } };
+        return { status: 'succeeded', output: { fileName: await media.files.save(output.bytes, output.contentType) } };
+      });
     },
 
     /** Stores the output as a media file, marks the row `completed` and charges the hold (each once). */
