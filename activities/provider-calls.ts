@@ -689,6 +689,7 @@ function toProviderRequest(
     maxTokens: request.max_completion_tokens ?? request.max_tokens ?? undefined,
     temperature: request.temperature ?? undefined,
     topP: request.top_p ?? undefined,
+    topK: request.top_k ?? undefined,
     stop: typeof request.stop === 'string' ? [request.stop] : (request.stop ?? undefined),
     seed: request.seed ?? undefined,
     user: request.user ?? undefined,

@@ -5,7 +5,7 @@
  * request without any key as a guest.
  */
 import type { Middleware } from 'koa';
-import { ApiError } from './errors.ts';
+import { ApiError, errorDialect } from './errors.ts';
 import type { ApiKeyService, Principal } from './services/apikeys/service.ts';
 import type { ServerTiming } from './server-timing.ts';
 import { withCaller } from './tracing.ts';
@@ -20,8 +20,10 @@ export interface AuthState {
 export function identifyKey(keys: ApiKeyService): Middleware<Partial<AuthState>> {
   return async (context, next) => {
     const header = context.get('authorization');
-    if (header) {
-      const match = /^Bearer\s+(\S+)$/i.exec(header);
+    // The Messages door takes Anthropic's `x-api-key` too (what its SDKs send), when no Authorization is sent.
+    const apiKey = !header && errorDialect(context.path) === 'anthropic' ? context.get('x-api-key') : '';
+    if (header || apiKey) {
+      const match = header ? /^Bearer\s+(\S+)$/i.exec(header) : ([apiKey, apiKey] as const);
       if (!match) throw new ApiError('authentication_error', 'Send Authorization: Bearer <API_KEY>');
       context.state.timing?.mark('receive');
       const principal = await keys.authenticate(match[1]!);

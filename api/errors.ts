@@ -1,6 +1,8 @@
 /**
  * The one error hierarchy and renderer of the HTTP API: `{error: {type, message, retry_after?}}` with the
- * spec's types and statuses (section 7), for `/v1/*` and `/api/v1/*` alike.
+ * spec's types and statuses (section 7), for `/v1/*` and `/api/v1/*` alike. The doors that speak another vendor's
+ * API answer in that vendor's shape instead (`errorDialect`): `/v1/messages*` as Anthropic does,
+ * `{type: "error", error: {type, message}}` with Anthropic's types and statuses (`anthropicError`).
  */
 import type { Context, Middleware } from 'koa';
 import type { ZodError } from 'zod';
@@ -48,10 +50,24 @@ export class ApiError extends Error {
 
 /** A 400 naming the first invalid field, e.g. `messages.0.role: Invalid input`. */
 export function invalidRequest(error: ZodError): ApiError {
-  const issue = error.issues[0];
+  const issue = error.issues[0] && telling(error.issues[0]);
   const path = issue?.path.join('.') ?? '';
   const message = issue ? `${path ? `${path}: ` : ''}${issue.message}` : 'Invalid request body';
   return new ApiError('invalid_request', message, { param: path || undefined });
+}
+
+/**
+ * Within a union none of whose shapes matched (a message's content is a string or blocks), the issue of the shape
+ * the value was meant for: the first branch that failed inside the value rather than on its type, its path joined to
+ * the union's (`messages.0.content.0: a content block is one of …` rather than `messages.0.content: Invalid input`).
+ */
+function telling(issue: ZodError['issues'][number]): ZodError['issues'][number] {
+  if (issue.code !== 'invalid_union') return issue;
+  const branches = (issue as { errors?: Array<ZodError['issues']> }).errors ?? [];
+  const inner = branches
+    .map((branch) => branch[0])
+    .find((first) => first && !(first.code === 'invalid_type' && first.path.length === 0));
+  return inner ? telling({ ...inner, path: [...issue.path, ...inner.path] }) : issue;
 }
 
 /** A request with images to a model that cannot see them (no `vision` capability): refused before anything starts. */
@@ -78,9 +94,69 @@ export function errorRenderer(logger: Logger): Middleware {
 }
 
 export function renderError(context: Context, error: ApiError): void {
-  context.status = error.status;
   if (error.retryAfterSeconds !== undefined) context.set('Retry-After', String(error.retryAfterSeconds));
+  if (errorDialect(context.path) === 'anthropic') {
+    const { status, body } = anthropicError(error);
+    context.status = status;
+    context.body = body;
+    return;
+  }
+  context.status = error.status;
   context.body = error.body();
+}
+
+/** Whose error shape a path answers in: Anthropic's on the Messages door, the platform's everywhere else. */
+export type ErrorDialect = 'tessera' | 'anthropic';
+
+export function errorDialect(path: string): ErrorDialect {
+  return path === '/v1/messages' || path.startsWith('/v1/messages/') ? 'anthropic' : 'tessera';
+}
+
+/**
+ * Anthropic's error type and status for each of the platform's (docs.claude.com/en/api/errors). The platform's own
+ * reason stays in `message`. Where Anthropic has no such status the nearest type keeps the platform's status (402
+ * `billing_error`, as Anthropic answers a spent balance; 409 and 415 `invalid_request_error`, which Anthropic uses for
+ * "other 4XX"; 502 `api_error`). An outage of the platform's own parts (503) is Anthropic's 529 `overloaded_error`,
+ * which its SDKs retry after Retry-After.
+ */
+const anthropicErrors: Record<ErrorType, { type: string; status: number }> = {
+  invalid_request: { type: 'invalid_request_error', status: 400 },
+  authentication_error: { type: 'authentication_error', status: 401 },
+  insufficient_credits: { type: 'billing_error', status: 402 },
+  permission_denied: { type: 'permission_error', status: 403 },
+  not_found: { type: 'not_found_error', status: 404 },
+  model_not_found: { type: 'not_found_error', status: 404 },
+  conflict: { type: 'invalid_request_error', status: 409 },
+  payload_too_large: { type: 'request_too_large', status: 413 },
+  unsupported_media_type: { type: 'invalid_request_error', status: 415 },
+  rate_limit_exceeded: { type: 'rate_limit_error', status: 429 },
+  internal_error: { type: 'api_error', status: 500 },
+  upstream_error: { type: 'api_error', status: 502 },
+  service_unavailable: { type: 'overloaded_error', status: 529 },
+};
+
+/** Anthropic's error envelope, `{type: "error", error: {type, message}, request_id?}`. */
+export interface AnthropicErrorBody {
+  type: 'error';
+  error: { type: string; message: string };
+  /** With a 529 whose request may still complete: the id to look it up by (GET /api/v1/requests/{id}). */
+  request_id?: string;
+}
+
+/** An error as the Messages door answers it: Anthropic's status and envelope, the platform's message. */
+export function anthropicError(error: { type: ErrorType; message: string; requestId?: string }): {
+  status: number;
+  body: AnthropicErrorBody;
+} {
+  const mapped = anthropicErrors[error.type];
+  return {
+    status: mapped.status,
+    body: {
+      type: 'error',
+      error: { type: mapped.type, message: error.message },
+      ...(error.requestId !== undefined ? { request_id: error.requestId } : {}),
+    },
+  };
 }
 
 function toApiError(error: unknown, logger: Logger, context: Context): ApiError {

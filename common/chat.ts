@@ -139,6 +139,11 @@ export const chatCompletionRequestSchema = z.object({
   max_completion_tokens: z.number().int().positive().nullish(),
   temperature: z.number().min(0).max(2).nullish(),
   top_p: z.number().min(0).max(1).nullish(),
+  /**
+   * Sampling from the k likeliest tokens: not an OpenAI field (vLLM and others take it), here for the Messages door
+   * (`/v1/messages`). Anthropic and Gemini upstreams get it; OpenAI-compatible ones, which have no such knob, do not.
+   */
+  top_k: z.number().int().positive().nullish(),
   n: z.literal(1).nullish(),
   stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
   presence_penalty: z.number().min(-2).max(2).nullish(),

@@ -25,6 +25,8 @@ export interface ProviderRequest {
   maxTokens?: number;
   temperature?: number;
   topP?: number;
+  /** Anthropic's and Gemini's top-k sampling; OpenAI-compatible upstreams have none and do not get it. */
+  topK?: number;
   stop?: string[];
   seed?: number;
   user?: string;

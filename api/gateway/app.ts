@@ -37,6 +37,7 @@ import { lineWebhookRoutes } from './routes/webhooks/line.ts';
 import { telegramWebhookRoutes } from './routes/webhooks/telegram.ts';
 import { completionRoutes, requestRoutes, type OpenStreams } from './routes/completions/routes.ts';
 import { CompletionService } from './routes/completions/service.ts';
+import { countTokensRoutes, messageRoutes } from './routes/messages/routes.ts';
 import { mediaFileRoutes, mediaRoutes } from './routes/media/routes.ts';
 import { mediaJobRoutes } from './routes/media/job-routes.ts';
 import { CallbackSecrets } from '../../activities/media/callbacks.ts';
@@ -189,6 +190,7 @@ export function createApp(dependencies: AppDependencies): Koa {
   const admitted = new Router<AuthState>();
   admitted.use(requireKey());
   admitted.use(completionRoutes(completions, admission, dependencies.openStreams, metrics).routes());
+  admitted.use(messageRoutes({ completions, admission, openStreams: dependencies.openStreams, metrics }).routes());
   const embeddings = createEmbeddingService({
     client: dependencies.client,
     settings: { TEMPORAL_TASK_QUEUE: dependencies.taskQueue, ...dependencies.embeddingSettings },
@@ -215,6 +217,7 @@ export function createApp(dependencies: AppDependencies): Koa {
   keyed.use(requireKey());
   if (dependencies.rateLimits) keyed.use(limitKeyed(dependencies.rateLimits));
   keyed.use(requestRoutes(completions, dependencies.openStreams).routes());
+  keyed.use(countTokensRoutes(completions).routes());
   keyed.use(apiKeyRoutes(keys).routes());
   const accounts = new AccountService(
     dependencies.orm,

@@ -10,6 +10,7 @@ import { apiKeyContracts } from './routes/apikeys/contract.ts';
 import { billingContracts } from './routes/billing/contract.ts';
 import { chatContracts } from './routes/chat/contract.ts';
 import { completionContracts } from './routes/completions/contract.ts';
+import { messageContracts } from './routes/messages/contract.ts';
 import { embeddingContracts } from './routes/embeddings/contract.ts';
 import { mediaContracts } from './routes/media/contract.ts';
 import { modelContracts } from './routes/models/contract.ts';
@@ -30,6 +31,7 @@ export const gatewayContracts: RouteContract[] = [
   ...modelContracts,
   ...providerContracts,
   ...completionContracts,
+  ...messageContracts,
   ...embeddingContracts,
   ...chatContracts,
   ...apiKeyContracts,

@@ -66,7 +66,12 @@ export interface RouteContract {
    * Error statuses this route answers besides those every route may (`commonErrorStatuses`), each with the error
    * envelope; a description says when.
    */
-  errors?: Partial<Record<ErrorStatus, string>>;
+  errors?: Partial<Record<ErrorStatus | 529, string>>;
+  /**
+   * A door that speaks another vendor's API answers errors in that vendor's envelope (api/errors.ts, `errorDialect`):
+   * its schema, and the statuses every route may answer that the vendor spells otherwise (Anthropic: 503 is 529).
+   */
+  errorEnvelope?: { schema: ZodType; statuses?: Record<number, number> };
 }
 
 export type ErrorStatus = (typeof errorStatus)[ErrorType];

@@ -118,6 +118,12 @@ export function errorStatuses(contract: RouteContract, service: ServiceName): Ma
         : 'The caller is not an operator, or a cookie-authenticated request came from another origin',
     );
   }
+  for (const [from, to] of Object.entries(contract.errorEnvelope?.statuses ?? {})) {
+    const description = statuses.get(Number(from));
+    if (description === undefined) continue;
+    statuses.delete(Number(from));
+    statuses.set(to, description);
+  }
   for (const [status, description] of Object.entries(contract.errors ?? {})) statuses.set(Number(status), description);
   return statuses;
 }
@@ -134,7 +140,8 @@ function operation(service: ServiceName, contract: RouteContract): ZodOpenApiOpe
   const responses: Record<string, ReturnType<typeof response>> = {};
   for (const [status, answer] of Object.entries(contract.responses)) responses[status] = response(answer);
   for (const [status, description] of errorStatuses(contract, service)) {
-    responses[String(status)] = { description, content: { 'application/json': { schema: errorEnvelope } } };
+    const schema = contract.errorEnvelope?.schema ?? errorEnvelope;
+    responses[String(status)] = { description, content: { 'application/json': { schema } } };
   }
   return {
     operationId: operationId(contract),

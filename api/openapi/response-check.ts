@@ -96,7 +96,7 @@ export function responseProblem(
     if (!errors.has(status)) return `status ${status} is not documented`;
     const value = type === 'application/json' ? jsonValue(body) : undefined;
     if (value === undefined) return `the ${status} is not the JSON error envelope`;
-    return firstIssue(errorEnvelope, value);
+    return firstIssue(contract.errorEnvelope?.schema ?? errorEnvelope, value);
   }
   if (!documented.content) {
     // Koa writes a short text or HTML note with a redirect: not part of the contract.

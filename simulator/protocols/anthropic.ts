@@ -61,6 +61,7 @@ const requestSchema = z.object({
   stream: z.boolean().optional(),
   temperature: z.number().min(0).max(1).optional(),
   top_p: z.number().min(0).max(1).optional(),
+  top_k: z.number().int().positive().optional(),
   stop_sequences: z.array(z.string()).optional(),
   metadata: z.object({ user_id: z.string().optional() }).optional(),
   tools: z
@@ -148,6 +149,9 @@ function thinkingConflict(request: MessagesRequest): string | undefined {
   }
   if (request.top_p !== undefined && request.top_p < 0.95) {
     return '`top_p` must be greater than or equal to 0.95 or unset when thinking is enabled.';
+  }
+  if (request.top_k !== undefined) {
+    return '`top_k` must be unset when thinking is enabled.';
   }
   if (request.tool_choice?.type === 'any' || request.tool_choice?.type === 'tool') {
     return 'Thinking may not be enabled when tool_choice forces tool use.';

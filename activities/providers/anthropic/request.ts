@@ -40,6 +40,7 @@ export interface AnthropicMessagesBody {
   stream?: boolean;
   temperature?: number;
   top_p?: number;
+  top_k?: number;
   stop_sequences?: string[];
   metadata?: { user_id: string };
   tools?: AnthropicTool[];
@@ -64,8 +65,8 @@ export function toAnthropicMessagesBody(request: ProviderRequest, stream: boolea
   const hasTools = request.tools !== undefined && request.tools.length > 0;
   const maxTokens = request.maxTokens ?? defaultMaxTokens;
   const thinking = thinkingOf(request, maxTokens);
-  // Thinking rejects a temperature other than 1 and a top_p below 0.95: the sampling knobs give way.
-  const sampling: Pick<ProviderRequest, 'temperature' | 'topP'> = thinking === undefined ? request : {};
+  // Thinking rejects a temperature other than 1, a top_p below 0.95 and top_k: the sampling knobs give way.
+  const sampling: Pick<ProviderRequest, 'temperature' | 'topP' | 'topK'> = thinking === undefined ? request : {};
   return {
     model: request.model,
     max_tokens: maxTokens,
@@ -76,6 +77,7 @@ export function toAnthropicMessagesBody(request: ProviderRequest, stream: boolea
     temperature: sampling.temperature === undefined ? undefined : Math.min(sampling.temperature, 1),
     // Recent Claude models reject temperature and top_p together; temperature, the commoner knob, wins.
     top_p: sampling.temperature === undefined ? sampling.topP : undefined,
+    top_k: sampling.topK,
     stop_sequences: request.stop !== undefined && request.stop.length > 0 ? request.stop : undefined,
     metadata: request.user === undefined ? undefined : { user_id: request.user },
     tools: hasTools ? request.tools?.map(toAnthropicTool) : undefined,

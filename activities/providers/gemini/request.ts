@@ -35,6 +35,7 @@ interface GeminiGenerationConfig {
   maxOutputTokens?: number;
   temperature?: number;
   topP?: number;
+  topK?: number;
   stopSequences?: string[];
   seed?: number;
   presencePenalty?: number;
@@ -68,6 +69,7 @@ export function toGeminiBody(request: ProviderRequest): GeminiGenerateContentBod
       maxOutputTokens: request.maxTokens,
       temperature: request.temperature,
       topP: request.topP,
+      topK: request.topK,
       stopSequences: request.stop !== undefined && request.stop.length > 0 ? request.stop : undefined,
       seed: request.seed,
       presencePenalty: request.presencePenalty,

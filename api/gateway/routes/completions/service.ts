@@ -73,6 +73,14 @@ export interface StartOptions {
   admit: (reservation: Reservation | null) => Promise<ReservationOutcome | null>;
   /** Told when each stage ends (plan, admit, start), for the Server-Timing header. */
   timing?: StageMarks;
+  /**
+   * How the request's id begins, as its door names its objects: `chatcmpl-` (the default) for a chat completion,
+   * `msg_` for a Message. The id is the workflow's business id too (`completion-<id>`), so the id a client holds is
+   * the one an operator searches for.
+   */
+  idPrefix?: string;
+  /** What the Temporal UI says of the workflow, in place of "Chat completion". */
+  summary?: string;
 }
 
 export class CompletionService {
@@ -82,11 +90,12 @@ export class CompletionService {
     this.dependencies = dependencies;
   }
 
-  /** Checks the model, admits the request, then starts (or, with an idempotency key, rejoins) its workflow. */
-  async start(principal: Principal, request: ChatCompletionRequest, options: StartOptions): Promise<StartedCompletion> {
-    const { client, taskQueue, router, calls, hub, ledger } = this.dependencies;
-    const { idempotencyKey, admit, timing } = options;
-    const plan = await router.plan(
+  /**
+   * The candidates that may serve the request for this caller; refuses a model that does not exist, one outside the
+   * caller's plan, and images to a model that cannot see them.
+   */
+  async plan(principal: Principal, request: ChatCompletionRequest) {
+    const plan = await this.dependencies.router.plan(
       request,
       principal.operator ? null : { plan: principal.plan, customModels: principal.customLimits?.models },
     );
@@ -107,16 +116,24 @@ export class CompletionService {
       );
     }
     if (plan.kind === 'needs_vision') throw visionRefusal(plan.model);
-    const { candidates } = plan;
+    return plan.candidates;
+  }
+
+  /** Checks the model, admits the request, then starts (or, with an idempotency key, rejoins) its workflow. */
+  async start(principal: Principal, request: ChatCompletionRequest, options: StartOptions): Promise<StartedCompletion> {
+    const { client, taskQueue, calls, hub, ledger } = this.dependencies;
+    const { idempotencyKey, admit, timing } = options;
+    const candidates = await this.plan(principal, request);
     const userId = principal.userId;
     const metered = !principal.operator;
     // Only an idempotent repeat compares bodies: hashing every prompt otherwise would be work for nothing.
     const bodyHash = idempotencyKey
       ? createHash('sha256').update(JSON.stringify(request)).digest('base64url')
       : undefined;
+    const idPrefix = options.idPrefix ?? 'chatcmpl-';
     const requestId = idempotencyKey
-      ? `chatcmpl-${createHash('sha256').update(`${userId}\n${idempotencyKey}`).digest('base64url').slice(0, 24)}`
-      : `chatcmpl-${randomBytes(18).toString('base64url')}`;
+      ? `${idPrefix}${createHash('sha256').update(`${userId}\n${idempotencyKey}`).digest('base64url').slice(0, 24)}`
+      : `${idPrefix}${randomBytes(18).toString('base64url')}`;
     const workflowId = completionWorkflowId(requestId);
 
     if (idempotencyKey) {
@@ -171,7 +188,7 @@ export class CompletionService {
           { key: modelKey, value: request.model },
         ],
         memo: { ...(bodyHash ? { bodyHash } : {}), created, model: request.model, stream: !!request.stream },
-        staticSummary: `Chat completion: ${request.model}${request.stream ? ', streamed' : ''}, for ${userId}`,
+        staticSummary: `${options.summary ?? 'Chat completion'}: ${request.model}${request.stream ? ', streamed' : ''}, for ${userId}`,
       });
       timing?.mark('start');
       const local = handle.eagerlyStarted;
