@@ -19,6 +19,7 @@ import type { ProviderCalls } from './provider-calls.ts';
 import { createTeamActivities } from './teams/team-broadcasts.ts';
 import type { Pool } from '../db/pool.ts';
 import { createRagActivities } from './rag/rag-activities.ts';
+import { createResponseActivities } from './responses/response-store.ts';
 import type { RagModel } from './rag/rag-model.ts';
 import type { RagStore } from './rag/rag-store.ts';
 import type { UserDataDatabase } from './user-data/data-database.ts';
@@ -57,6 +58,7 @@ export function createActivities(dependencies: ActivityDependencies) {
     ...createCallbackActivities(dependencies),
     ...createAbandonedHoldActivities(dependencies),
     ...createRagActivities(dependencies),
+    ...createResponseActivities(dependencies),
     ...createTableImportActivities({
       userData: dependencies.userData,
       uploads: dependencies.uploads,

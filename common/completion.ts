@@ -8,6 +8,7 @@ import type { ModelPrice } from './catalogue.ts';
 import type { ErrorType } from './errors.ts';
 import type { StreamPart } from './stream-parts.ts';
 import type { ChatTurnEvent } from './chat-turn.ts';
+import type { ResponseRecord } from './responses.ts';
 
 export const completionsTaskQueue = 'tessera-completions';
 
@@ -26,6 +27,8 @@ export interface CompletionInput {
   candidates: Candidate[];
   /** Credits are reserved and settled (false for the operator key). */
   metered?: boolean;
+  /** A Response of the Responses door: the workflow keeps its row (common/responses.ts). */
+  response?: ResponseRecord;
 }
 
 /** One model to try, as planned by the router. */
@@ -79,6 +82,8 @@ export interface CompletionResult {
   /** True when the provider reported no usage and it was estimated. */
   usageEstimated: boolean;
   attempts: Attempt[];
+  /** A background Response cancelled while it ran: the answer is what was generated until then. */
+  stopped?: boolean;
 }
 
 /** Details carried by a failed completion (ApplicationFailure details[0]). */

@@ -3,12 +3,27 @@
  * Its history is the request's trace: the plan is its input, every attempt a local activity (provider,
  * outcome, latency). Attempt 1 usually adopts the provider call the API started alongside the workflow.
  *
+ * A completion that is a Response of the Responses door (`input.response`) also keeps the response's row: a
+ * background one is marked `in_progress` when a worker takes it, and every one's end is recorded (its output, usage,
+ * status, or its failure). A background response is cancellable: the `cancelResponse` signal ends it before its call,
+ * and the API stops a call already streaming directly (activities/streaming/turn-stops.ts, keyed by this workflow's
+ * id), which then ends with what it generated, settled at what it used.
+ *
  * `completionWorkflow` is the same workflow under the type earlier releases started: it stays registered so their
  * runs (with or without the `credit-saga` patch marker) replay and finish, and can go once none is left.
  */
-import { defineQuery, patched, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  defineQuery,
+  defineSignal,
+  patched,
+  proxyLocalActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { ResponseActivities } from '../activities/responses/response-store.ts';
 import type { Attempt, CompletionInput, CompletionResult } from '../common/completion.ts';
-import { callWithFailover, modelCallFailure } from './model-call.ts';
+import { callWithFailover, modelCallFailure, releaseUnusedHold } from './model-call.ts';
 
 export interface CompletionTrace {
   status: 'running' | 'completed' | 'failed';
@@ -16,6 +31,15 @@ export interface CompletionTrace {
 }
 
 export const traceQuery = defineQuery<CompletionTrace>('trace');
+
+/** Cancels a background Response (`POST /v1/responses/{id}/cancel`). */
+export const cancelResponseSignal = defineSignal('cancelResponse');
+
+// The response's row: retried until the database answers (the answer is already out).
+const { startResponse, recordResponse } = proxyLocalActivities<ResponseActivities>({
+  startToCloseTimeout: '10s',
+  retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '30s' },
+});
 
 /** One chat completion (the type the API starts). */
 export async function chatCompletion(input: CompletionInput): Promise<CompletionResult> {
@@ -43,16 +67,67 @@ async function complete(input: CompletionInput, isMetered: () => boolean): Promi
     );
   }
   const metered = isMetered();
-  const served = await callWithFailover(input, { metered, attempts, workflowId: workflowInfo().workflowId });
+  const workflowId = workflowInfo().workflowId;
+  const { response } = input;
+  if (!response) {
+    const served = await callWithFailover(input, { metered, attempts, workflowId });
+    return result(input, served, attempts);
+  }
+
+  let cancelled = false;
+  setHandler(cancelResponseSignal, () => void (cancelled = true));
+  const { responseId, background } = response;
+  if (background) await startResponse(responseId);
+  if (cancelled) {
+    // Cancelled while queued: nothing is called, and the hold the API took is lifted.
+    if (metered) await releaseUnusedHold({ userId: input.userId, workflowId, attempt: 1 });
+    await recordResponse({ responseId, outcome: 'cancelled' });
+    return { ...result(input, null, attempts), stopped: true };
+  }
+  try {
+    const served = await callWithFailover(input, {
+      metered,
+      attempts,
+      workflowId,
+      // The output is stored, so a streamed answer is assembled too; a background one may be stopped.
+      extra: { collectMessage: true, ...(background ? { stoppable: true } : {}) },
+    });
+    await recordResponse({
+      responseId,
+      outcome: 'answered',
+      model: served.candidate.model,
+      message: served.message,
+      finishReason: served.finishReason,
+      usage: served.usage,
+      stopped: !!served.stopped,
+    });
+    return { ...result(input, served, attempts), ...(served.stopped ? { stopped: true } : {}) };
+  } catch (error) {
+    const failure = error instanceof ApplicationFailure ? error : null;
+    await recordResponse({
+      responseId,
+      outcome: 'failed',
+      code: failure?.type ?? 'internal_error',
+      message: failure?.message ?? String(error),
+    });
+    throw error;
+  }
+}
+
+function result(
+  input: CompletionInput,
+  served: Awaited<ReturnType<typeof callWithFailover>> | null,
+  attempts: Attempt[],
+): CompletionResult {
   return {
     requestId: input.requestId,
-    model: served.candidate.model,
-    provider: served.candidate.provider,
+    model: served?.candidate.model ?? input.request.model,
+    provider: served?.candidate.provider ?? '',
     created: input.created,
-    finishReason: served.finishReason,
-    message: served.message,
-    usage: served.usage,
-    usageEstimated: served.usageEstimated,
+    finishReason: served?.finishReason ?? 'stop',
+    message: served?.message ?? null,
+    usage: served?.usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+    usageEstimated: served?.usageEstimated ?? false,
     attempts,
   };
 }

@@ -38,6 +38,8 @@ import { telegramWebhookRoutes } from './routes/webhooks/telegram.ts';
 import { completionRoutes, requestRoutes, type OpenStreams } from './routes/completions/routes.ts';
 import { CompletionService } from './routes/completions/service.ts';
 import { countTokensRoutes, messageRoutes } from './routes/messages/routes.ts';
+import { responseCreateRoutes, responseRoutes } from './routes/responses/routes.ts';
+import { ResponseStore } from '../../activities/responses/response-store.ts';
 import { mediaFileRoutes, mediaRoutes } from './routes/media/routes.ts';
 import { mediaJobRoutes } from './routes/media/job-routes.ts';
 import { CallbackSecrets } from '../../activities/media/callbacks.ts';
@@ -190,7 +192,15 @@ export function createApp(dependencies: AppDependencies): Koa {
   const admitted = new Router<AuthState>();
   admitted.use(requireKey());
   admitted.use(completionRoutes(completions, admission, dependencies.openStreams, metrics).routes());
-  admitted.use(messageRoutes({ completions, admission, openStreams: dependencies.openStreams, metrics }).routes());
+  const door = { completions, admission, openStreams: dependencies.openStreams, metrics };
+  admitted.use(messageRoutes(door).routes());
+  const responseDoor = {
+    ...door,
+    responses: new ResponseStore(dependencies.pool),
+    client: dependencies.client,
+    stops: dependencies.stops,
+  };
+  admitted.use(responseCreateRoutes(responseDoor).routes());
   const embeddings = createEmbeddingService({
     client: dependencies.client,
     settings: { TEMPORAL_TASK_QUEUE: dependencies.taskQueue, ...dependencies.embeddingSettings },
@@ -218,6 +228,7 @@ export function createApp(dependencies: AppDependencies): Koa {
   if (dependencies.rateLimits) keyed.use(limitKeyed(dependencies.rateLimits));
   keyed.use(requestRoutes(completions, dependencies.openStreams).routes());
   keyed.use(countTokensRoutes(completions).routes());
+  keyed.use(responseRoutes(responseDoor, completions).routes());
   keyed.use(apiKeyRoutes(keys).routes());
   const accounts = new AccountService(
     dependencies.orm,

@@ -11,6 +11,7 @@ import { billingContracts } from './routes/billing/contract.ts';
 import { chatContracts } from './routes/chat/contract.ts';
 import { completionContracts } from './routes/completions/contract.ts';
 import { messageContracts } from './routes/messages/contract.ts';
+import { responseContracts } from './routes/responses/contract.ts';
 import { embeddingContracts } from './routes/embeddings/contract.ts';
 import { mediaContracts } from './routes/media/contract.ts';
 import { modelContracts } from './routes/models/contract.ts';
@@ -32,6 +33,7 @@ export const gatewayContracts: RouteContract[] = [
   ...providerContracts,
   ...completionContracts,
   ...messageContracts,
+  ...responseContracts,
   ...embeddingContracts,
   ...chatContracts,
   ...apiKeyContracts,

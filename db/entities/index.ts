@@ -15,6 +15,7 @@ import { MessengerEvent } from './messenger-event.entity.ts';
 import { OAuthIdentity } from './oauth-identity.entity.ts';
 import { OAuthLoginState } from './oauth-login-state.entity.ts';
 import { MediaCallbackSecret, MediaJob } from './media-job.entity.ts';
+import { ModelResponse } from './model-response.entity.ts';
 import { PublishedSite } from './published-site.entity.ts';
 import { ProviderBreaker } from './provider-breaker.entity.ts';
 import { RateLimitBucket } from './rate-limit-bucket.entity.ts';
@@ -47,6 +48,7 @@ export {
   MediaCallbackSecret,
   MediaJob,
   MessengerEvent,
+  ModelResponse,
   OAuthIdentity,
   OAuthLoginState,
   ProviderBreaker,
@@ -107,4 +109,5 @@ export const entities = [
   WebhookRun,
   WorkspaceWrite,
   ConversationShare,
+  ModelResponse,
 ];

@@ -16,7 +16,7 @@ import type { Admission } from '../../admission.ts';
 import { openSse, type SseWriter } from '../../../sse.ts';
 import { ChunkPresenter } from '../../presenters/completion.ts';
 import type { ChatCompletionRequest, Usage } from '../../../../common/chat.ts';
-import type { SequencedStreamEvent } from '../../../../common/completion.ts';
+import type { CompletionResult, SequencedStreamEvent } from '../../../../common/completion.ts';
 import type { CompletionAnswer, CompletionService, StartOptions, StartedCompletion } from './service.ts';
 import type { OpenStreams } from './routes.ts';
 
@@ -26,8 +26,10 @@ export interface StreamRenderer {
   readonly servedModel: string;
   /** One event of the stream, in order; `replay`: sent before (up to `afterSeq`), read for state only. */
   event(sse: SseWriter, item: SequencedStreamEvent, replay: boolean): void;
-  /** The stream ended with its answer: its usage. */
-  end(sse: SseWriter, usage: Usage): void;
+  /** The stream's end needs the workflow's result (`end` then gets it): a cancellable response's. */
+  readonly needsResult?: boolean;
+  /** The stream ended with its answer: its usage (and the workflow's result, with `needsResult`). */
+  end(sse: SseWriter, usage: Usage, result?: CompletionResult): void;
   /** The stream ended failed: an in-band error (`seq`: its position) or the workflow's failure. */
   fail(sse: SseWriter, error: ApiError, seq?: number): void;
 }
@@ -48,8 +50,11 @@ export async function serveCompletion(
   context: Context,
   door: CompletionDoor,
   request: ChatCompletionRequest,
-  options: Pick<StartOptions, 'idPrefix' | 'summary'> & {
+  options: Pick<StartOptions, 'idPrefix' | 'summary' | 'kind' | 'response' | 'beforeStart' | 'eager'> & {
+    /** The whole answer as the door shows it (awaited). */
     present: (started: StartedCompletion, answer: CompletionAnswer) => unknown;
+    /** Answers at once, without waiting for the answer or its stream (a background response not streamed). */
+    accepted?: (started: StartedCompletion) => unknown;
     renderer: (started: StartedCompletion) => StreamRenderer;
   },
 ): Promise<StartedCompletion> {
@@ -66,10 +71,18 @@ export async function serveCompletion(
     timing,
     idPrefix: options.idPrefix,
     summary: options.summary,
+    kind: options.kind,
+    response: options.response,
+    beforeStart: options.beforeStart,
+    eager: options.eager,
   });
   context.set('X-Request-Id', started.requestId);
   if (!started.local && !idempotencyKey) metrics.eagerStartsDeclined.inc();
 
+  if (options.accepted) {
+    context.body = options.accepted(started);
+    return started;
+  }
   if (!request.stream) {
     try {
       const answer = await completions.answer(started);
@@ -79,7 +92,7 @@ export async function serveCompletion(
         if (answer.upstreamMs !== undefined) timing.add('upstream', answer.upstreamMs);
         context.set('Server-Timing', timing.header());
       }
-      context.body = options.present(started, answer);
+      context.body = await options.present(started, answer);
     } catch (error) {
       metrics.recordCompletion('none', error instanceof ApiError ? error.type : 'internal_error', false);
       throw error;
@@ -143,11 +156,12 @@ export async function relayStream(
       for await (const item of events) send(item);
       // A stream ends on its usage event (success) or an in-band error; otherwise the workflow gave up.
       if (usage) {
-        renderer.end(sse, usage);
+        const settled = renderer.needsResult ? await started.result() : null;
+        renderer.end(sse, usage, settled?.ok ? settled.value : undefined);
       } else if (!errorSent) {
         const settled = await started.result();
         if (settled.ok) {
-          renderer.end(sse, settled.value.usage);
+          renderer.end(sse, settled.value.usage, settled.value);
         } else {
           outcome = settled.error.type;
           renderer.fail(sse, settled.error);

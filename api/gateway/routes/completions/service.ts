@@ -11,6 +11,7 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure, WorkflowIdConflictPolicy } from '@temporalio/common';
 import type { ChatCompletionRequest } from '../../../../common/chat.ts';
+import type { ResponseRecord } from '../../../../common/responses.ts';
 import {
   completionWorkflowId,
   type CompletionFailureDetails,
@@ -81,6 +82,14 @@ export interface StartOptions {
   idPrefix?: string;
   /** What the Temporal UI says of the workflow, in place of "Chat completion". */
   summary?: string;
+  /** The workflow's TesseraKind (default `completion`). */
+  kind?: string;
+  /** Run the workflow's first task here (default: unless the request is keyed); a background response does not. */
+  eager?: boolean;
+  /** A Response of the Responses door, whose row the workflow keeps (common/responses.ts); its id is the request's. */
+  response?: Omit<ResponseRecord, 'responseId'>;
+  /** Runs once the request is admitted, before its workflow starts (a Response's row is written here). */
+  beforeStart?: (requestId: string) => Promise<void>;
 }
 
 export class CompletionService {
@@ -150,8 +159,17 @@ export class CompletionService {
     }
 
     const created = Math.floor(Date.now() / 1000);
-    const input: CompletionInput = { requestId, userId, created, request, candidates, metered };
-    const eager = !idempotencyKey;
+    const response = options.response;
+    const input: CompletionInput = {
+      requestId,
+      userId,
+      created,
+      request,
+      candidates,
+      metered,
+      ...(response ? { response: { ...response, responseId: requestId } } : {}),
+    };
+    const eager = options.eager ?? !idempotencyKey;
     // Attempt 1's worst case is held before anything is started: a refusal changes nothing.
     const first = candidates[0];
     const reservation =
@@ -167,10 +185,21 @@ export class CompletionService {
         `This request may cost up to ${reservation.amount} credits on ${reservation.model}; ${held.available} are available`,
       );
     }
+    if (options.beforeStart) {
+      try {
+        await options.beforeStart(requestId);
+      } catch (error) {
+        if (metered && reservation) await ledger.release({ userId, workflowId, attempt: 1 });
+        throw error;
+      }
+    }
     const subscription = eager ? hub.subscribe(requestId) : null;
-    // Attempt 1 starts now rather than after the start round trip; the workflow's activity adopts it.
-    if (eager && first)
-      void calls.startSpeculative({ requestId, attempt: 1, candidate: first, request, userId, metered });
+    // Attempt 1 starts now rather than after the start round trip; the workflow's activity adopts it (with what the
+    // workflow will ask of it: a Response's answer is assembled to be stored).
+    if (eager && first) {
+      const collect = response ? { collectMessage: true } : {};
+      void calls.startSpeculative({ requestId, attempt: 1, candidate: first, request, userId, metered, ...collect });
+    }
     try {
       const handle = await client.workflow.start<typeof chatCompletion>('chatCompletion', {
         workflowId,
@@ -183,7 +212,7 @@ export class CompletionService {
         // and a timeout would cost the server a timer task per completion.
         ...(idempotencyKey ? { workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING } : {}),
         typedSearchAttributes: [
-          { key: kindKey, value: 'completion' },
+          { key: kindKey, value: options.kind ?? 'completion' },
           { key: userKey, value: userId },
           { key: modelKey, value: request.model },
         ],

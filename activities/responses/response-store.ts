@@ -1,0 +1,202 @@
+/**
+ * The Responses door's rows (`model_responses`, db/entities/model-response.entity.ts), for the API and for the
+ * workflow of each response. The API creates a row before the response's workflow starts and reads, chains and
+ * deletes rows; the workflow moves it to `in_progress` and records its end (`createResponseActivities`, local
+ * activities of the completion workflow, retried until the database answers). Every end is written only from
+ * `queued` or `in_progress`: a response ends one way, whichever write comes twice.
+ */
+import type { Pool, Queryable } from '../../db/pool.ts';
+import type { Usage } from '../../common/chat.ts';
+import type { CompletionMessage } from '../../common/completion.ts';
+import {
+  finishedStatus,
+  outputItems,
+  responseUsage,
+  type OutputItem,
+  type ResponseStatus,
+} from '../../common/responses.ts';
+
+export interface ResponseRow {
+  id: string;
+  userId: string;
+  status: ResponseStatus;
+  background: boolean;
+  stream: boolean;
+  model: string;
+  servedModel: string | null;
+  previousResponseId: string | null;
+  instructions: string | null;
+  request: Record<string, unknown>;
+  inputItems: unknown[];
+  output: OutputItem[] | null;
+  usage: ReturnType<typeof responseUsage> | null;
+  error: { code: string; message: string } | null;
+  incompleteDetails: { reason: string } | null;
+  createdAt: Date;
+  completedAt: Date | null;
+}
+
+export type NewResponse = Omit<
+  ResponseRow,
+  'servedModel' | 'output' | 'usage' | 'error' | 'incompleteDetails' | 'createdAt' | 'completedAt'
+>;
+
+/** How a response ended, as its workflow records it. */
+export type ResponseEnd =
+  | {
+      responseId: string;
+      outcome: 'answered';
+      model: string;
+      message: CompletionMessage | null;
+      finishReason: Parameters<typeof finishedStatus>[0];
+      usage: Usage;
+      stopped: boolean;
+    }
+  | { responseId: string; outcome: 'failed'; code: string; message: string }
+  | { responseId: string; outcome: 'cancelled' };
+
+const columns = `id, user_id as "userId", status, background, stream, model, served_model as "servedModel",
+  previous_response_id as "previousResponseId", instructions, request, input_items as "inputItems", output, usage,
+  error, incomplete_details as "incompleteDetails", created_at as "createdAt", completed_at as "completedAt"`;
+
+/** How deep a chain of `previous_response_id` is followed. */
+export const maxChainLength = 100;
+
+export class ResponseStore {
+  private readonly pool: Pool;
+
+  constructor(pool: Pool) {
+    this.pool = pool;
+  }
+
+  async create(row: NewResponse, executor: Queryable = this.pool): Promise<void> {
+    await executor.query(
+      `insert into model_responses (id, user_id, status, background, stream, model, previous_response_id,
+         instructions, request, input_items, created_at)
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now())
+       on conflict (id) do nothing`,
+      [
+        row.id,
+        row.userId,
+        row.status,
+        row.background,
+        row.stream,
+        row.model,
+        row.previousResponseId,
+        row.instructions,
+        JSON.stringify(row.request),
+        JSON.stringify(row.inputItems),
+      ],
+    );
+  }
+
+  /** The caller's response, or null (another user's is null too). */
+  async get(userId: string, id: string): Promise<ResponseRow | null> {
+    const { rows } = await this.pool.query<ResponseRow>(
+      `select ${columns} from model_responses where id = $1 and user_id = $2`,
+      [id, userId],
+    );
+    return rows[0] ?? null;
+  }
+
+  /**
+   * The conversation a new response continues: `previousId` and the responses it continued, oldest first (at most
+   * `maxChainLength`), the caller's only.
+   */
+  async chain(userId: string, previousId: string): Promise<ResponseRow[]> {
+    const { rows } = await this.pool.query<ResponseRow & { depth: number }>(
+      `with recursive chain as (
+         select r.*, 0 as depth from model_responses r where r.id = $1 and r.user_id = $2
+         union all
+         select r.*, chain.depth + 1 from model_responses r
+           join chain on r.id = chain.previous_response_id
+           where r.user_id = $2 and chain.depth < $3
+       )
+       select ${columns} from chain order by depth desc`,
+      [previousId, userId, maxChainLength - 1],
+    );
+    return rows;
+  }
+
+  /** Deletes the caller's response; false when there was none. */
+  async delete(userId: string, id: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query('delete from model_responses where id = $1 and user_id = $2', [
+      id,
+      userId,
+    ]);
+    return (rowCount ?? 0) > 0;
+  }
+
+  /** A background response's worker took it: `queued` → `in_progress`. */
+  async markInProgress(id: string): Promise<void> {
+    await this.pool.query(`update model_responses set status = 'in_progress' where id = $1 and status = 'queued'`, [
+      id,
+    ]);
+  }
+
+  /** Records how the response ended (once: only a response still queued or running is written). */
+  async finish(end: ResponseEnd): Promise<void> {
+    const values = endValues(end);
+    await this.pool.query(
+      `update model_responses set status = $2, served_model = coalesce($3, served_model), output = $4, usage = $5,
+         error = $6, incomplete_details = $7, completed_at = now()
+       where id = $1 and status in ('queued', 'in_progress')`,
+      [
+        end.responseId,
+        values.status,
+        values.servedModel,
+        JSON.stringify(values.output),
+        values.usage ? JSON.stringify(values.usage) : null,
+        values.error ? JSON.stringify(values.error) : null,
+        values.incompleteDetails ? JSON.stringify(values.incompleteDetails) : null,
+      ],
+    );
+  }
+}
+
+function endValues(end: ResponseEnd) {
+  if (end.outcome === 'failed') {
+    return {
+      status: 'failed' as const,
+      servedModel: null,
+      output: [],
+      usage: null,
+      error: { code: end.code, message: end.message },
+      incompleteDetails: null,
+    };
+  }
+  if (end.outcome === 'cancelled') {
+    return {
+      status: 'cancelled' as const,
+      servedModel: null,
+      output: [],
+      usage: null,
+      error: null,
+      incompleteDetails: null,
+    };
+  }
+  const status = finishedStatus(end.finishReason, end.stopped);
+  return {
+    status,
+    servedModel: end.model,
+    output: outputItems(end.responseId, end.message, status === 'completed'),
+    usage: responseUsage(end.usage),
+    error: null,
+    incompleteDetails: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
+  };
+}
+
+/** The workflow's steps on its response's row (local activities of the completion workflow). */
+export function createResponseActivities(dependencies: { pool: Pool }) {
+  const store = new ResponseStore(dependencies.pool);
+  return {
+    async startResponse(responseId: string): Promise<void> {
+      await store.markInProgress(responseId);
+    },
+    async recordResponse(end: ResponseEnd): Promise<void> {
+      await store.finish(end);
+    },
+  };
+}
+
+export type ResponseActivities = ReturnType<typeof createResponseActivities>;
