@@ -202,6 +202,16 @@ describe('background mode', () => {
     } finally {
       await connection.close();
     }
+    // And in the operator console's recent requests, with its trace.
+    const listed = await waitFor('the console to list the response', async () => {
+      const answer = await platform.agents(`/admin/api/requests?limit=50&user_id=${owner.user_id}`, {
+        key: platform.masterKey,
+      });
+      const { requests } = (await answer.json()) as { requests: Array<{ request_id: string; status: string }> };
+      // Visibility lags the workflow's close a little.
+      return requests.find((request) => request.request_id === queued.id && request.status === 'completed');
+    });
+    expect(listed.request_id).toBe(queued.id);
   });
 
   it('reads a background stream again from starting_after, every event once', async () => {

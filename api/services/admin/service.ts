@@ -10,7 +10,7 @@
  *   settlements (`credit_ledger.workflow_id` is the turn's id); a turn's trace adds the tools it called (names only),
  *   its ledger entries, its workflow as Temporal describes it and the `trace` query of the chat-turn workflow
  *   (each provider attempt: provider, outcome, latency), answered by a worker (by replay, once the turn ended).
- * - recent completion requests: Temporal's visibility (`TesseraKind = 'completion'`; the platform keeps no table of
+ * - recent completion requests: Temporal's visibility (`TesseraKind` `completion` or `response`; the platform keeps no table of
  *   requests, the workflow is the record), scoped to this deployment's task queue; a request's trace is the
  *   gateway's own (`CompletionService.trace`, as `GET /api/v1/requests/{id}` answers it).
  * - failed workflows: visibility again, `ExecutionStatus` failed or timed out and closed in the period, each with the
@@ -456,7 +456,11 @@ export class AdminService {
   }
 
   async requests(query: { user_id?: string | undefined; limit: number }) {
-    const filters = [`TesseraKind = 'completion'`, ...(query.user_id ? [`TesseraUser = '${query.user_id}'`] : [])];
+    // Completions of every door: chat completions and Messages (`completion`), Responses (`response`, `resp_…`).
+    const filters = [
+      `TesseraKind IN ('completion', 'response')`,
+      ...(query.user_id ? [`TesseraUser = '${query.user_id}'`] : []),
+    ];
     const executions = await this.list(filters, query.limit);
     const requests: RequestSummary[] = executions.map((execution) => ({
       request_id: execution.workflowId.replace(/^completion-/, ''),

@@ -350,8 +350,9 @@ function Requests({ user }: { user: string }) {
         </button>
       </div>
       <p class="muted">
-        Completions through the gateway’s API and the model calls the agent service makes for routing and suggestions,
-        as Temporal lists them (running ones first).
+        Completions through the gateway’s API (chat completions, Messages, and Responses, whose ids begin{' '}
+        <code>resp_</code>, background ones included) and the model calls the agent service makes for routing and
+        suggestions, as Temporal lists them (running ones first).
       </p>
       <ErrorNote error={requests.error} />
       {requests.value ? (
