@@ -3,7 +3,7 @@ import type { EventSourceMessage } from 'eventsource-parser';
 import { z } from 'zod';
 import type { StreamPart } from '../../../common/stream-parts.ts';
 import { malformed, parseJsonPayload } from '../http.ts';
-import { closingParts, type StreamTranslator } from '../stream-translation.ts';
+import { closingParts, isJsonObject, type StreamTranslator } from '../stream-translation.ts';
 import { ProviderError } from '../types.ts';
 import { anthropicUsageSchema, fromAnthropicUsage, mapAnthropicStopReason } from './response.ts';
 
@@ -11,7 +11,25 @@ import { anthropicUsageSchema, fromAnthropicUsage, mapAnthropicStopReason } from
 const anthropicEventSchema = z.object({
   type: z.string(),
   index: z.number().int().nonnegative().nullish(),
-  message: z.object({ usage: anthropicUsageSchema.nullish() }).nullish(),
+  message: z
+    .object({
+      usage: anthropicUsageSchema.nullish(),
+      // The grammar lets the first event carry content and a stop reason already (a whole short answer at once).
+      content: z
+        .array(
+          z.looseObject({
+            type: z.string(),
+            text: z.string().nullish(),
+            thinking: z.string().nullish(),
+            id: z.string().nullish(),
+            name: z.string().nullish(),
+            input: z.unknown().optional(),
+          }),
+        )
+        .nullish(),
+      stop_reason: z.string().nullish(),
+    })
+    .nullish(),
   content_block: z
     .object({
       type: z.string(),
@@ -52,6 +70,14 @@ const statusByErrorType: Record<string, number> = {
  * Holds what a Messages stream has said so far; finish and usage go out together at `message_stop`. A thinking
  * block streams `thinking_delta`s as reasoning, then a `signature_delta` that is dropped (nothing sends it back);
  * a redacted_thinking block carries only encrypted data and yields nothing.
+ *
+ * The grammar (docs.claude.com, "Streaming Messages"): one `message_start` (whose message may already carry content
+ * blocks and a stop reason: read as content), then content blocks one at a time, each `content_block_start`, its
+ * deltas of its own kind and `content_block_stop`, then `message_delta` and `message_stop`; `ping` anywhere, and
+ * `error`. What it forbids is malformed: any content before `message_start` or a second one, a block started while
+ * another is open or with an index used before, a delta or stop for a block that is not the open one, a delta of
+ * another kind than its block, a tool_use block whose input is not a JSON object when it stops, the message ending with
+ * a block open, and anything but `ping` after `message_stop`.
  */
 export class AnthropicStreamTranslator implements StreamTranslator {
   complete = false;
@@ -64,6 +90,11 @@ export class AnthropicStreamTranslator implements StreamTranslator {
   private readonly toolCallsWithArguments = new Set<number>();
   private rawStopReason: string | null = null;
   private usage: AnthropicUsage = {};
+  private started = false;
+  /** The open content block: its index and type; the indexes used so far; each tool block's input so far. */
+  private open: { index: number; type: string } | null = null;
+  private readonly usedBlocks = new Set<number>();
+  private readonly toolInput = new Map<number, string>();
 
   constructor(provider: string) {
     this.provider = provider;
@@ -71,10 +102,21 @@ export class AnthropicStreamTranslator implements StreamTranslator {
 
   translate(event: EventSourceMessage): StreamPart[] {
     const data = parseJsonPayload(this.provider, event.data, anthropicEventSchema, 'stream event');
+    if (data.type === 'ping' || data.type === 'error') {
+      if (data.type === 'error') throw this.streamError(data.error);
+      return [];
+    }
+    const known = ['content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop'];
+    if (!this.started && data.type !== 'message_start' && known.includes(data.type)) {
+      throw malformed(this.provider, `${data.type} before message_start`);
+    }
     switch (data.type) {
       case 'message_start':
+        if (this.started) throw malformed(this.provider, 'a second message_start');
+        this.started = true;
         this.mergeUsage(data.message?.usage);
-        return [];
+        if (data.message?.stop_reason != null) this.rawStopReason = data.message.stop_reason;
+        return this.firstContent(data.message?.content ?? []);
       case 'content_block_start':
         return this.blockStart(data.index ?? 0, data.content_block);
       case 'content_block_delta':
@@ -82,20 +124,20 @@ export class AnthropicStreamTranslator implements StreamTranslator {
       case 'content_block_stop':
         return this.blockStop(data.index ?? 0);
       case 'message_delta':
+        if (this.open) throw malformed(this.provider, `message_delta while content block ${this.open.index} is open`);
         if (data.delta?.stop_reason != null) this.rawStopReason = data.delta.stop_reason;
         this.mergeUsage(data.usage);
         return [];
       case 'message_stop':
+        if (this.open) throw malformed(this.provider, `message_stop while content block ${this.open.index} is open`);
         this.complete = true;
         return closingParts(
           mapAnthropicStopReason(this.rawStopReason),
           this.rawStopReason,
           fromAnthropicUsage(this.usage),
         );
-      case 'error':
-        throw this.streamError(data.error);
       default:
-        // ping, and event types added after this adapter was written (Anthropic's versioning policy allows them).
+        // Event types added after this adapter was written (Anthropic's versioning policy allows them).
         return [];
     }
   }
@@ -104,7 +146,47 @@ export class AnthropicStreamTranslator implements StreamTranslator {
     throw malformed(this.provider, 'stream ended before message_stop');
   }
 
+  afterComplete(event: EventSourceMessage): void {
+    const type = event.event ?? (JSON.parse(event.data) as { type?: string }).type;
+    if (type !== 'ping') throw malformed(this.provider, `${type ?? 'an event'} after message_stop`);
+  }
+
+  /** Content blocks the first event carries, whole: they take the first indexes. */
+  private firstContent(blocks: NonNullable<NonNullable<z.infer<typeof anthropicEventSchema>['message']>['content']>) {
+    return blocks.flatMap((block, blockIndex) => {
+      this.usedBlocks.add(blockIndex);
+      if (block.type === 'text') return block.text ? [{ type: 'text-delta' as const, text: block.text }] : [];
+      if (block.type === 'thinking') {
+        this.thinkingBlocks++;
+        return this.reasoning(block.thinking);
+      }
+      if (block.type !== 'tool_use') return [];
+      const input = block.input ?? {};
+      if (input === null || typeof input !== 'object' || Array.isArray(input)) {
+        throw malformed(this.provider, `tool_use block ${blockIndex} with an input that is not a JSON object`);
+      }
+      const index = this.toolIndexByBlock.size;
+      this.toolIndexByBlock.set(blockIndex, index);
+      this.toolCallsWithArguments.add(index);
+      return [
+        {
+          type: 'tool-call-delta' as const,
+          index,
+          id: block.id ?? `toolu_${index}`,
+          name: block.name ?? '',
+          argumentsDelta: JSON.stringify(input),
+        },
+      ];
+    });
+  }
+
   private blockStart(blockIndex: number, block: z.infer<typeof anthropicEventSchema>['content_block']): StreamPart[] {
+    if (this.open) {
+      throw malformed(this.provider, `content block ${blockIndex} started while block ${this.open.index} is open`);
+    }
+    if (this.usedBlocks.has(blockIndex)) throw malformed(this.provider, `content block ${blockIndex} started twice`);
+    this.usedBlocks.add(blockIndex);
+    this.open = { index: blockIndex, type: block?.type ?? 'unknown' };
     if (block?.type === 'text' && block.text != null && block.text !== '') {
       return [{ type: 'text-delta', text: block.text }];
     }
@@ -115,12 +197,22 @@ export class AnthropicStreamTranslator implements StreamTranslator {
     if (block?.type !== 'tool_use') return [];
     const index = this.toolIndexByBlock.size;
     this.toolIndexByBlock.set(blockIndex, index);
+    this.toolInput.set(blockIndex, '');
     return [
       { type: 'tool-call-delta', index, id: block.id ?? `toolu_${index}`, name: block.name ?? '', argumentsDelta: '' },
     ];
   }
 
   private blockDelta(blockIndex: number, delta: z.infer<typeof anthropicEventSchema>['delta']): StreamPart[] {
+    if (this.open?.index !== blockIndex)
+      throw malformed(this.provider, `a delta for content block ${blockIndex}, not open`);
+    const allowed = deltaKinds[this.open.type];
+    if (allowed && !allowed.includes(delta?.type ?? '')) {
+      throw malformed(this.provider, `a ${delta?.type ?? 'untyped'} delta in a ${this.open.type} block`);
+    }
+    if (delta?.type === 'input_json_delta' && this.toolInput.has(blockIndex)) {
+      this.toolInput.set(blockIndex, this.toolInput.get(blockIndex)! + (delta.partial_json ?? ''));
+    }
     if (delta?.type === 'text_delta' && delta.text != null && delta.text !== '') {
       return [{ type: 'text-delta', text: delta.text }];
     }
@@ -142,6 +234,13 @@ export class AnthropicStreamTranslator implements StreamTranslator {
 
   /** A tool without parameters streams no input JSON; its arguments are `{}` as in the non-streaming body. */
   private blockStop(blockIndex: number): StreamPart[] {
+    if (this.open?.index !== blockIndex)
+      throw malformed(this.provider, `a stop for content block ${blockIndex}, not open`);
+    this.open = null;
+    const input = this.toolInput.get(blockIndex);
+    if (input !== undefined && input !== '' && !isJsonObject(input)) {
+      throw malformed(this.provider, `tool_use block ${blockIndex} closed with input that is not a JSON object`);
+    }
     const index = this.toolIndexByBlock.get(blockIndex);
     if (index === undefined || this.toolCallsWithArguments.has(index)) return [];
     return [{ type: 'tool-call-delta', index, argumentsDelta: '{}' }];
@@ -168,3 +267,11 @@ export class AnthropicStreamTranslator implements StreamTranslator {
     });
   }
 }
+
+/** The delta kinds each block type takes (types not listed, such as ones added later, take any). */
+const deltaKinds: Record<string, string[]> = {
+  text: ['text_delta', 'citations_delta'],
+  thinking: ['thinking_delta', 'signature_delta'],
+  redacted_thinking: [],
+  tool_use: ['input_json_delta'],
+};

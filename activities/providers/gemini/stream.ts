@@ -26,7 +26,9 @@ const geminiChunkSchema = geminiResponseSchema.extend({
 
 /**
  * Holds what a Gemini stream has said so far. Gemini sends no terminal event: the body's end closes the
- * answer, and a finish reason proves it was not cut short.
+ * answer, and a finish reason proves it was not cut short. Each function call comes whole in one part. What the
+ * grammar forbids is malformed: content in a chunk after the one that carried the finish reason (a later chunk may
+ * carry usage only).
  */
 export class GeminiStreamTranslator implements StreamTranslator {
   readonly complete = false;
@@ -51,6 +53,7 @@ export class GeminiStreamTranslator implements StreamTranslator {
     }
     // Each chunk repeats the running usage; the last one holds the totals.
     this.usage = fromGeminiUsage(chunk.usageMetadata) ?? this.usage;
+    const finished = this.lastChunkWithReason !== undefined;
     if (rawFinishReason(chunk) !== null) this.lastChunkWithReason = chunk;
     const parts: StreamPart[] = [];
     for (const part of thoughtParts(chunk)) {
@@ -70,6 +73,7 @@ export class GeminiStreamTranslator implements StreamTranslator {
         });
       }
     }
+    if (finished && parts.length > 0) throw malformed(this.provider, 'content after the finish reason');
     return parts;
   }
 
