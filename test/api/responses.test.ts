@@ -76,6 +76,26 @@ describe('responses', () => {
       expect.objectContaining({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Say hello' }] }),
     ]);
 
+    // Charged exactly as a chat completion of the same prompt on the same model.
+    const completion = await platform.openai(owner.key).chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Say hello' },
+      ],
+    });
+    const settled = async (id: string) =>
+      Number(
+        (
+          await database.query(
+            `select coalesce(sum(amount), 0) as total from credit_ledger where workflow_id = $1 and kind = 'settle'`,
+            [`completion-${id}`],
+          )
+        ).rows[0].total,
+      );
+    expect(await settled(response.id)).toBeGreaterThan(0);
+    expect(await settled(response.id)).toBe(await settled(completion.id));
+
     await client.responses.delete(response.id);
     const gone = await client.responses.retrieve(response.id).catch((error: unknown) => error);
     expect(gone).toBeInstanceOf(OpenAI.NotFoundError);

@@ -2,9 +2,11 @@
  * Background Responses survive the whole platform: SIGKILL `npm start` while background responses are running and
  * one was just queued, start it again, and each finishes by itself, charged once, nothing left held; a client that
  * was reading one's stream reads the rest again from the last event it saw (`starting_after`), every event once. The
- * official `openai` SDK is the client.
+ * official `openai` SDK is the client; the official `@anthropic-ai/sdk` also reaches the same `npm start` (the doors'
+ * own tests run on the in-process test platform).
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { simulatorControl, startSimulator, type RunningSimulator } from '../../simulator/server.ts';
 import {
@@ -45,6 +47,16 @@ it('finishes every background response after a SIGKILL of the whole platform, ea
   await platform.waitForHttp(`${setup.apiUrl}/health`, 180_000);
   const { key, userId } = await createBusinessKey(setup, 'responses-kill');
   const client = new OpenAI({ apiKey: key, baseURL: `${setup.apiUrl}/v1`, maxRetries: 0 });
+  // The Messages door on npm start as shipped, streamed and not (the simulator stalls each answer a few seconds).
+  const anthropic = new Anthropic({ apiKey: key, baseURL: setup.apiUrl, maxRetries: 0 });
+  const [message, streamed] = await Promise.all([
+    anthropic.messages.create({ model: 'gpt-4o-mini', max_tokens: 100, messages: [{ role: 'user', content: 'Hi' }] }),
+    anthropic.messages
+      .stream({ model: 'gpt-4o-mini', max_tokens: 100, messages: [{ role: 'user', content: 'Streamed' }] })
+      .finalMessage(),
+  ]);
+  expect([message.type, message.stop_reason, streamed.stop_reason]).toEqual(['message', 'end_turn', 'end_turn']);
+  expect(streamed.content[0]).toMatchObject({ type: 'text', text: expect.stringContaining('Streamed') });
 
   // One streamed: read until its first text arrives.
   const stream = await client.responses.create({
