@@ -27,6 +27,7 @@ import type { StreamHub } from './streaming/stream-hub.ts';
 import type { StreamPart } from '../common/stream-parts.ts';
 import { AlongsideFailed, type JournalWriter, type StreamJournal } from './streaming/stream-journal.ts';
 import type { TurnStops } from './streaming/turn-stops.ts';
+import type { ResponseEnd } from './responses/response-store.ts';
 import type { StoredMessage, TurnTarget } from './conversations/conversation-store.ts';
 import type { TurnTotals } from '../common/turn-totals.ts';
 import type { PoolClient } from 'pg';
@@ -70,6 +71,18 @@ export interface ProviderCallInput {
    * (`turnClosed` says so). One local activity and one transaction fewer per turn.
    */
   closeTurn?: TurnClosing;
+  /**
+   * The Response (of the Responses door) this call answers: when it succeeds (or is stopped by a cancel), the
+   * response's end is written in the transaction of the call's settlement and last journal batch (`responseClosed`
+   * says so), and a non-streamed answer reaches its waiting request only after that commit, so a client that reads the
+   * response at once reads it ended. The workflow records the end itself when the call did not.
+   */
+  closeResponse?: { responseId: string };
+}
+
+/** Writes a Response's end on a transaction's client (activities/responses/response-store.ts). */
+export interface ResponseCloser {
+  finish(end: ResponseEnd, executor: PoolClient): Promise<void>;
 }
 
 /** What closing a turn with its last model call needs (ProviderCallInput.closeTurn). */
@@ -113,6 +126,10 @@ export type ProviderCallOutcome = (
       stopped?: boolean;
       /** The call closed its turn (ProviderCallInput.closeTurn): the turn's last event is written. */
       turnClosed?: boolean;
+      /** The call wrote its Response's end (ProviderCallInput.closeResponse). */
+      responseClosed?: boolean;
+      /** A non-streamed answer's time upstream, for the waiting request (ms). */
+      upstreamMs?: number;
     }
   | { outcome: 'skipped'; reason: string; insufficientCredits?: boolean }
   | {
@@ -143,6 +160,8 @@ export interface ProviderCallDependencies {
   stops?: TurnStops;
   /** Closes a chat turn with its last model call (ProviderCallInput.closeTurn); without it, the turn closes itself. */
   turnCloser?: TurnCloser;
+  /** Writes a Response's end with its call (ProviderCallInput.closeResponse); without it, the workflow does. */
+  responses?: ResponseCloser;
   /** Told every attempt's outcome (metrics). */
   observe?: (provider: string, outcome: ProviderCallOutcome['outcome']) => void;
   /** When traces are exported (process/tracing.ts): a span per call (activities/model-call-spans.ts). */
@@ -242,6 +261,22 @@ export class ProviderCalls {
       const closed = await this.closeLedger(input, outcome, journal.writer);
       outcome.ledgerDone = closed.ledgerDone;
       if (closed.turnClosed && outcome.outcome === 'succeeded') outcome.turnClosed = true;
+      if (closed.responseClosed && outcome.outcome === 'succeeded') outcome.responseClosed = true;
+      if (input.closeResponse && !input.request.stream && outcome.outcome === 'succeeded' && outcome.message) {
+        // Held until the response's end was written with the settlement (or the workflow will write it).
+        this.dependencies.hub.publish(input.requestId, {
+          seq: -1,
+          event: {
+            type: 'completion',
+            model: input.candidate.model,
+            message: outcome.message,
+            finishReason: outcome.finishReason,
+            usage: outcome.usage,
+            usageEstimated: outcome.usageEstimated,
+            upstreamMs: outcome.upstreamMs ?? outcome.latencyMs,
+          },
+        });
+      }
     } catch (error) {
       // The journal could not take the answer's end: the attempt fails as it did when its journal failed mid-stream
       // (the hold is left to the workflow's saga).
@@ -293,38 +328,61 @@ export class ProviderCalls {
     input: ProviderCallInput,
     outcome: ProviderCallOutcome,
     writer: JournalWriter | undefined,
-  ): Promise<{ ledgerDone: boolean; turnClosed: boolean }> {
+  ): Promise<{ ledgerDone: boolean; turnClosed: boolean; responseClosed: boolean }> {
     const write = this.ledgerWrite(input, outcome);
     const closeTurn = this.turnClosing(input, outcome);
-    if (closeTurn) {
+    const closeResponse = this.responseClosing(input, outcome);
+    if (closeTurn || closeResponse) {
       const closed = await this.closeWith(input, writer, async (client) => {
         await write?.(client);
-        return closeTurn(client);
+        if (closeResponse) await closeResponse(client);
+        return closeTurn ? closeTurn(client) : () => undefined;
       });
-      if (closed) return { ledgerDone: true, turnClosed: true };
+      if (closed) return { ledgerDone: true, turnClosed: !!closeTurn, responseClosed: !!closeResponse };
       // The close failed, and the settlement with it: the batch was written alone (the writer is closed); the
-      // settlement is tried alone below, and the turn closes itself.
+      // settlement is tried alone below, and the turn (or the response's workflow) closes itself.
       writer = undefined;
     }
+    const none = { turnClosed: false, responseClosed: false };
     if (!write) {
       await writer?.close();
-      return { ledgerDone: true, turnClosed: false };
+      return { ledgerDone: true, ...none };
     }
     if (writer) {
       try {
         await writer.close(write);
-        return { ledgerDone: true, turnClosed: false };
+        return { ledgerDone: true, ...none };
       } catch (error) {
-        if (error instanceof AlongsideFailed) return { ledgerDone: false, turnClosed: false };
+        if (error instanceof AlongsideFailed) return { ledgerDone: false, ...none };
         throw error;
       }
     }
     try {
       await write();
-      return { ledgerDone: true, turnClosed: false };
+      return { ledgerDone: true, ...none };
     } catch {
-      return { ledgerDone: false, turnClosed: false };
+      return { ledgerDone: false, ...none };
     }
+  }
+
+  /** The Response's end, when this attempt answers it (succeeded, or stopped by a cancel) and a closer is here. */
+  private responseClosing(
+    input: ProviderCallInput,
+    outcome: ProviderCallOutcome,
+  ): ((client: PoolClient) => Promise<void>) | null {
+    const closing = input.closeResponse;
+    const closer = this.dependencies.responses;
+    if (!closing || !closer || outcome.outcome !== 'succeeded') return null;
+    const end: ResponseEnd = {
+      responseId: closing.responseId,
+      outcome: 'answered',
+      model: input.candidate.model,
+      message: outcome.message,
+      finishReason: outcome.finishReason,
+      usage: outcome.usage,
+      stopped: !!outcome.stopped,
+    };
+    return (client) => closer.finish(end, client);
   }
 
   /** The attempt's ledger write: its settlement when it succeeded, else the release of its hold; null when unmetered. */
@@ -437,19 +495,22 @@ export class ProviderCalls {
           ...(response.reasoning === undefined ? {} : { reasoning: response.reasoning }),
         };
         const finishReason = response.finishReason;
-        // A response waiting in this process may be released now; the workflow records the same outcome.
-        hub.publish(requestId, {
-          seq: -1,
-          event: {
-            type: 'completion',
-            model: candidate.model,
-            message,
-            finishReason,
-            usage,
-            usageEstimated: !response.usage,
-            upstreamMs: performance.now() - startedAt,
-          },
-        });
+        const upstreamMs = performance.now() - startedAt;
+        // A response waiting in this process may be released now (a Response's, once its end is written: `call`);
+        // the workflow records the same outcome.
+        if (!input.closeResponse)
+          hub.publish(requestId, {
+            seq: -1,
+            event: {
+              type: 'completion',
+              model: candidate.model,
+              message,
+              finishReason,
+              usage,
+              usageEstimated: !response.usage,
+              upstreamMs,
+            },
+          });
         return {
           outcome: 'succeeded',
           latencyMs: elapsed(startedAt),
@@ -457,6 +518,7 @@ export class ProviderCalls {
           usage,
           usageEstimated: !response.usage,
           message,
+          upstreamMs,
         };
       }
 

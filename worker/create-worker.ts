@@ -25,6 +25,7 @@ import { ProviderCalls, type ProviderCallDependencies } from '../activities/prov
 import { CircuitBreaker } from '../activities/routing/circuit-breaker.ts';
 import { StreamHub } from '../activities/streaming/stream-hub.ts';
 import { TurnStops } from '../activities/streaming/turn-stops.ts';
+import { ResponseStore } from '../activities/responses/response-store.ts';
 import { PgListener } from '../db/listener.ts';
 import { StreamJournal } from '../activities/streaming/stream-journal.ts';
 import type { LoadedCatalogue } from '../config/load-catalogue.ts';
@@ -254,6 +255,8 @@ export function createWorkerDependencies(
     journal,
     // A chat turn's last model call closes the turn in its own transaction (activities/conversations/turn-closer.ts).
     turnCloser: createTurnCloser({ conversations, journal, hub }),
+    // A Response's end is written in the transaction of its call's settlement (activities/responses/).
+    responses: new ResponseStore(pool),
     providerTimeouts: {
       connectTimeoutMs: settings.PROVIDER_CONNECT_TIMEOUT_MS,
       idleTimeoutMs: settings.PROVIDER_IDLE_TIMEOUT_MS,

@@ -5,7 +5,7 @@
  *
  * A completion that is a Response of the Responses door (`input.response`) also keeps the response's row: a
  * background one is marked `in_progress` when a worker takes it, and every one's end is recorded (its output, usage,
- * status, or its failure). A background response is cancellable: the `cancelResponse` signal ends it before its call,
+ * status, or its failure), by its model call with the settlement when it could, else by this workflow. A background response is cancellable: the `cancelResponse` signal ends it before its call,
  * and the API stops a call already streaming directly (activities/streaming/turn-stops.ts, keyed by this workflow's
  * id), which then ends with what it generated, settled at what it used.
  *
@@ -89,18 +89,20 @@ async function complete(input: CompletionInput, isMetered: () => boolean): Promi
       metered,
       attempts,
       workflowId,
-      // The output is stored, so a streamed answer is assembled too; a background one may be stopped.
-      extra: { collectMessage: true, ...(background ? { stoppable: true } : {}) },
+      // The output is stored, so a streamed answer is assembled too; a background one may be stopped. The call writes
+      // the response's end with its settlement; when it could not, this workflow does.
+      extra: { collectMessage: true, closeResponse: { responseId }, ...(background ? { stoppable: true } : {}) },
     });
-    await recordResponse({
-      responseId,
-      outcome: 'answered',
-      model: served.candidate.model,
-      message: served.message,
-      finishReason: served.finishReason,
-      usage: served.usage,
-      stopped: !!served.stopped,
-    });
+    if (!served.responseClosed)
+      await recordResponse({
+        responseId,
+        outcome: 'answered',
+        model: served.candidate.model,
+        message: served.message,
+        finishReason: served.finishReason,
+        usage: served.usage,
+        stopped: !!served.stopped,
+      });
     return { ...result(input, served, attempts), ...(served.stopped ? { stopped: true } : {}) };
   } catch (error) {
     const failure = error instanceof ApplicationFailure ? error : null;

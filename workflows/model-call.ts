@@ -53,7 +53,14 @@ export interface ModelCallOptions {
   /** Passed to every attempt (stream position, whether to assemble a streamed message). */
   extra?: Pick<
     CallProviderInput,
-    'seqBase' | 'collectMessage' | 'workflowId' | 'heldAttempt' | 'journalFirst' | 'stoppable' | 'closeTurn'
+    | 'seqBase'
+    | 'collectMessage'
+    | 'workflowId'
+    | 'heldAttempt'
+    | 'journalFirst'
+    | 'stoppable'
+    | 'closeTurn'
+    | 'closeResponse'
   >;
 }
 

@@ -1,9 +1,11 @@
 /**
  * The Responses door's rows (`model_responses`, db/entities/model-response.entity.ts), for the API and for the
  * workflow of each response. The API creates a row before the response's workflow starts and reads, chains and
- * deletes rows; the workflow moves it to `in_progress` and records its end (`createResponseActivities`, local
- * activities of the completion workflow, retried until the database answers). Every end is written only from
- * `queued` or `in_progress`: a response ends one way, whichever write comes twice.
+ * deletes rows; the workflow moves a background one to `in_progress`; its end is written by its model call, in the
+ * transaction of the call's settlement (activities/provider-calls.ts, `closeResponse`), or, when the call could not
+ * (it failed, or that transaction did), by the workflow (`createResponseActivities`, local activities of the
+ * completion workflow, retried until the database answers). Every end is written only from `queued` or
+ * `in_progress`: a response ends one way, whichever write comes twice.
  */
 import type { Pool, Queryable } from '../../db/pool.ts';
 import type { Usage } from '../../common/chat.ts';
@@ -134,10 +136,13 @@ export class ResponseStore {
     ]);
   }
 
-  /** Records how the response ended (once: only a response still queued or running is written). */
-  async finish(end: ResponseEnd): Promise<void> {
+  /**
+   * Records how the response ended (once: only a response still queued or running is written), on `executor`: the
+   * pool, or the transaction of the call's settlement (activities/provider-calls.ts, `closeResponse`).
+   */
+  async finish(end: ResponseEnd, executor: Queryable = this.pool): Promise<void> {
     const values = endValues(end);
-    await this.pool.query(
+    await executor.query(
       `update model_responses set status = $2, served_model = coalesce($3, served_model), output = $4, usage = $5,
          error = $6, incomplete_details = $7, completed_at = now()
        where id = $1 and status in ('queued', 'in_progress')`,

@@ -163,7 +163,8 @@ describe('Replicate engines', () => {
   it('runs a video prediction through starting, processing and succeeded, and serves an MP4', async () => {
     const engine = video();
     const { providerJobId } = await engine.create({
-      prompt: 'waves at dusk [[takes 600ms]]',
+      // Long enough that the first poll lands within its first fifth (`starting`) on a busy machine too.
+      prompt: 'waves at dusk [[takes 2s]]',
       durationSeconds: 8,
       mode: 'pro',
     });
@@ -175,12 +176,12 @@ describe('Replicate engines', () => {
     });
     expect(created.headers.authorization).toBe('Bearer r8_sim');
     expect(created.body).toEqual({
-      input: { prompt: 'waves at dusk [[takes 600ms]]', duration: 10, aspect_ratio: '16:9' },
+      input: { prompt: 'waves at dusk [[takes 2s]]', duration: 10, aspect_ratio: '16:9' },
     });
 
     const seen: string[] = [];
     let outcome = await engine.poll(providerJobId);
-    for (let polls = 0; outcome.status === 'running' && polls < 50; polls++) {
+    for (let polls = 0; outcome.status === 'running' && polls < 150; polls++) {
       seen.push(outcome.progress === undefined ? 'starting' : 'processing');
       await sleep(40);
       outcome = await engine.poll(providerJobId);

@@ -197,7 +197,7 @@ export class CompletionService {
     // Attempt 1 starts now rather than after the start round trip; the workflow's activity adopts it (with what the
     // workflow will ask of it: a Response's answer is assembled to be stored).
     if (eager && first) {
-      const collect = response ? { collectMessage: true } : {};
+      const collect = response ? { collectMessage: true, closeResponse: { responseId: requestId } } : {};
       void calls.startSpeculative({ requestId, attempt: 1, candidate: first, request, userId, metered, ...collect });
     }
     try {

@@ -116,21 +116,10 @@ export function responseCreateRoutes(door: ResponseDoor) {
           }
         : {}),
       ...(background && !stream ? { accepted: (started) => presentResponse(view(started.requestId)) } : {}),
-      present: async (started, answer) => {
+      // A stored response's end is written with its call's settlement before the answer gets here
+      // (activities/provider-calls.ts, `closeResponse`): a client that reads it at once reads it ended.
+      present: (started, answer) => {
         const status = finishedStatus(answer.finishReason, false);
-        // The workflow records the end too; written here first, a client that reads the response at once reads it
-        // ended (both writes are the same, and only the first lands).
-        if (store) {
-          await door.responses.finish({
-            responseId: started.requestId,
-            outcome: 'answered',
-            model: answer.model,
-            message: answer.message,
-            finishReason: answer.finishReason,
-            usage: answer.usage,
-            stopped: false,
-          });
-        }
         return presentResponse({
           ...view(started.requestId),
           status,
