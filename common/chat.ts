@@ -24,16 +24,19 @@ const contentSchema = z.union([
  */
 export const imageUrlPattern = /^data:image\/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/]+={0,2}$/;
 
+/** An image's URL in a request: an https URL, or a base64 data: URL of a PNG, JPEG, GIF or WebP image. */
+export const imageUrlSchema = z
+  .string()
+  .refine(
+    (url) => imageUrlPattern.test(url) || /^https:\/\/\S+$/.test(url),
+    'must be an https URL or a data:image/(png|jpeg|gif|webp);base64 URL',
+  );
+
 const textPartSchema = z.object({ type: z.literal('text'), text: z.string() });
 const imagePartSchema = z.object({
   type: z.literal('image_url'),
   image_url: z.object({
-    url: z
-      .string()
-      .refine(
-        (url) => imageUrlPattern.test(url) || /^https:\/\/\S+$/.test(url),
-        'must be an https URL or a data:image/(png|jpeg|gif|webp);base64 URL',
-      ),
+    url: imageUrlSchema,
     detail: z.enum(['auto', 'low', 'high']).optional(),
   }),
 });

@@ -11,18 +11,19 @@ export const anthropicUsageSchema = z.object({
   cache_read_input_tokens: z.number().nullish(),
 });
 
+/** A content block of a message, whole or as a stream's block start announces it (the fields this adapter reads). */
+export const anthropicContentBlockSchema = z.object({
+  type: z.string(),
+  text: z.string().nullish(),
+  thinking: z.string().nullish(),
+  id: z.string().nullish(),
+  name: z.string().nullish(),
+  input: z.unknown().optional(),
+});
+
 export const anthropicMessageSchema = z.object({
   // Blocks of other types (redacted_thinking, server tools) pass validation and are skipped when mapping.
-  content: z.array(
-    z.object({
-      type: z.string(),
-      text: z.string().nullish(),
-      thinking: z.string().nullish(),
-      id: z.string().nullish(),
-      name: z.string().nullish(),
-      input: z.unknown().optional(),
-    }),
-  ),
+  content: z.array(anthropicContentBlockSchema),
   stop_reason: z.string().nullish(),
   usage: anthropicUsageSchema.nullish(),
 });

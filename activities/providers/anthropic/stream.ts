@@ -5,40 +5,21 @@ import type { StreamPart } from '../../../common/stream-parts.ts';
 import { malformed, parseJsonPayload } from '../http.ts';
 import { closingParts, isJsonObject, type StreamTranslator } from '../stream-translation.ts';
 import { ProviderError } from '../types.ts';
-import { anthropicUsageSchema, fromAnthropicUsage, mapAnthropicStopReason } from './response.ts';
+import {
+  anthropicContentBlockSchema,
+  anthropicMessageSchema,
+  anthropicUsageSchema,
+  fromAnthropicUsage,
+  mapAnthropicStopReason,
+} from './response.ts';
 
 /** One loose shape for every event type: each event reads the few fields it needs. */
 const anthropicEventSchema = z.object({
   type: z.string(),
   index: z.number().int().nonnegative().nullish(),
-  message: z
-    .object({
-      usage: anthropicUsageSchema.nullish(),
-      // The grammar lets the first event carry content and a stop reason already (a whole short answer at once).
-      content: z
-        .array(
-          z.looseObject({
-            type: z.string(),
-            text: z.string().nullish(),
-            thinking: z.string().nullish(),
-            id: z.string().nullish(),
-            name: z.string().nullish(),
-            input: z.unknown().optional(),
-          }),
-        )
-        .nullish(),
-      stop_reason: z.string().nullish(),
-    })
-    .nullish(),
-  content_block: z
-    .object({
-      type: z.string(),
-      text: z.string().nullish(),
-      thinking: z.string().nullish(),
-      id: z.string().nullish(),
-      name: z.string().nullish(),
-    })
-    .nullish(),
+  // The grammar lets the first event carry content and a stop reason already (a whole short answer at once).
+  message: anthropicMessageSchema.partial().nullish(),
+  content_block: anthropicContentBlockSchema.nullish(),
   delta: z
     .object({
       type: z.string().nullish(),

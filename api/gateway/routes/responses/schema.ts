@@ -7,17 +7,12 @@
  * `conversation`, `prompt`) is refused with a 400 that names it.
  */
 import { z } from 'zod';
-import { imageUrlPattern } from '../../../../common/chat.ts';
+import { imageUrlSchema } from '../../../../common/chat.ts';
 
 const inputText = z.object({ type: z.literal('input_text'), text: z.string() });
 const inputImage = z.object({
   type: z.literal('input_image'),
-  image_url: z
-    .string()
-    .refine(
-      (url) => imageUrlPattern.test(url) || /^https:\/\/\S+$/.test(url),
-      'must be an https URL or a data:image/(png|jpeg|gif|webp);base64 URL (file_id is not served)',
-    ),
+  image_url: imageUrlSchema,
   detail: z.enum(['auto', 'low', 'high']).optional(),
 });
 const outputText = z.object({ type: z.literal('output_text'), text: z.string() }).passthrough();
