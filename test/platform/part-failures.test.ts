@@ -220,6 +220,15 @@ it('serves again by itself after each of its parts fails, with 503 and Retry-Aft
           const refused = await complete(key, `pause-probe-${Date.now()}`);
           expect(refused).toMatchObject({ status: 503, type: 'service_unavailable' });
           expect(Number(refused.retryAfter)).toBeGreaterThan(0);
+          // The Messages door says the same outage as Anthropic does: 529 overloaded_error, with Retry-After.
+          const message = await fetch(`${setup.apiUrl}/v1/messages`, {
+            method: 'POST',
+            headers: { 'x-api-key': key, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+            body: JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 50, messages: [{ role: 'user', content: 'Hi' }] }),
+          });
+          expect(message.status).toBe(529);
+          expect(Number(message.headers.get('retry-after'))).toBeGreaterThan(0);
+          expect(await message.json()).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
         } finally {
           process.kill(server.pid, 'SIGCONT');
         }
