@@ -37,6 +37,18 @@ export interface Reservation extends AttemptKey {
 export type ReservationOutcome = { ok: true } | { ok: false; available: number };
 
 /**
+ * A write that rides in the statement of a reservation (the API's admission): a named data-modifying CTE, numbered
+ * from its first parameter, which may select `from entry` (the ledger row the reservation inserted now) so that it
+ * happens exactly when the reservation does. A Response's row is one (activities/responses/response-store.ts).
+ */
+export interface AdmittedWrite {
+  /** Names the statement variant (prepared once per connection and name). */
+  name: string;
+  cte(first: number): string;
+  values: unknown[];
+}
+
+/**
  * The reservation as two CTEs, `account` and `entry`, for a statement that reserves along with other work (the
  * API admits a completion's rate-limit windows and its first hold in one statement). Its parameters are
  * `$first`…`$first+5` in the order of `reservationValues`; `guard` is SQL that must hold for anything to change.

@@ -8,6 +8,7 @@
  * `in_progress`: a response ends one way, whichever write comes twice.
  */
 import type { Pool, Queryable } from '../../db/pool.ts';
+import type { AdmittedWrite } from '../credits/credit-ledger.ts';
 import type { Usage } from '../../common/chat.ts';
 import type { CompletionMessage } from '../../common/completion.ts';
 import {
@@ -61,6 +62,24 @@ const columns = `id, user_id as "userId", status, background, stream, model, ser
   previous_response_id as "previousResponseId", instructions, request, input_items as "inputItems", output, usage,
   error, incomplete_details as "incompleteDetails", created_at as "createdAt", completed_at as "completedAt"`;
 
+const insertColumns = `id, user_id, status, background, stream, model, previous_response_id, instructions, request,
+  input_items, created_at`;
+
+function insertValues(row: NewResponse): unknown[] {
+  return [
+    row.id,
+    row.userId,
+    row.status,
+    row.background,
+    row.stream,
+    row.model,
+    row.previousResponseId,
+    row.instructions,
+    JSON.stringify(row.request),
+    JSON.stringify(row.inputItems),
+  ];
+}
+
 /** How deep a chain of `previous_response_id` is followed. */
 export const maxChainLength = 100;
 
@@ -73,23 +92,35 @@ export class ResponseStore {
 
   async create(row: NewResponse, executor: Queryable = this.pool): Promise<void> {
     await executor.query(
-      `insert into model_responses (id, user_id, status, background, stream, model, previous_response_id,
-         instructions, request, input_items, created_at)
+      `insert into model_responses (${insertColumns})
        values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now())
        on conflict (id) do nothing`,
-      [
-        row.id,
-        row.userId,
-        row.status,
-        row.background,
-        row.stream,
-        row.model,
-        row.previousResponseId,
-        row.instructions,
-        JSON.stringify(row.request),
-        JSON.stringify(row.inputItems),
-      ],
+      insertValues(row),
     );
+  }
+
+  /**
+   * The row's insert as a write that rides in the API's admission statement (activities/credits/credit-ledger.ts,
+   * `AdmittedWrite`): written exactly when the request's credits are held, in that one statement and commit instead of
+   * a transaction of its own.
+   */
+  admitted(row: NewResponse): AdmittedWrite {
+    return {
+      name: 'response-row',
+      cte: (first) => {
+        const [id, user, status, background, stream, model, previous, instructions, request, input] = Array.from(
+          { length: 10 },
+          (_, offset) => `$${first + offset}`,
+        );
+        return `response_row as (
+          insert into model_responses (${insertColumns})
+          select ${id}::text, ${user}::text, ${status}::text, ${background}::boolean, ${stream}::boolean,
+            ${model}::text, ${previous}::text, ${instructions}::text, ${request}::jsonb, ${input}::jsonb, now()
+          from entry
+          on conflict (id) do nothing)`;
+      },
+      values: insertValues(row),
+    };
   }
 
   /** The caller's response, or null (another user's is null too). */

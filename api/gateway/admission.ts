@@ -11,6 +11,7 @@ import {
   reservationOutcome,
   reservationOutcomeColumns,
   reservationValues,
+  type AdmittedWrite,
   type CreditLedger,
   type Reservation,
   type ReservationOutcome,
@@ -18,12 +19,22 @@ import {
 import { countingCte, type CountedRow, type RateLimits } from '../rate-limit.ts';
 import type { Principal } from '../services/apikeys/service.ts';
 
-const admitStatement = {
-  name: 'admit-completion',
-  text: `with ${countingCte(1)}, ${reservationCtes(5, '(select ok from allowed)')}
+/** The admission statement, with a write riding along (`AdmittedWrite`, from parameter 11) or alone. */
+function admitStatement(alongside?: AdmittedWrite) {
+  return {
+    name: alongside ? `admit-completion+${alongside.name}` : 'admit-completion',
+    text: `with ${countingCte(1)}, ${reservationCtes(5, '(select ok from allowed)')}${alongside ? `, ${alongside.cte(11)}` : ''}
     select (select coalesce(json_agg(json_build_object('key', key, 'points', points, 'expire', expire)), '[]')
             from counted) as counted,
            ${reservationOutcomeColumns(5)}`,
+  };
+}
+const statements = new Map<string, ReturnType<typeof admitStatement>>();
+const statementFor = (alongside?: AdmittedWrite) => {
+  const name = alongside?.name ?? '';
+  let statement = statements.get(name);
+  if (!statement) statements.set(name, (statement = admitStatement(alongside)));
+  return statement;
 };
 
 export class Admission {
@@ -39,13 +50,16 @@ export class Admission {
 
   /**
    * Counts the principal's windows and holds the reservation (either may be absent), sets the X-RateLimit-* headers
-   * on the response, and throws 429 when a window refused; otherwise returns the reservation's outcome.
+   * on the response, and throws 429 when a window refused; otherwise returns the reservation's outcome. `alongside`
+   * rides in the same statement when there is one to ride in (windows counted and a hold taken): `wrote` says it was
+   * written; otherwise its caller writes it itself.
    */
   async admit(
     context: Context,
     principal: Principal,
     reservation: Reservation | null,
-  ): Promise<ReservationOutcome | null> {
+    alongside?: AdmittedWrite,
+  ): Promise<(ReservationOutcome & { wrote?: boolean }) | null> {
     const limits = this.limits;
     const subject = limits?.subjectFor(principal) ?? null;
     if (!limits || !subject) return reservation ? this.ledger.reserve(reservation) : null;
@@ -57,9 +71,10 @@ export class Admission {
     type Row = { counted: CountedRow[]; reserved: boolean; existed: boolean; available: number | null };
     let row: Row | undefined;
     try {
-      [row] = await run<Row>(this.pool, admitStatement, [
+      [row] = await run<Row>(this.pool, statementFor(alongside), [
         ...limits.countingValues(subject, now),
         ...reservationValues(reservation),
+        ...(alongside?.values ?? []),
       ]);
     } catch (error) {
       // A concurrent twin (same idempotency key) inserted the hold first: it exists; count this request alone.
@@ -68,6 +83,6 @@ export class Admission {
       return { ok: true };
     }
     limits.apply(context, subject, await limits.outcome(subject, row!.counted, now));
-    return reservationOutcome(row!);
+    return { ...reservationOutcome(row!), ...(alongside && row!.reserved ? { wrote: true } : {}) };
   }
 }

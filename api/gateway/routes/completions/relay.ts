@@ -50,7 +50,10 @@ export async function serveCompletion(
   context: Context,
   door: CompletionDoor,
   request: ChatCompletionRequest,
-  options: Pick<StartOptions, 'idPrefix' | 'summary' | 'kind' | 'response' | 'beforeStart' | 'eager'> & {
+  options: Pick<
+    StartOptions,
+    'idPrefix' | 'summary' | 'kind' | 'response' | 'admittedWrite' | 'beforeStart' | 'eager'
+  > & {
     /** The whole answer as the door shows it (awaited). */
     present: (started: StartedCompletion, answer: CompletionAnswer) => unknown;
     /** Answers at once, without waiting for the answer or its stream (a background response not streamed). */
@@ -67,12 +70,13 @@ export async function serveCompletion(
   const { principal, timing } = state;
   const started = await completions.start(principal, request, {
     idempotencyKey,
-    admit: (reservation) => admission.admit(context, principal, reservation),
+    admit: (reservation, alongside) => admission.admit(context, principal, reservation, alongside),
     timing,
     idPrefix: options.idPrefix,
     summary: options.summary,
     kind: options.kind,
     response: options.response,
+    admittedWrite: options.admittedWrite,
     beforeStart: options.beforeStart,
     eager: options.eager,
   });

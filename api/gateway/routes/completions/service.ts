@@ -24,7 +24,12 @@ import { errorStatus, type ErrorType } from '../../../../common/errors.ts';
 import { kindKey, modelKey, userKey } from '../../../../common/search-attributes.ts';
 import type { ProviderCalls } from '../../../../activities/provider-calls.ts';
 import type { Router } from '../../../../activities/routing/router.ts';
-import type { CreditLedger, Reservation, ReservationOutcome } from '../../../../activities/credits/credit-ledger.ts';
+import type {
+  AdmittedWrite,
+  CreditLedger,
+  Reservation,
+  ReservationOutcome,
+} from '../../../../activities/credits/credit-ledger.ts';
 import { worstCaseCredits } from '../../../../activities/credits/tokens.ts';
 import type { Principal } from '../../../services/apikeys/service.ts';
 import type { StreamHub, StreamSubscription } from '../../../../activities/streaming/stream-hub.ts';
@@ -71,7 +76,10 @@ export interface StartOptions {
    * Counts the request against its rate limits and holds attempt 1's worst case (the route's Admission, in one
    * statement); throws when a limit refuses, returns the hold's outcome.
    */
-  admit: (reservation: Reservation | null) => Promise<ReservationOutcome | null>;
+  admit: (
+    reservation: Reservation | null,
+    alongside?: AdmittedWrite,
+  ) => Promise<(ReservationOutcome & { wrote?: boolean }) | null>;
   /** Told when each stage ends (plan, admit, start), for the Server-Timing header. */
   timing?: StageMarks;
   /**
@@ -88,7 +96,12 @@ export interface StartOptions {
   eager?: boolean;
   /** A Response of the Responses door, whose row the workflow keeps (common/responses.ts); its id is the request's. */
   response?: Omit<ResponseRecord, 'responseId'>;
-  /** Runs once the request is admitted, before its workflow starts (a Response's row is written here). */
+  /**
+   * A write the admission may carry in its statement (`wrote`: it did), e.g. a Response's row; `beforeStart` writes
+   * it otherwise.
+   */
+  admittedWrite?: (requestId: string) => AdmittedWrite;
+  /** Runs once the request is admitted, before its workflow starts, unless the admission wrote `admittedWrite`. */
   beforeStart?: (requestId: string) => Promise<void>;
 }
 
@@ -177,7 +190,7 @@ export class CompletionService {
         ? { userId, workflowId, attempt: 1, amount: worstCaseCredits(request, first.creditRate), model: first.model }
         : null;
     timing?.mark('plan');
-    const held = await admit(reservation);
+    const held = await admit(reservation, options.admittedWrite?.(requestId));
     timing?.mark('admit');
     if (reservation && held && !held.ok) {
       throw new ApiError(
@@ -185,7 +198,7 @@ export class CompletionService {
         `This request may cost up to ${reservation.amount} credits on ${reservation.model}; ${held.available} are available`,
       );
     }
-    if (options.beforeStart) {
+    if (options.beforeStart && !held?.wrote) {
       try {
         await options.beforeStart(requestId);
       } catch (error) {

@@ -98,21 +98,19 @@ export function responseCreateRoutes(door: ResponseDoor) {
       createdAt: new Date(),
       completedAt: null,
     });
+    const row = (id: string) => ({ ...view(id), userId: principal.userId, stream, inputItems: items });
     await serveCompletion(context, door, request, {
       idPrefix: 'resp_',
       kind: 'response',
       summary: background ? 'Response, in the background' : 'Response',
       eager: background ? false : undefined,
       ...(store ? { response: { background } } : {}),
+      // The row is written before the workflow starts: in the admission's statement, with the hold, when there is
+      // one; else on its own.
       ...(store
         ? {
-            beforeStart: (id: string) =>
-              door.responses.create({
-                ...view(id),
-                userId: principal.userId,
-                stream,
-                inputItems: items,
-              }),
+            admittedWrite: (id: string) => door.responses.admitted(row(id)),
+            beforeStart: (id: string) => door.responses.create(row(id)),
           }
         : {}),
       ...(background && !stream ? { accepted: (started) => presentResponse(view(started.requestId)) } : {}),
