@@ -197,6 +197,13 @@ const settingsSchema = z.object({
     .int()
     .positive()
     .default(1024 * 1024 * 1024),
+  // The gateway's Files API (docs/client-apis.md, "Files"): the largest file and the most lines (requests) it takes.
+  FILES_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(100 * 1024 * 1024),
+  FILES_MAX_LINES: z.coerce.number().int().positive().default(50_000),
   // Embeddings (docs/gateway.md, "Embeddings").
   /**
    * The embedding model of callers that name none (RAG indexing and search); unset: the first catalogue embedding

@@ -12,6 +12,7 @@ import { chatContracts } from './routes/chat/contract.ts';
 import { completionContracts } from './routes/completions/contract.ts';
 import { messageContracts } from './routes/messages/contract.ts';
 import { responseContracts } from './routes/responses/contract.ts';
+import { fileContracts } from './routes/files/contract.ts';
 import { embeddingContracts } from './routes/embeddings/contract.ts';
 import { mediaContracts } from './routes/media/contract.ts';
 import { modelContracts } from './routes/models/contract.ts';
@@ -34,6 +35,7 @@ export const gatewayContracts: RouteContract[] = [
   ...completionContracts,
   ...messageContracts,
   ...responseContracts,
+  ...fileContracts,
   ...embeddingContracts,
   ...chatContracts,
   ...apiKeyContracts,
@@ -59,6 +61,7 @@ export function gatewayDescription(version: string): ServiceDescription {
     tags: [
       { name: 'Completions', description: 'OpenAI-compatible chat completions and their traces' },
       { name: 'Embeddings', description: 'OpenAI-compatible embeddings' },
+      { name: 'Files', description: 'OpenAI’s Files API: JSONL files of requests for batches' },
       { name: 'Models', description: 'Models, prices and providers' },
       { name: 'Session chat', description: 'Conversations kept by the platform, with built-in tools' },
       { name: 'Messaging apps', description: 'LINE and Telegram' },

@@ -114,6 +114,19 @@ export function json(schema: ZodType, description: string): ResponseContract {
   return { description, content: { 'application/json': { schema } } };
 }
 
+/** OpenAI's list page (`/v1/files`, a Response's input items): `data`, its first and last ids, and `has_more`. */
+export function listPage(item: ZodType, id: string) {
+  return z
+    .strictObject({
+      object: z.literal('list'),
+      data: z.array(item),
+      first_id: z.string().nullable(),
+      last_id: z.string().nullable(),
+      has_more: z.boolean(),
+    })
+    .meta({ id });
+}
+
 /** A server-sent event stream; `event` is the schema of each event's `data:` JSON. */
 export function eventStream(event: ZodType, description: string): ResponseContract {
   return { description, content: { 'text/event-stream': { schema: event } } };

@@ -16,6 +16,7 @@ import { OAuthIdentity } from './oauth-identity.entity.ts';
 import { OAuthLoginState } from './oauth-login-state.entity.ts';
 import { MediaCallbackSecret, MediaJob } from './media-job.entity.ts';
 import { ModelResponse } from './model-response.entity.ts';
+import { ApiFile } from './api-file.entity.ts';
 import { PublishedSite } from './published-site.entity.ts';
 import { ProviderBreaker } from './provider-breaker.entity.ts';
 import { RateLimitBucket } from './rate-limit-bucket.entity.ts';
@@ -31,6 +32,7 @@ import { WebSession } from './web-session.entity.ts';
 import { WorkspaceWrite } from './workspace-write.entity.ts';
 
 export {
+  ApiFile,
   AgentModelChoice,
   ApiKey,
   ChatConversation,
@@ -110,4 +112,5 @@ export const entities = [
   WorkspaceWrite,
   ConversationShare,
   ModelResponse,
+  ApiFile,
 ];

@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import { imageUrlSchema } from '../../../../common/chat.ts';
+import { listPage } from '../../../openapi/contract.ts';
 
 const inputText = z.object({ type: z.literal('input_text'), text: z.string() });
 const inputImage = z.object({
@@ -162,15 +163,7 @@ export const responseObjectSchema = z
   })
   .meta({ id: 'Response' });
 
-export const inputItemListSchema = z
-  .strictObject({
-    object: z.literal('list'),
-    data: z.array(outputItemSchema),
-    first_id: z.string().nullable(),
-    last_id: z.string().nullable(),
-    has_more: z.boolean(),
-  })
-  .meta({ id: 'ResponseInputItemList' });
+export const inputItemListSchema = listPage(outputItemSchema, 'ResponseInputItemList');
 
 /** A stream event: its `type` (also the SSE `event:` name) and `sequence_number`; the rest by type. */
 export const responseStreamEventSchema = z
