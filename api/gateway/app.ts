@@ -197,7 +197,7 @@ export function createApp(dependencies: AppDependencies): Koa {
   admitted.use(requireKey());
   admitted.use(completionRoutes(completions, admission, dependencies.openStreams, metrics).routes());
   const door = { completions, admission, openStreams: dependencies.openStreams, metrics };
-  admitted.use(messageRoutes(door).routes());
+  admitted.use(messageRoutes(door, { allowedHosts: dependencies.toolSettings.fetchAllowedHosts }).routes());
   const responseDoor = {
     ...door,
     responses: new ResponseStore(dependencies.pool),

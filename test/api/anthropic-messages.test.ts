@@ -6,7 +6,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import Anthropic from '@anthropic-ai/sdk';
 import pg from 'pg';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { pixelPng } from '../providers/provider-harness.ts';
 
 const weatherTool: Anthropic.Tool = {
   name: 'get_weather',
@@ -21,6 +24,8 @@ let platform: TestPlatform;
 let client: Anthropic;
 let apiKey: string;
 let database: pg.Client;
+/** Serves a PNG on loopback, the host FETCH_ALLOWED_HOSTS lets the URL guard reach. */
+let images: Server;
 
 const anthropic = (key: string, options: { bearer?: boolean } = {}) =>
   new Anthropic({
@@ -30,7 +35,14 @@ const anthropic = (key: string, options: { bearer?: boolean } = {}) =>
   });
 
 beforeAll(async () => {
-  platform = await startTestPlatform();
+  images = createServer((_request, response) => {
+    response.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.from(pixelPng, 'base64'));
+  });
+  await new Promise<void>((resolve) => images.listen(0, '127.0.0.1', resolve));
+  const imageHost = `127.0.0.1:${(images.address() as AddressInfo).port}`;
+  platform = await startTestPlatform((simulatorUrl) => ({
+    FETCH_ALLOWED_HOSTS: `${new URL(simulatorUrl).host},${imageHost}`,
+  }));
   apiKey = (await platform.createKey()).key;
   client = anthropic(apiKey);
   database = new pg.Client({ connectionString: platform.databaseUrl });
@@ -40,6 +52,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await database?.end();
   await platform?.close();
+  await new Promise((resolve) => images?.close(resolve));
 });
 
 /** What the ledger settled for a request (its workflow is `completion-<id>`). */
@@ -187,6 +200,46 @@ describe('thinking', () => {
       type: 'error',
       error: { type: 'invalid_request_error', message: expect.stringContaining('budget_tokens') },
     });
+  });
+});
+
+describe('images', () => {
+  it('fetches an image given by URL through the URL guard and sends it on as base64; refuses a private address', async () => {
+    const imageUrl = `http://${(images.address() as AddressInfo).address}:${(images.address() as AddressInfo).port}/dot.png`;
+    await platform.simulator.resetRequests();
+    const message = await client.messages.create({
+      model: 'claude-haiku-4-5',
+      max_tokens: 100,
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What is this?' },
+            { type: 'image', source: { type: 'url', url: imageUrl } },
+          ],
+        },
+      ],
+    });
+    expect(message.type).toBe('message');
+    const sent = (await platform.simulator.requests()).last?.body as {
+      messages: Array<{ content: Array<{ type: string; source?: unknown }> }>;
+    };
+    expect(sent.messages[0]!.content).toContainEqual({
+      type: 'image',
+      source: { type: 'base64', media_type: 'image/png', data: pixelPng },
+    });
+
+    const refused = (await client.messages
+      .create({
+        model: 'claude-haiku-4-5',
+        max_tokens: 100,
+        messages: [
+          { role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'http://10.0.0.1/secret.png' } }] },
+        ],
+      })
+      .catch((error: unknown) => error)) as InstanceType<typeof Anthropic.APIError>;
+    expect(refused).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(refused.message).toContain('messages.0.content.0.source.url');
   });
 });
 

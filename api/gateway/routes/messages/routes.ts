@@ -13,17 +13,24 @@ import { invalidRequest } from '../../../errors.ts';
 import type { CompletionService } from '../completions/service.ts';
 import { serveCompletion, type CompletionDoor } from '../completions/relay.ts';
 import { countPromptTokens } from '../../../../activities/credits/tokens.ts';
-import { countTokensRequestSchema, messagesRequestSchema } from './schema.ts';
+import { countTokensRequestSchema, messagesRequestSchema, type MessagesRequest } from './schema.ts';
+import { readImage } from '../media/inputs.ts';
 import { renderMessageEvents } from './stream.ts';
 import { presentMessage, toCompletionRequest } from './translate.ts';
 
-/** `POST /v1/messages`: mounted with `/v1/chat/completions`, rate limited by its admission as a completion is. */
-export function messageRoutes(door: CompletionDoor) {
+/**
+ * `POST /v1/messages`: mounted with `/v1/chat/completions`, rate limited by its admission as a completion is. An image
+ * given by URL is fetched here, through the one URL guard (activities/net/url-guard.ts: public addresses only, hosts in
+ * FETCH_ALLOWED_HOSTS excepted, a size and time limit, its type sniffed from its bytes), and sent on as base64: every
+ * provider takes that, and no provider is asked to fetch an address a client chose.
+ */
+export function messageRoutes(door: CompletionDoor, images: { allowedHosts: string[] }) {
   const routes = new Router<AuthState>();
 
   routes.post('/v1/messages', async (context) => {
     const parsed = messagesRequestSchema.safeParse(context.request.body);
     if (!parsed.success) throw invalidRequest(parsed.error);
+    await inlineUrlImages(parsed.data, images.allowedHosts);
     const request = toCompletionRequest(parsed.data);
     const started = await serveCompletion(context, door, request, {
       idPrefix: 'msg_',
@@ -54,4 +61,22 @@ export function countTokensRoutes(completions: CompletionService) {
   });
 
   return routes;
+}
+
+/** Replaces each image given by URL with its bytes, fetched through the URL guard (a refusal names the block). */
+async function inlineUrlImages(request: MessagesRequest, allowedHosts: string[]): Promise<void> {
+  for (const [index, message] of request.messages.entries()) {
+    if (typeof message.content === 'string') continue;
+    for (const [at, block] of message.content.entries()) {
+      if (block.type !== 'image' || block.source.type !== 'url') continue;
+      const image = await readImage({ url: block.source.url }, `messages.${index}.content.${at}.source.url`, {
+        allowedHosts,
+      });
+      block.source = {
+        type: 'base64',
+        media_type: image.mime as 'image/jpeg' | 'image/png' | 'image/gif' | 'image/webp',
+        data: Buffer.from(image.bytes).toString('base64'),
+      };
+    }
+  }
 }

@@ -32,7 +32,8 @@ const imageBlock = z.object({
         media_type: z.enum(imageMediaTypes),
         data: z.string().regex(/^[A-Za-z0-9+/]+={0,2}$/, 'must be base64'),
       }),
-      z.object({ type: z.literal('url'), url: z.string().regex(/^https:\/\/\S+$/, 'must be an https URL') }),
+      // Fetched by the platform through its URL guard (./routes.ts), so plain http is as safe as https here.
+      z.object({ type: z.literal('url'), url: z.string().regex(/^https?:\/\/\S+$/, 'must be an http or https URL') }),
     ],
     { error: 'an image source is {type: "base64", media_type, data} or {type: "url", url}' },
   ),
