@@ -264,18 +264,7 @@ export class ProviderCalls {
       if (closed.responseClosed && outcome.outcome === 'succeeded') outcome.responseClosed = true;
       if (input.closeResponse && !input.request.stream && outcome.outcome === 'succeeded' && outcome.message) {
         // Held until the response's end was written with the settlement (or the workflow will write it).
-        this.dependencies.hub.publish(input.requestId, {
-          seq: -1,
-          event: {
-            type: 'completion',
-            model: input.candidate.model,
-            message: outcome.message,
-            finishReason: outcome.finishReason,
-            usage: outcome.usage,
-            usageEstimated: outcome.usageEstimated,
-            upstreamMs: outcome.upstreamMs ?? outcome.latencyMs,
-          },
-        });
+        this.releaseAnswer(input, outcome, outcome.message);
       }
     } catch (error) {
       // The journal could not take the answer's end: the attempt fails as it did when its journal failed mid-stream
@@ -291,6 +280,29 @@ export class ProviderCalls {
       });
     }
     return outcome;
+  }
+
+  /** Hands a non-streamed answer to the request waiting for it in this process (the stream hub's `completion`). */
+  private releaseAnswer(
+    input: ProviderCallInput,
+    answered: Pick<ProviderCallOutcome & { outcome: 'succeeded' }, 'finishReason' | 'usage' | 'usageEstimated'> & {
+      upstreamMs?: number;
+      latencyMs: number;
+    },
+    message: CompletionMessage,
+  ): void {
+    this.dependencies.hub.publish(input.requestId, {
+      seq: -1,
+      event: {
+        type: 'completion',
+        model: input.candidate.model,
+        message,
+        finishReason: answered.finishReason,
+        usage: answered.usage,
+        usageEstimated: answered.usageEstimated,
+        upstreamMs: answered.upstreamMs ?? answered.latencyMs,
+      },
+    });
   }
 
   /**
@@ -494,32 +506,19 @@ export class ProviderCalls {
           toolCalls: response.toolCalls,
           ...(response.reasoning === undefined ? {} : { reasoning: response.reasoning }),
         };
-        const finishReason = response.finishReason;
-        const upstreamMs = performance.now() - startedAt;
-        // A response waiting in this process may be released now (a Response's, once its end is written: `call`);
-        // the workflow records the same outcome.
-        if (!input.closeResponse)
-          hub.publish(requestId, {
-            seq: -1,
-            event: {
-              type: 'completion',
-              model: candidate.model,
-              message,
-              finishReason,
-              usage,
-              usageEstimated: !response.usage,
-              upstreamMs,
-            },
-          });
-        return {
-          outcome: 'succeeded',
+        const answered = {
+          outcome: 'succeeded' as const,
           latencyMs: elapsed(startedAt),
-          finishReason,
+          finishReason: response.finishReason,
           usage,
           usageEstimated: !response.usage,
           message,
-          upstreamMs,
+          upstreamMs: performance.now() - startedAt,
         };
+        // A response waiting in this process may be released now (a Response's, once its end is written: `call`);
+        // the workflow records the same outcome.
+        if (!input.closeResponse) this.releaseAnswer(input, answered, message);
+        return answered;
       }
 
       if (input.collectMessage) {

@@ -22,7 +22,7 @@
 import { release } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { post, type Target } from './http-client.ts';
+import { jsonAnswer, post, type Target } from './http-client.ts';
 import { createBenchKey, shippedProcesses, type Platform, type Upstream } from './arms.ts';
 import { benchLog, endBench, quick, shrink } from './bench-process.ts';
 import { measureArm, type MeasuredArm } from './measure.ts';
@@ -98,17 +98,6 @@ const cells: ChatCell[] = [
 
 const log = benchLog('bench:chat');
 
-/** Parses a JSON answer and applies a check to it; false for anything that is not JSON. */
-function answer<T>(check: (body: T) => boolean): (text: string) => boolean {
-  return (text) => {
-    try {
-      return check(JSON.parse(text) as T);
-    } catch {
-      return false;
-    }
-  };
-}
-
 interface CompletionBody {
   choices?: Array<{
     message?: { content?: string | null; tool_calls?: Array<{ function?: { name?: string } }> };
@@ -119,15 +108,15 @@ interface ChatBody {
   tool_calls?: Array<{ tool: string; ok: boolean }>;
 }
 
-const isText = answer<CompletionBody>((body) => {
+const isText = jsonAnswer<CompletionBody>((body) => {
   const message = body.choices?.[0]?.message;
   return typeof message?.content === 'string' && message.content.length > 0 && !message.tool_calls?.length;
 });
-const isCalculatorCall = answer<CompletionBody>(
+const isCalculatorCall = jsonAnswer<CompletionBody>(
   (body) => body.choices?.[0]?.message?.tool_calls?.[0]?.function?.name === 'calculator',
 );
-const isPlainTurn = answer<ChatBody>((body) => !!body.response && body.tool_calls?.length === 0);
-const isCalculatorTurn = answer<ChatBody>(
+const isPlainTurn = jsonAnswer<ChatBody>((body) => !!body.response && body.tool_calls?.length === 0);
+const isCalculatorTurn = jsonAnswer<ChatBody>(
   (body) =>
     !!body.response &&
     body.tool_calls?.length === 1 &&

@@ -10,7 +10,7 @@
  * CPU of every platform process is metered. Writes bench/doors-results.md. BENCH_QUICK=1: a smoke run.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { exchange, post, type Sample, type Target } from './http-client.ts';
+import { exchange, jsonAnswer, post, type Sample, type Target } from './http-client.ts';
 import { createBenchKey, shippedProcesses, type Platform, type Upstream } from './arms.ts';
 import { benchLog, endBench, quick, shrink } from './bench-process.ts';
 import { measureArm, type MeasuredArm } from './measure.ts';
@@ -79,22 +79,13 @@ const cells: DoorCell[] = [
 
 const log = benchLog('bench:doors');
 
-const json =
-  <T>(check: (body: T) => boolean) =>
-  (text: string): boolean => {
-    try {
-      return check(JSON.parse(text) as T);
-    } catch {
-      return false;
-    }
-  };
-const isCompletion = json<{ choices?: Array<{ message?: { content?: string } }> }>(
+const isCompletion = jsonAnswer<{ choices?: Array<{ message?: { content?: string } }> }>(
   (body) => !!body.choices?.[0]?.message?.content,
 );
-const isMessage = json<{ type?: string; content?: Array<{ type: string; text?: string }> }>(
+const isMessage = jsonAnswer<{ type?: string; content?: Array<{ type: string; text?: string }> }>(
   (body) => body.type === 'message' && !!body.content?.[0]?.text,
 );
-const isResponse = json<{ status?: string; output?: Array<{ type: string; content?: Array<{ text: string }> }> }>(
+const isResponse = jsonAnswer<{ status?: string; output?: Array<{ type: string; content?: Array<{ text: string }> }> }>(
   (body) => body.status === 'completed' && !!body.output?.[0]?.content?.[0]?.text,
 );
 
@@ -104,7 +95,7 @@ async function backgroundToCompleted(create: Target, read: (id: string) => Targe
   let id = '';
   const created = await exchange('POST', create, {
     body: JSON.stringify({ model, input: prompt, background: true }),
-    expect: json<{ id?: string; status?: string }>((body) => {
+    expect: jsonAnswer<{ id?: string; status?: string }>((body) => {
       id = body.id ?? '';
       return body.status === 'queued';
     }),

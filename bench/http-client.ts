@@ -67,6 +67,17 @@ function dispatch(
   req.end(body);
 }
 
+/** An `expect` for a JSON answer: parses it and applies `check`; false for anything that is not JSON. */
+export function jsonAnswer<T>(check: (body: T) => boolean): (responseBody: string) => boolean {
+  return (text) => {
+    try {
+      return check(JSON.parse(text) as T);
+    } catch {
+      return false;
+    }
+  };
+}
+
 /** A request that failed before any response (refused, reset, timed out). */
 const requestFailure = (cause: Error) => ({ ok: false, status: 0, failure: `request error: ${cause.message}` });
 

@@ -53,7 +53,7 @@ import {
 } from '../activities/rag/rag-store.ts';
 import { createBenchAccount, repositoryRoot, shippedProcesses, type Platform } from './arms.ts';
 import { benchLog, endBench, quick, sleep } from './bench-process.ts';
-import { exchange, type Sample, type Target } from './http-client.ts';
+import { exchange, jsonAnswer, type Sample, type Target } from './http-client.ts';
 import { percentile, runLoad, summarize, type Summary } from './load.ts';
 import type { MeasuredArm } from './measure.ts';
 import { passages, questionAbout, reportPdf, seededRandom, wideRowsFor, writeSalesCsv } from './rag-data.ts';
@@ -225,16 +225,6 @@ async function timed(call: () => Promise<boolean>): Promise<Sample> {
   }
 }
 
-const answers =
-  <T>(check: (body: T) => boolean) =>
-  (text: string): boolean => {
-    try {
-      return check(JSON.parse(text) as T);
-    } catch {
-      return false;
-    }
-  };
-
 /** Round-robin over `items`, one cursor per arm. */
 function cycle<T>(items: T[]): () => T {
   let next = 0;
@@ -387,10 +377,10 @@ function searchArms(setup: SearchSetup, expected: number): MeasuredArm[] {
   const nextDirect = cycle(queries);
   const nextGateway = cycle(queries);
   const nextSearch = cycle(queries);
-  const isVector = answers<{ data?: Array<{ embedding?: number[] }> }>(
+  const isVector = jsonAnswer<{ data?: Array<{ embedding?: number[] }> }>(
     (body) => body.data?.[0]?.embedding?.length === ragDimensions,
   );
-  const isResult = answers<{ results?: unknown[] }>((body) => body.results?.length === expected);
+  const isResult = jsonAnswer<{ results?: unknown[] }>((body) => body.results?.length === expected);
   return [
     {
       name: armNames.query,

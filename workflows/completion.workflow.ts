@@ -5,9 +5,10 @@
  *
  * A completion that is a Response of the Responses door (`input.response`) also keeps the response's row: a
  * background one is marked `in_progress` when a worker takes it, and every one's end is recorded (its output, usage,
- * status, or its failure), by its model call with the settlement when it could, else by this workflow. A background response is cancellable: the `cancelResponse` signal ends it before its call,
- * and the API stops a call already streaming directly (activities/streaming/turn-stops.ts, keyed by this workflow's
- * id), which then ends with what it generated, settled at what it used.
+ * status, or its failure), by its model call with the settlement when it could, else by this workflow. A background
+ * response is cancellable: the `cancelResponse` signal ends it before its call, and the API stops a call already
+ * streaming directly (activities/streaming/turn-stops.ts, keyed by this workflow's id), which then ends with what it
+ * generated, settled at what it used.
  *
  * `completionWorkflow` is the same workflow under the type earlier releases started: it stays registered so their
  * runs (with or without the `credit-saga` patch marker) replay and finish, and can go once none is left.

@@ -39,13 +39,15 @@ export type ReservationOutcome = { ok: true } | { ok: false; available: number }
 /**
  * A write that rides in the statement of a reservation (the API's admission): a named data-modifying CTE, numbered
  * from its first parameter, which may select `from entry` (the ledger row the reservation inserted now) so that it
- * happens exactly when the reservation does. A Response's row is one (activities/responses/response-store.ts).
+ * happens exactly when the reservation does; `alone` is the same write on its own, for a request that takes no hold
+ * (the operator's) or is admitted without the statement. A Response's row is one (activities/responses/).
  */
 export interface AdmittedWrite {
   /** Names the statement variant (prepared once per connection and name). */
   name: string;
   cte(first: number): string;
   values: unknown[];
+  alone(): Promise<void>;
 }
 
 /**

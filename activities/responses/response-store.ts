@@ -120,6 +120,7 @@ export class ResponseStore {
           on conflict (id) do nothing)`;
       },
       values: insertValues(row),
+      alone: () => this.create(row),
     };
   }
 

@@ -66,8 +66,8 @@ it('ends a background response cancelled while queued without calling a model, i
         kind: 'response',
         response: { background: true },
         admit: (reservation) => (reservation ? dependencies.ledger.reserve(reservation) : Promise.resolve(null)),
-        beforeStart: (id) =>
-          responses.create({
+        admittedWrite: (id) =>
+          responses.admitted({
             id,
             userId: owner.user_id,
             status: 'queued',

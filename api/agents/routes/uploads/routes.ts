@@ -6,12 +6,12 @@
  * The rules (type from the bytes, size, quota, streaming) are the store's: activities/uploads/upload-store.ts.
  */
 import type { IncomingMessage } from 'node:http';
-import { PassThrough, type Readable } from 'node:stream';
+import { PassThrough } from 'node:stream';
 import Router from '@koa/router';
-import busboy from 'busboy';
 import { UploadRefused, type UploadRecord, type UploadStore } from '../../../../activities/uploads/upload-store.ts';
 import { requireCaller, type CallerState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
+import { readOneFile } from '../../../multipart.ts';
 import { refuseUnacceptableText } from '../../../text-policy.ts';
 import { base64UploadSchema, downloadQuerySchema, fileIdPattern, fileNameSchema } from './schema.ts';
 
@@ -130,70 +130,23 @@ async function saveBase64(uploads: UploadStore, userId: string, body: unknown): 
 
 /**
  * Streams the one file part into the store as it arrives (the store counts, hashes and refuses past the limit), so a
- * large file is never held in memory. Text fields (`file_name`) may come before the file part.
+ * large file is never held in memory. Text fields (`file_name`) may come before the file part. The body's rules are
+ * api/multipart.ts's.
  */
-function saveMultipart(uploads: UploadStore, userId: string, request: IncomingMessage): Promise<UploadRecord> {
-  return new Promise((resolve, reject) => {
-    let parser: busboy.Busboy;
-    try {
-      parser = busboy({
-        headers: request.headers,
-        // One byte past the limit, so the store sees a file that is too large and refuses it by name.
-        limits: { files: 1, fileSize: uploads.maxFileBytes + 1, fields: 5, fieldSize: 1024 },
-      });
-    } catch (error) {
-      reject(new ApiError('invalid_request', `The multipart body cannot be read: ${(error as Error).message}`));
-      return;
-    }
-    const fields: Record<string, string> = {};
-    let saving: Promise<UploadRecord> | undefined;
-    let failure: unknown;
-    parser.on('field', (name, value) => {
-      fields[name] = value;
+async function saveMultipart(uploads: UploadStore, userId: string, request: IncomingMessage): Promise<UploadRecord> {
+  // One byte past the limit, so the store sees a file that is too large and refuses it by name.
+  const limits = { fileSize: uploads.maxFileBytes + 1, fields: 5, fieldSize: 1024 };
+  const { value } = await readOneFile(request, limits, async ({ stream, filename, fieldsSoFar }) => {
+    const fileName = fileNameSchema.safeParse(fieldsSoFar.file_name ?? filename ?? 'upload');
+    if (!fileName.success) throw invalidRequest(fileName.error);
+    refuseUnacceptableText({ file_name: fileName.data });
+    const through = new PassThrough();
+    stream.pipe(through);
+    return uploads.save(userId, fileName.data, through).catch((error: unknown) => {
+      throw refusal(error);
     });
-    parser.on('file', (name, stream: Readable, info) => {
-      if (name !== 'file' || saving) {
-        failure ??= new ApiError('invalid_request', `Send one file, in the part named file (got ${name})`, {
-          param: 'file',
-        });
-        stream.resume();
-        return;
-      }
-      try {
-        refuseUnacceptableText(fields);
-        const fileName = fileNameSchema.safeParse(fields.file_name ?? info.filename ?? 'upload');
-        if (!fileName.success) throw invalidRequest(fileName.error);
-        refuseUnacceptableText({ file_name: fileName.data });
-        const through = new PassThrough();
-        stream.pipe(through);
-        saving = uploads.save(userId, fileName.data, through).catch((error: unknown) => {
-          stream.resume();
-          throw refusal(error);
-        });
-        // Keep the promise's rejection handled until 'close' reports it.
-        saving.catch(() => undefined);
-      } catch (error) {
-        failure ??= error;
-        stream.resume();
-      }
-    });
-    parser.on('filesLimit', () => {
-      failure ??= new ApiError('invalid_request', 'Send one file per request', { param: 'file' });
-    });
-    parser.on('error', (error: Error) =>
-      reject(new ApiError('invalid_request', `The multipart body cannot be read: ${error.message}`)),
-    );
-    parser.on('close', () => {
-      if (failure) return reject(failure);
-      if (!saving) {
-        return reject(
-          new ApiError('invalid_request', 'Send the file in a multipart part named file', { param: 'file' }),
-        );
-      }
-      saving.then(resolve, reject);
-    });
-    request.pipe(parser);
   });
+  return value;
 }
 
 /** `attachment` with the name as given (RFC 6266: an ASCII fallback, and the UTF-8 name in `filename*`). */

@@ -50,10 +50,7 @@ export async function serveCompletion(
   context: Context,
   door: CompletionDoor,
   request: ChatCompletionRequest,
-  options: Pick<
-    StartOptions,
-    'idPrefix' | 'summary' | 'kind' | 'response' | 'admittedWrite' | 'beforeStart' | 'eager'
-  > & {
+  options: Pick<StartOptions, 'idPrefix' | 'summary' | 'kind' | 'response' | 'admittedWrite' | 'eager'> & {
     /** The whole answer as the door shows it (awaited). */
     present: (started: StartedCompletion, answer: CompletionAnswer) => unknown;
     /** Answers at once, without waiting for the answer or its stream (a background response not streamed). */
@@ -77,7 +74,6 @@ export async function serveCompletion(
     kind: options.kind,
     response: options.response,
     admittedWrite: options.admittedWrite,
-    beforeStart: options.beforeStart,
     eager: options.eager,
   });
   context.set('X-Request-Id', started.requestId);

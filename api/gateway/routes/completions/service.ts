@@ -97,12 +97,10 @@ export interface StartOptions {
   /** A Response of the Responses door, whose row the workflow keeps (common/responses.ts); its id is the request's. */
   response?: Omit<ResponseRecord, 'responseId'>;
   /**
-   * A write the admission may carry in its statement (`wrote`: it did), e.g. a Response's row; `beforeStart` writes
-   * it otherwise.
+   * A write made once the request is admitted, before its workflow starts (a Response's row): in the admission's
+   * statement when it can carry it (`wrote`), else on its own.
    */
   admittedWrite?: (requestId: string) => AdmittedWrite;
-  /** Runs once the request is admitted, before its workflow starts, unless the admission wrote `admittedWrite`. */
-  beforeStart?: (requestId: string) => Promise<void>;
 }
 
 export class CompletionService {
@@ -190,7 +188,8 @@ export class CompletionService {
         ? { userId, workflowId, attempt: 1, amount: worstCaseCredits(request, first.creditRate), model: first.model }
         : null;
     timing?.mark('plan');
-    const held = await admit(reservation, options.admittedWrite?.(requestId));
+    const write = options.admittedWrite?.(requestId);
+    const held = await admit(reservation, write);
     timing?.mark('admit');
     if (reservation && held && !held.ok) {
       throw new ApiError(
@@ -198,9 +197,9 @@ export class CompletionService {
         `This request may cost up to ${reservation.amount} credits on ${reservation.model}; ${held.available} are available`,
       );
     }
-    if (options.beforeStart && !held?.wrote) {
+    if (write && !held?.wrote) {
       try {
-        await options.beforeStart(requestId);
+        await write.alone();
       } catch (error) {
         if (metered && reservation) await ledger.release({ userId, workflowId, attempt: 1 });
         throw error;

@@ -24,7 +24,8 @@ export function renderMessageEvents(id: string, requestedModel: string, promptTo
   let blockIndex = -1;
   let finish: StopReason | null = null;
 
-  const send = (sse: SseWriter, data: { type: string }) => sse.event(data.type, data);
+  /** An event, named by its `type` as Anthropic's streams name them. */
+  const send = (sse: SseWriter, data: { type: string; [field: string]: unknown }) => sse.event(data.type, data);
   const start = (sse: SseWriter) => {
     if (started) return;
     started = true;
@@ -41,12 +42,12 @@ export function renderMessageEvents(id: string, requestedModel: string, promptTo
         stop_details: null,
         usage: { ...anthropicUsage({ prompt_tokens: promptTokens, completion_tokens: 0, total_tokens: 0 }) },
       },
-    } as { type: string });
+    });
     send(sse, { type: 'ping' });
   };
   const close = (sse: SseWriter) => {
     if (!open) return;
-    send(sse, { type: 'content_block_stop', index: blockIndex } as { type: string });
+    send(sse, { type: 'content_block_stop', index: blockIndex });
     open = null;
   };
   /** Makes `wanted` the open block (closing another first), announcing it with `block` when it opens. */
@@ -59,11 +60,11 @@ export function renderMessageEvents(id: string, requestedModel: string, promptTo
     close(sse);
     open = wanted;
     blockIndex += 1;
-    send(sse, { type: 'content_block_start', index: blockIndex, content_block: block() } as { type: string });
+    send(sse, { type: 'content_block_start', index: blockIndex, content_block: block() });
     return true;
   };
   const delta = (sse: SseWriter, value: object) =>
-    send(sse, { type: 'content_block_delta', index: blockIndex, delta: value } as { type: string });
+    send(sse, { type: 'content_block_delta', index: blockIndex, delta: value });
 
   return {
     get servedModel() {
@@ -111,7 +112,7 @@ export function renderMessageEvents(id: string, requestedModel: string, promptTo
         type: 'message_delta',
         delta: { stop_reason: finish ?? 'end_turn', stop_sequence: null },
         usage: { input_tokens: usage.prompt_tokens, output_tokens: usage.completion_tokens },
-      } as { type: string });
+      });
       send(sse, { type: 'message_stop' });
     },
     fail(sse, error: ApiError) {

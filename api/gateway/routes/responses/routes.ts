@@ -107,12 +107,7 @@ export function responseCreateRoutes(door: ResponseDoor) {
       ...(store ? { response: { background } } : {}),
       // The row is written before the workflow starts: in the admission's statement, with the hold, when there is
       // one; else on its own.
-      ...(store
-        ? {
-            admittedWrite: (id: string) => door.responses.admitted(row(id)),
-            beforeStart: (id: string) => door.responses.create(row(id)),
-          }
-        : {}),
+      ...(store ? { admittedWrite: (id: string) => door.responses.admitted(row(id)) } : {}),
       ...(background && !stream ? { accepted: (started) => presentResponse(view(started.requestId)) } : {}),
       // A stored response's end is written with its call's settlement before the answer gets here
       // (activities/provider-calls.ts, `closeResponse`): a client that reads it at once reads it ended.
