@@ -1,4 +1,5 @@
 /** createActivities(deps): every activity the worker registers, built from injected dependencies. */
+import { createBatchLineActivities, type BatchLineDependencies } from './batches/batch-lines.ts';
 import { createChatActivities, type ChatActivityDependencies } from './chat-activities.ts';
 import { createCompletionActivities } from './completion-activities.ts';
 import { createEmbeddingActivities } from './embeddings/embedding-activities.ts';
@@ -26,7 +27,8 @@ import type { UserDataDatabase } from './user-data/data-database.ts';
 import { ImportStore } from './user-data/import-store.ts';
 import { createTableImportActivities, type UploadReader } from './user-data/table-import.ts';
 
-export interface ActivityDependencies extends ChatActivityDependencies, AbandonedHoldDependencies {
+export interface ActivityDependencies
+  extends ChatActivityDependencies, AbandonedHoldDependencies, BatchLineDependencies {
   orm: MikroORM;
   calls: ProviderCalls;
   embeddingCalls: EmbeddingCalls;
@@ -59,6 +61,7 @@ export function createActivities(dependencies: ActivityDependencies) {
     ...createAbandonedHoldActivities(dependencies),
     ...createRagActivities(dependencies),
     ...createResponseActivities(dependencies),
+    ...createBatchLineActivities(dependencies),
     ...createTableImportActivities({
       userData: dependencies.userData,
       uploads: dependencies.uploads,

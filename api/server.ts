@@ -116,7 +116,7 @@ export async function startGateway(
     trustedProxies: settings.TRUSTED_PROXIES,
     chat: { defaultModel: settings.CHAT_DEFAULT_MODEL, maxToolRounds: settings.CHAT_MAX_TOOL_ROUNDS },
     embeddingSettings: settings,
-    fileSettings: settings,
+    batchWindowSeconds: settings.BATCH_WINDOW_SECONDS,
     responseCheck: settings.OPENAPI_RESPONSE_CHECK,
     tracing,
   };

@@ -28,12 +28,24 @@ export const plansFileSchema = z
     ),
     guest_rate_limits: rateLimitsSchema,
     credit_rates: z.record(z.string(), z.number().positive()),
+    batches: z
+      .object({
+        credit_factor: z.number().positive().max(1),
+        concurrency: z.record(z.enum(planNames), z.number().int().positive()),
+      })
+      .strict()
+      .default({ credit_factor: 0.5, concurrency: { free: 4, starter: 16, pro: 64, business: 128 } }),
   })
   .strict()
   .refine((file) => planNames.every((name) => file.plans[name]), { message: 'every plan must be defined' });
 
 export type PlansFile = z.infer<typeof plansFileSchema>;
 export type Plan = PlansFile['plans'][PlanName];
+
+/** How many lines of a batch an account of `plan` runs at once (plans.yaml, `batches`). */
+export function batchConcurrency(plans: PlansFile, plan: PlanName): number {
+  return plans.batches.concurrency[plan] ?? 4;
+}
 
 /** Credits per 1,000 tokens: the configured rate, else derived from the model's price (see plans.yaml). */
 export function creditRate(plans: PlansFile, model: Pick<CatalogueModel, 'id' | 'price'>): number {

@@ -204,6 +204,15 @@ const settingsSchema = z.object({
     .positive()
     .default(100 * 1024 * 1024),
   FILES_MAX_LINES: z.coerce.number().int().positive().default(50_000),
+  /**
+   * How long a batch may run before it expires (seconds; docs/client-apis.md, "Batches"): the `24h` its
+   * `completion_window` names, unless the operator grants more (or, in tests, less).
+   */
+  BATCH_WINDOW_SECONDS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(24 * 60 * 60),
   // Embeddings (docs/gateway.md, "Embeddings").
   /**
    * The embedding model of callers that name none (RAG indexing and search); unset: the first catalogue embedding

@@ -64,6 +64,9 @@ import { GoogleOAuthClient } from '../activities/google/oauth-client.ts';
 import { TokenCipher } from '../activities/google/token-cipher.ts';
 import { WorkspaceWrites } from '../activities/google/workspace-writes.ts';
 import { processTracing, type Tracing } from '../process/tracing.ts';
+import { ApiFileStore } from '../activities/files/api-files.ts';
+import { BatchStore } from '../activities/batches/batch-store.ts';
+import { Router } from '../activities/routing/router.ts';
 
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 /** The bundles built in this process: the plain one, and the one with the tracing interceptors (process/tracing.ts). */
@@ -218,6 +221,9 @@ export interface WorkerDependencies {
   webhooks: WebhookStore | null;
   /** Users' Google accounts (the login stores them, the workspace tools use their tokens); null unless configured. */
   google: GoogleAccounts | null;
+  /** The Files API's files (batch inputs, and batches' output and error files) and the batches (activities/batches/). */
+  apiFiles: ApiFileStore;
+  batches: BatchStore;
   /** Filled by the agent service where this process serves it: the routing step of its turns (chat-activities.ts). */
   agentRouting?: AgentRoutingSlot;
 }
@@ -348,6 +354,13 @@ export function createWorkerDependencies(
     defaultEmbeddingModel(catalogue.catalogue, settings.EMBEDDING_MODEL)?.id ?? localEmbeddingModelId,
   );
   return {
+    apiFiles: new ApiFileStore({
+      pool,
+      store: media.files.store,
+      maxBytes: settings.FILES_MAX_BYTES,
+      maxLines: settings.FILES_MAX_LINES,
+    }),
+    batches: new BatchStore(pool),
     media,
     userData,
     uploads,
@@ -422,6 +435,7 @@ export async function createWorker(options: {
       orm: options.orm,
       ...options.dependencies,
       embeddings,
+      router: new Router(options.catalogue, options.dependencies.breaker, options.dependencies.plans),
       toolServices: {
         ...options.dependencies.toolServices,
         files: createFileServices({ uploads, rag, embeddings, ragModel }),

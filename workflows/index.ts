@@ -14,3 +14,4 @@ export { mediaMusic, mediaVideo } from './media-async.workflow.ts';
 export { mediaFilesSweep } from './media-sweep.workflow.ts';
 export { tableImport } from './table-import.workflow.ts';
 export { ragIndex } from './rag-index.workflow.ts';
+export { batchRun } from './batch.workflow.ts';

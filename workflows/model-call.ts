@@ -10,13 +10,12 @@ import type {
   CallProviderResult,
   CompletionActivities,
 } from '../activities/completion-activities.ts';
+import { modelCallFailure, type CompletionInput } from '../common/completion.ts';
 import {
-  failedAttempt,
-  modelCallFailure,
-  type Attempt,
-  type Candidate,
-  type CompletionInput,
-} from '../common/completion.ts';
+  callWithFailover as failover,
+  type ModelCallOptions as Options,
+  type ModelCallResult as Result,
+} from '../common/model-call-failover.ts';
 import { untilStoresAnswer } from '../common/retry-policies.ts';
 import { modelKey } from '../common/search-attributes.ts';
 
@@ -42,130 +41,29 @@ export async function releaseUnusedHold(key: { userId: string; workflowId: strin
   await releaseCredits(key);
 }
 
-export interface ModelCallOptions {
-  metered: boolean;
-  /** The workflow's trace: each attempt is appended. */
-  attempts: Attempt[];
-  /** The ledger's key base (the calling workflow's id). */
-  workflowId: string;
-  /** Number of this call's first attempt (a chat turn's later rounds continue the numbering). Default 1. */
-  firstAttempt?: number;
-  /** Passed to every attempt (stream position, whether to assemble a streamed message). */
-  extra?: Pick<
-    CallProviderInput,
-    | 'seqBase'
-    | 'collectMessage'
-    | 'workflowId'
-    | 'heldAttempt'
-    | 'journalFirst'
-    | 'stoppable'
-    | 'closeTurn'
-    | 'closeResponse'
-  >;
-}
+/** What a workflow's model call passes to every attempt. */
+export type AttemptExtra = Pick<
+  CallProviderInput,
+  | 'seqBase'
+  | 'collectMessage'
+  | 'workflowId'
+  | 'heldAttempt'
+  | 'journalFirst'
+  | 'stoppable'
+  | 'closeTurn'
+  | 'closeResponse'
+>;
+export type ModelCallOptions = Options<AttemptExtra>;
+export type ModelCallResult = Result<CallProviderResult>;
 
-export type ModelCallResult = Extract<CallProviderResult, { outcome: 'succeeded' }> & {
-  candidate: Candidate;
-  /** The number the next attempt of this workflow takes. */
-  nextAttempt: number;
-};
-
-export async function callWithFailover(input: CompletionInput, options: ModelCallOptions): Promise<ModelCallResult> {
-  const { candidates } = input;
-  const { metered, attempts, workflowId } = options;
-  const firstAttempt = options.firstAttempt ?? 1;
-  // The provider call settles or releases its credits itself; these durable steps finish what it could not.
-  const release = async (attempt: number, done: boolean | undefined) => {
-    if (metered && !done) await releaseCredits({ userId: input.userId, workflowId, attempt });
-  };
-  let lastRetryAfter: number | undefined;
-  let shortOfCredits = false;
-  for (const [index, candidate] of candidates.entries()) {
-    const attempt = firstAttempt + index;
-    try {
-      const result = await callProvider({
-        requestId: input.requestId,
-        attempt,
-        ...(index > 0 ? { failover: true } : {}),
-        candidate,
-        request: input.request,
-        userId: input.userId,
-        metered,
-        ...options.extra,
-      });
-      if (result.outcome === 'skipped') {
-        shortOfCredits ||= !!result.insufficientCredits;
-        await release(attempt, result.ledgerDone);
-        attempts.push({
-          attempt,
-          model: candidate.model,
-          provider: candidate.provider,
-          outcome: 'skipped',
-          latency_ms: 0,
-          error: result.reason,
-        });
-        continue;
-      }
-      attempts.push({
-        attempt,
-        model: candidate.model,
-        provider: candidate.provider,
-        outcome: 'succeeded',
-        latency_ms: result.latencyMs,
-      });
-      if (candidate.model !== input.request.model) upsertSearchAttributes([{ key: modelKey, value: candidate.model }]);
-      if (metered && candidate.creditRate !== undefined && !result.ledgerDone) {
-        await settleCredits({
-          userId: input.userId,
-          workflowId,
-          attempt,
-          model: candidate.model,
-          creditRate: candidate.creditRate,
-          usage: result.usage,
-          usageEstimated: result.usageEstimated,
-        });
-      }
-      return { ...result, candidate, nextAttempt: firstAttempt + candidates.length };
-    } catch (error) {
-      const { message, details } = failedAttempt(error, attempts, {
-        attempt,
-        model: candidate.model,
-        provider: candidate.provider,
-      });
-      lastRetryAfter = details?.retryAfterSeconds ?? lastRetryAfter;
-      await release(attempt, details?.ledgerDone);
-      if (details && !details.retryable) {
-        throw modelCallFailure('invalid_request', `The provider rejected the request: ${message}`, attempts);
-      }
-      if (details?.contentSent) {
-        // Tokens already reached the client: the stream ended with an in-band error instead of a silent cut.
-        throw modelCallFailure(
-          'upstream_error',
-          `Stream interrupted after content was sent: ${message}`,
-          attempts,
-          undefined,
-          details.nextSeq,
-        );
-      }
-    }
-  }
-  if (shortOfCredits) {
-    throw modelCallFailure(
-      'insufficient_credits',
-      `Not enough credits for any remaining model: ${describe(attempts)}`,
-      attempts,
-    );
-  }
-  throw modelCallFailure(
-    'upstream_error',
-    `All ${candidates.length} candidate models failed: ${describe(attempts)}`,
-    attempts,
-    lastRetryAfter,
-  );
-}
-
-function describe(attempts: Attempt[]): string {
-  return attempts.map((attempt) => `${attempt.model}: ${attempt.error}`).join('; ');
+/** One model call with failover (common/model-call-failover.ts), each step a local activity of the calling workflow. */
+export function callWithFailover(input: CompletionInput, options: ModelCallOptions): Promise<ModelCallResult> {
+  return failover(input, options, {
+    call: callProvider,
+    settle: settleCredits,
+    release: releaseCredits,
+    servedBy: (model) => upsertSearchAttributes([{ key: modelKey, value: model }]),
+  });
 }
 
 export { modelCallFailure };

@@ -52,7 +52,8 @@ export function createAbandonedHoldActivities(dependencies: AbandonedHoldDepende
         for (let start = 0; start < ids.length; start += concurrency) {
           await Promise.all(
             ids.slice(start, start + concurrency).map(async (workflowId) => {
-              if (await isRunning(workflowId)) return;
+              // A batch's line holds under `batch-<id>/<line>`: the batch's workflow settles it (common/batches.ts).
+              if (await isRunning(workflowId.split('/')[0]!)) return;
               for (const hold of byWorkflow.get(workflowId)!) if (await ledger.release(hold)) released++;
             }),
           );

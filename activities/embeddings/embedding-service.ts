@@ -109,6 +109,15 @@ export interface Embedded {
 }
 
 /** Who asks: an account (metered, limited to its plan's models) or the operator (neither). */
+/**
+ * An embedding run here (as `direct`) under an id its caller chose, so that a retry holds and charges under the same
+ * ledger keys (a batch's line), at `creditFactor` times the models' rates.
+ */
+export interface DirectRun {
+  requestId: string;
+  creditFactor?: number;
+}
+
 export interface EmbeddingCaller {
   userId: string;
   metered: boolean;
@@ -192,7 +201,7 @@ export class EmbeddingService {
     caller: EmbeddingCaller,
     request: EmbedRequest,
     admit: (reservation: Reservation | null) => Promise<ReservationOutcome | null>,
-    how: 'workflow' | 'direct' = 'workflow',
+    how: 'workflow' | 'direct' | DirectRun = 'workflow',
   ): Promise<Embedded> {
     const { client, taskQueue, router, ledger, handover, journal } = this.dependencies;
     const requested = request.model ?? this.fallback.id;
@@ -215,11 +224,19 @@ export class EmbeddingService {
         requiredPlan: plan.requiredPlan ?? undefined,
       });
     }
-    const { models, candidates } = plan;
+    const { models } = plan;
+    const run = typeof how === 'object' ? how : null;
+    const candidates = run?.creditFactor
+      ? plan.candidates.map((candidate) =>
+          candidate.creditRate === undefined
+            ? candidate
+            : { ...candidate, creditRate: candidate.creditRate * run.creditFactor! },
+        )
+      : plan.candidates;
     const model = models[0]!;
     const promptTokens = this.checkLimits(request, models);
 
-    const requestId = `emb-${randomBytes(18).toString('base64url')}`;
+    const requestId = run?.requestId ?? `emb-${randomBytes(18).toString('base64url')}`;
     const workflowId = embeddingWorkflowId(requestId);
     const created = Math.floor(Date.now() / 1000);
     const first = candidates[0];
@@ -255,7 +272,7 @@ export class EmbeddingService {
       firstAttemptHeld: reservation !== null,
     };
     const waiting = handover.expect(requestId);
-    if (how === 'direct') {
+    if (how !== 'workflow') {
       try {
         return await this.runHere(input, workflowId, waiting.answer);
       } finally {

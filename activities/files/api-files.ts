@@ -19,6 +19,7 @@ import type { MediaStore } from '../media/files.ts';
 /** The endpoints a batch line may name (`url`), as OpenAI's Batch API lists those this platform serves. */
 export const batchEndpoints = ['/v1/chat/completions', '/v1/embeddings', '/v1/responses', '/v1/messages'] as const;
 
+/** What a client may upload a file for; the platform's own files are `batch_output` (a batch's output and errors). */
 export const filePurposes = ['batch'] as const;
 
 export interface ApiFileRecord {
@@ -85,16 +86,29 @@ export class ApiFileStore {
    * records it. Throws `FileRefused` naming the first line at fault; nothing is kept then.
    */
   async save(userId: string, file: { path: string; bytes: number; filename: string; purpose: string }) {
-    const { pool, store } = this.options;
     const lineCount = await this.check(file.path);
     const id = `file-${randomBytes(18).toString('base64url')}`;
-    const storageKey = `files/${userId}/${id}`;
+    return this.keep(userId, { ...file, id, lineCount });
+  }
+
+  /**
+   * Keeps a file the platform wrote (a batch's output or error file, `purpose: batch_output`) under the id given:
+   * keeping it again under the same id replaces it, so a step that writes it may be retried.
+   */
+  async keep(
+    userId: string,
+    file: { id: string; path: string; bytes: number; filename: string; purpose: string; lineCount: number },
+  ): Promise<ApiFileRecord> {
+    const { pool, store } = this.options;
+    const storageKey = `files/${userId}/${file.id}`;
     await store.putFile(storageKey, file.path, 'application/jsonl');
     try {
       const { rows } = await pool.query<Row>(
         `insert into api_files (id, user_id, purpose, filename, bytes, line_count, storage_key, created_at)
-         values ($1, $2, $3, $4, $5, $6, $7, now()) returning *`,
-        [id, userId, file.purpose, file.filename, file.bytes, lineCount, storageKey],
+         values ($1, $2, $3, $4, $5, $6, $7, now())
+         on conflict (id) do update set bytes = excluded.bytes, line_count = excluded.line_count
+         returning *`,
+        [file.id, userId, file.purpose, file.filename, file.bytes, file.lineCount, storageKey],
       );
       return toRecord(rows[0]!);
     } catch (error) {

@@ -40,7 +40,7 @@ import { CompletionService } from './routes/completions/service.ts';
 import { countTokensRoutes, messageRoutes } from './routes/messages/routes.ts';
 import { responseCreateRoutes, responseRoutes } from './routes/responses/routes.ts';
 import { ResponseStore } from '../../activities/responses/response-store.ts';
-import { ApiFileStore } from '../../activities/files/api-files.ts';
+import { batchRoutes } from './routes/batches/routes.ts';
 import { fileRoutes } from './routes/files/routes.ts';
 import { mediaFileRoutes, mediaRoutes } from './routes/media/routes.ts';
 import { mediaJobRoutes } from './routes/media/job-routes.ts';
@@ -81,8 +81,8 @@ export interface AppDependencies extends WorkerDependencies {
   chat: { defaultModel: string; maxToolRounds: number };
   /** `POST /v1/embeddings`: the default model and the per-request limits. */
   embeddingSettings: Pick<Settings, 'EMBEDDING_MODEL' | 'EMBEDDING_MAX_INPUTS' | 'EMBEDDING_MAX_TOKENS'>;
-  /** The Files API's limits (FILES_MAX_BYTES, FILES_MAX_LINES). */
-  fileSettings?: Pick<Settings, 'FILES_MAX_BYTES' | 'FILES_MAX_LINES'>;
+  /** BATCH_WINDOW_SECONDS: how long a batch runs before it expires (default 24 hours). */
+  batchWindowSeconds?: number;
   /** OPENAPI_RESPONSE_CHECK (tests): every answer is held against the OpenAPI document (api/openapi/response-check.ts). */
   responseCheck?: boolean;
 }
@@ -233,13 +233,17 @@ export function createApp(dependencies: AppDependencies): Koa {
   keyed.use(requestRoutes(completions, dependencies.openStreams).routes());
   keyed.use(countTokensRoutes(completions).routes());
   keyed.use(responseRoutes(responseDoor, completions).routes());
-  const apiFiles = new ApiFileStore({
-    pool: dependencies.pool,
-    store: dependencies.media.files.store,
-    maxBytes: dependencies.fileSettings?.FILES_MAX_BYTES ?? 100 * 1024 * 1024,
-    maxLines: dependencies.fileSettings?.FILES_MAX_LINES ?? 50_000,
-  });
-  keyed.use(fileRoutes(apiFiles).routes());
+  keyed.use(fileRoutes(dependencies.apiFiles).routes());
+  keyed.use(
+    batchRoutes({
+      batches: dependencies.batches,
+      apiFiles: dependencies.apiFiles,
+      client: dependencies.client,
+      taskQueue: dependencies.taskQueue,
+      plans: dependencies.plans,
+      windowSeconds: dependencies.batchWindowSeconds ?? 24 * 60 * 60,
+    }).routes(),
+  );
   keyed.use(apiKeyRoutes(keys).routes());
   const accounts = new AccountService(
     dependencies.orm,

@@ -13,6 +13,7 @@ import { completionContracts } from './routes/completions/contract.ts';
 import { messageContracts } from './routes/messages/contract.ts';
 import { responseContracts } from './routes/responses/contract.ts';
 import { fileContracts } from './routes/files/contract.ts';
+import { batchContracts } from './routes/batches/contract.ts';
 import { embeddingContracts } from './routes/embeddings/contract.ts';
 import { mediaContracts } from './routes/media/contract.ts';
 import { modelContracts } from './routes/models/contract.ts';
@@ -36,6 +37,7 @@ export const gatewayContracts: RouteContract[] = [
   ...messageContracts,
   ...responseContracts,
   ...fileContracts,
+  ...batchContracts,
   ...embeddingContracts,
   ...chatContracts,
   ...apiKeyContracts,

@@ -127,6 +127,17 @@ export function listPage(item: ZodType, id: string) {
     .meta({ id });
 }
 
+/** A page in that shape (`listPage`), of items that have ids. */
+export function presentPage<Item extends { id: string }>(data: Item[], hasMore: boolean) {
+  return {
+    object: 'list' as const,
+    data,
+    first_id: data[0]?.id ?? null,
+    last_id: data.at(-1)?.id ?? null,
+    has_more: hasMore,
+  };
+}
+
 /** A server-sent event stream; `event` is the schema of each event's `data:` JSON. */
 export function eventStream(event: ZodType, description: string): ResponseContract {
   return { description, content: { 'text/event-stream': { schema: event } } };

@@ -17,6 +17,7 @@ import { OAuthLoginState } from './oauth-login-state.entity.ts';
 import { MediaCallbackSecret, MediaJob } from './media-job.entity.ts';
 import { ModelResponse } from './model-response.entity.ts';
 import { ApiFile } from './api-file.entity.ts';
+import { Batch, BatchLine } from './batch.entity.ts';
 import { PublishedSite } from './published-site.entity.ts';
 import { ProviderBreaker } from './provider-breaker.entity.ts';
 import { RateLimitBucket } from './rate-limit-bucket.entity.ts';
@@ -33,6 +34,8 @@ import { WorkspaceWrite } from './workspace-write.entity.ts';
 
 export {
   ApiFile,
+  Batch,
+  BatchLine,
   AgentModelChoice,
   ApiKey,
   ChatConversation,
@@ -113,4 +116,6 @@ export const entities = [
   ConversationShare,
   ModelResponse,
   ApiFile,
+  Batch,
+  BatchLine,
 ];

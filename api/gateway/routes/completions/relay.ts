@@ -14,7 +14,7 @@ import { ApiError } from '../../../errors.ts';
 import type { Metrics } from '../../../observability.ts';
 import type { Admission } from '../../admission.ts';
 import { openSse, type SseWriter } from '../../../sse.ts';
-import { ChunkPresenter } from '../../presenters/completion.ts';
+import { ChunkPresenter } from '../../../../common/completion-presenter.ts';
 import type { ChatCompletionRequest, Usage } from '../../../../common/chat.ts';
 import type { CompletionResult, SequencedStreamEvent } from '../../../../common/completion.ts';
 import type { CompletionAnswer, CompletionService, StartOptions, StartedCompletion } from './service.ts';

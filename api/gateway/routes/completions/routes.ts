@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import { chatCompletionRequestSchema } from '../../../../common/chat.ts';
 import type { AuthState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
-import { presentCompletion } from '../../presenters/completion.ts';
+import { presentCompletion } from '../../../../common/completion-presenter.ts';
 import { relayStream, renderChunks, serveCompletion } from './relay.ts';
 import type { Metrics } from '../../../observability.ts';
 import type { CompletionService } from './service.ts';

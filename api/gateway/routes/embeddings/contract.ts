@@ -1,7 +1,7 @@
 /** Contract of `POST /v1/embeddings` (api/openapi/contract.ts). */
 import { z } from 'zod';
 import { json, route } from '../../../openapi/contract.ts';
-import { embeddingRequestSchema } from './schema.ts';
+import { embeddingRequestSchema } from '../../../../common/embedding-request.ts';
 
 export const embeddingContracts = [
   route({

@@ -9,7 +9,7 @@ import type { AuthState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
 import type { Admission } from '../../admission.ts';
 import { EmbeddingError, type EmbeddingService } from '../../../../activities/embeddings/embedding-service.ts';
-import { embeddingRequestSchema } from './schema.ts';
+import { embeddingRequestSchema, presentEmbeddings } from '../../../../common/embedding-request.ts';
 
 export function embeddingRoutes(embeddings: EmbeddingService, admission: Admission) {
   const router = new Router<AuthState>();
@@ -44,19 +44,7 @@ export function embeddingRoutes(embeddings: EmbeddingService, admission: Admissi
         (reservation) => admission.admit(context, principal, reservation),
       );
       context.set('X-Request-Id', embedded.requestId);
-      const base64 = body.encoding_format === 'base64';
-      context.body = {
-        object: 'list',
-        data: embedded.vectors.map((vector, index) => ({
-          object: 'embedding',
-          index,
-          embedding: base64
-            ? Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64')
-            : Array.from(vector),
-        })),
-        model: embedded.model,
-        usage: embedded.usage,
-      };
+      context.body = presentEmbeddings(embedded, body.encoding_format);
     } catch (error) {
       if (!(error instanceof EmbeddingError)) throw error;
       throw new ApiError(error.type, error.message, {

@@ -7,6 +7,7 @@
 import Router from '@koa/router';
 import type { AuthState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
+import { presentPage } from '../../../openapi/contract.ts';
 import { receiveFile } from '../../../multipart.ts';
 import { FileRefused, type ApiFileRecord, type ApiFileStore } from '../../../../activities/files/api-files.ts';
 import { listQuerySchema, purposeSchema } from './schema.ts';
@@ -59,14 +60,7 @@ export function fileRoutes(files: ApiFileStore) {
       limit,
       order,
     });
-    const data = listed.map(presentFile);
-    context.body = {
-      object: 'list',
-      data,
-      first_id: data[0]?.id ?? null,
-      last_id: data.at(-1)?.id ?? null,
-      has_more: hasMore,
-    };
+    context.body = presentPage(listed.map(presentFile), hasMore);
   });
 
   router.get('/v1/files/:id', async (context) => {

@@ -23,6 +23,7 @@ import type { TurnStops } from '../../../../activities/streaming/turn-stops.ts';
 import { cancelResponseSignal } from '../../../../workflows/completion.workflow.ts';
 import type { AuthState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
+import { presentPage } from '../../../openapi/contract.ts';
 import { relayStream, serveCompletion, type CompletionDoor } from '../completions/relay.ts';
 import type { CompletionService } from '../completions/service.ts';
 import { inputItemsQuerySchema, responseRequestSchema, retrieveQuerySchema } from './schema.ts';
@@ -178,14 +179,7 @@ export function responseRoutes(door: ResponseDoor, completions: CompletionServic
     if (after !== undefined && from === 0) {
       throw new ApiError('invalid_request', `No input item ${after} in response ${row.id}`, { param: 'after' });
     }
-    const data = ordered.slice(from, from + limit);
-    context.body = {
-      object: 'list',
-      data,
-      first_id: data[0]?.id ?? null,
-      last_id: data.at(-1)?.id ?? null,
-      has_more: from + limit < ordered.length,
-    };
+    context.body = presentPage(ordered.slice(from, from + limit), from + limit < ordered.length);
   });
 
   routes.post('/v1/responses/:id/cancel', async (context) => {

@@ -3,8 +3,8 @@
  * where the provider exposes it, travels in DeepSeek's `reasoning_content` field (message and delta), never in
  * `content`.
  */
-import type { ChatCompletion, ChatCompletionChunk, Usage } from '../../../common/chat.ts';
-import type { CompletionMessage, StreamEvent } from '../../../common/completion.ts';
+import type { ChatCompletion, ChatCompletionChunk, Usage } from './chat.ts';
+import type { CompletionMessage, StreamEvent } from './completion.ts';
 
 export interface CompletionAnswerView {
   model: string;

@@ -1,0 +1,263 @@
+/**
+ * One line of a batch, run: the batch workflow's local activity `runBatchLine` (workflows/batch.workflow.ts).
+ *
+ * A line goes the way a synchronous request to its endpoint goes: the same body schema, the same router (plan,
+ * catalogue, breaker), the same failover loop (common/model-call-failover.ts; for embeddings
+ * common/embedding-failover.ts through EmbeddingService), the same provider calls and ledger. Its credits are held,
+ * settled or released under the line's own keys (`batch-<id>/<line>#<attempt>`, common/batches.ts) at the plan's
+ * batch rate, and its answer is written once (BatchStore.record). Run again (its worker died, the workflow replayed),
+ * a line already answered is not called again; one whose answer was not yet written is, and is charged once: its
+ * ledger keys are the same.
+ *
+ * Differences from a synchronous request, both because nobody waits on a line: it does not count against the
+ * account's hourly and daily request limits, and when every provider of its model is saturated (429, overloaded, or
+ * circuit open) it is not failed but handed back to the workflow (`no-capacity`), which runs it again later.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { chatCompletionRequestSchema, type ChatCompletionRequest } from '../../common/chat.ts';
+import { presentCompletion } from '../../common/completion-presenter.ts';
+import type { Attempt } from '../../common/completion.ts';
+import {
+  batchLineLedgerId,
+  batchLineRequestId,
+  type BatchEndpoint,
+  type BatchLineOutcome,
+} from '../../common/batches.ts';
+import { embeddingRequestSchema, presentEmbeddings } from '../../common/embedding-request.ts';
+import { errorStatus, type ErrorType } from '../../common/errors.ts';
+import { callWithFailover } from '../../common/model-call-failover.ts';
+import { batchConcurrency, type PlanName, type PlansFile } from '../../common/plans.ts';
+import type { Pool } from '../../db/pool.ts';
+import { createCompletionActivities } from '../completion-activities.ts';
+import type { CreditLedger } from '../credits/credit-ledger.ts';
+import { EmbeddingError, type EmbeddingService } from '../embeddings/embedding-service.ts';
+import type { ApiFileStore } from '../files/api-files.ts';
+import type { ProviderCalls } from '../provider-calls.ts';
+import type { Router, RoutingAccount } from '../routing/router.ts';
+import type { BatchLineAnswer, BatchStore, LineCheck } from './batch-store.ts';
+
+export interface BatchLineDependencies {
+  batches: BatchStore;
+  apiFiles: ApiFileStore;
+  router: Router;
+  calls: ProviderCalls;
+  ledger: CreditLedger;
+  embeddings: EmbeddingService;
+  plans: PlansFile;
+  pool: Pool;
+}
+
+type ParsedLine =
+  | { endpoint: '/v1/chat/completions'; request: ChatCompletionRequest }
+  | {
+      endpoint: '/v1/embeddings';
+      request: ReturnType<typeof embeddingRequestSchema.parse> & { input: string | string[] };
+    }
+  | { fault: { message: string; param: string | null } };
+
+/** A line's body read as its endpoint reads a request's: the same schema, and what a batch cannot do (stream). */
+function parseLine(endpoint: BatchEndpoint, body: unknown): ParsedLine {
+  const schema = endpoint === '/v1/chat/completions' ? chatCompletionRequestSchema : embeddingRequestSchema;
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const path = issue?.path.join('.') ?? '';
+    return { fault: { message: `${path ? `body.${path}: ` : 'body: '}${issue?.message}`, param: path || null } };
+  }
+  if (endpoint === '/v1/chat/completions') {
+    const request = parsed.data as ChatCompletionRequest;
+    if (request.stream) return { fault: { message: 'body.stream: a batch line is not streamed', param: 'stream' } };
+    return { endpoint, request };
+  }
+  const request = parsed.data as ReturnType<typeof embeddingRequestSchema.parse>;
+  const texts = typeof request.input === 'string' ? [request.input] : request.input;
+  if (texts.some((item) => typeof item !== 'string')) {
+    return { fault: { message: 'body.input: token arrays are not supported; send the text', param: 'input' } };
+  }
+  return { endpoint, request: request as typeof request & { input: string | string[] } };
+}
+
+/** The check of each line as a batch is loaded: its url is the batch's endpoint, and its body a request to it. */
+export const checkBatchLine: LineCheck = (endpoint, request) => {
+  if (request.url !== endpoint) {
+    return { message: `url ${request.url} is not the batch's endpoint ${endpoint}`, param: 'url' };
+  }
+  const parsed = parseLine(endpoint, request.body);
+  return 'fault' in parsed ? parsed.fault : null;
+};
+
+/** A failed line's answer: the platform's error body with its status, as the synchronous endpoint answers it. */
+function errorAnswer(requestId: string, type: ErrorType, message: string, param?: string | null): BatchLineAnswer {
+  return {
+    statusCode: errorStatus[type],
+    requestId,
+    body: { error: { type, message, ...(param ? { param } : {}) } },
+  };
+}
+
+/** Statuses that say a provider is saturated rather than failing (too many requests, overloaded). */
+const saturatedStatuses = new Set([429, 503, 529]);
+
+/** Every candidate was saturated (or had its circuit open): the line waits for capacity instead of failing. */
+function noCapacity(attempts: Attempt[]): boolean {
+  return (
+    attempts.length > 0 &&
+    attempts.every((attempt) =>
+      attempt.outcome === 'skipped'
+        ? /circuit open/.test(attempt.error ?? '')
+        : attempt.outcome === 'failed' && attempt.status !== undefined && saturatedStatuses.has(attempt.status),
+    )
+  );
+}
+
+export function createBatchLineActivities(dependencies: BatchLineDependencies) {
+  const { batches, router, embeddings, plans, pool } = dependencies;
+  const activities = createCompletionActivities(dependencies);
+  // The same steps as a workflow's model call, called here (common/model-call-failover.ts).
+  const steps = {
+    call: activities.callProvider,
+    settle: activities.settleCredits,
+    release: activities.releaseCredits,
+  };
+  const creditFactor = plans.batches.credit_factor;
+
+  const accountOf = async (userId: string): Promise<RoutingAccount & { concurrency: number }> => {
+    const { rows } = await pool.query<{ plan: PlanName; custom_limits: { models?: string[] | 'all' } | null }>(
+      'select plan, custom_limits from users where id = $1',
+      [userId],
+    );
+    const plan = rows[0]?.plan ?? 'free';
+    return {
+      plan,
+      customModels: rows[0]?.custom_limits?.models,
+      concurrency: batchConcurrency(plans, plan),
+    };
+  };
+
+  const chatLine = async (
+    batchId: string,
+    line: number,
+    request: ChatCompletionRequest,
+    caller: { userId: string; metered: boolean; account: RoutingAccount | null },
+  ): Promise<BatchLineAnswer | 'no-capacity'> => {
+    const requestId = batchLineRequestId(batchId, line);
+    const planned = await router.plan(request, caller.account);
+    if (planned.kind === 'model_not_found') {
+      return errorAnswer(requestId, 'model_not_found', `The model '${request.model}' does not exist`, 'model');
+    }
+    if (planned.kind === 'not_in_plan') {
+      return errorAnswer(requestId, 'permission_denied', `The model '${planned.model}' is not in your plan`, 'model');
+    }
+    if (planned.kind === 'needs_vision') {
+      return errorAnswer(requestId, 'invalid_request', `The model '${planned.model}' cannot read images`, 'model');
+    }
+    // Every provider of the model has its circuit open: capacity, not the request, is missing.
+    if (planned.candidates.length === 0) return 'no-capacity';
+    const candidates = planned.candidates.map((candidate) =>
+      candidate.creditRate === undefined
+        ? candidate
+        : { ...candidate, creditRate: candidate.creditRate * creditFactor },
+    );
+    const workflowId = batchLineLedgerId(batchId, line);
+    const created = Math.floor(Date.now() / 1000);
+    const attempts: Attempt[] = [];
+    try {
+      const served = await callWithFailover(
+        { requestId, userId: caller.userId, created, request, candidates, metered: caller.metered },
+        // Every attempt holds its own worst case (no API held the first): `heldAttempt` 0 is no attempt's number.
+        { metered: caller.metered, attempts, workflowId, extra: { workflowId, heldAttempt: 0 } },
+        steps,
+      );
+      const answer = { ...served, model: served.candidate.model };
+      return {
+        statusCode: 200,
+        requestId,
+        body: presentCompletion(requestId, created, answer),
+        usage: { inputTokens: served.usage.prompt_tokens, outputTokens: served.usage.completion_tokens },
+      };
+    } catch (error) {
+      if (!(error instanceof ApplicationFailure) || !error.type || !(error.type in errorStatus)) throw error;
+      if (noCapacity(attempts)) return 'no-capacity';
+      return errorAnswer(requestId, error.type as ErrorType, error.message);
+    }
+  };
+
+  const embeddingLine = async (
+    batchId: string,
+    line: number,
+    request: Extract<ParsedLine, { endpoint: '/v1/embeddings' }>['request'],
+    caller: { userId: string; metered: boolean; account: RoutingAccount | null },
+  ): Promise<BatchLineAnswer | 'no-capacity'> => {
+    const requestId = batchLineRequestId(batchId, line);
+    try {
+      const embedded = await embeddings.run(
+        caller,
+        {
+          userId: caller.userId,
+          model: request.model,
+          texts: typeof request.input === 'string' ? [request.input] : request.input,
+          dimensions: request.dimensions,
+          fallbackModels: request.fallback_models,
+          user: request.user,
+        },
+        (reservation) => (reservation ? dependencies.ledger.reserve(reservation) : Promise.resolve(null)),
+        { requestId: `emb-${requestId}`, creditFactor },
+      );
+      return {
+        statusCode: 200,
+        requestId,
+        body: presentEmbeddings(embedded, request.encoding_format),
+        usage: { inputTokens: embedded.usage.prompt_tokens, outputTokens: 0 },
+      };
+    } catch (error) {
+      if (!(error instanceof EmbeddingError)) throw error;
+      // Every provider failed and the last one said when to come back (a 429's Retry-After): saturated.
+      if (error.type === 'upstream_error' && error.retryAfterSeconds !== undefined) return 'no-capacity';
+      return errorAnswer(requestId, error.type, error.message, error.param);
+    }
+  };
+
+  return {
+    /** Takes the batch's lines from its input file (`validating` → `in_progress`); null when it failed validation. */
+    async loadBatch(batchId: string): Promise<{ total: number; concurrency: number } | null> {
+      const total = await batches.load(batchId, dependencies.apiFiles, checkBatchLine);
+      if (total === null) return null;
+      const { rows } = await pool.query<{ user_id: string }>('select user_id from batches where id = $1', [batchId]);
+      return { total, concurrency: (await accountOf(rows[0]!.user_id)).concurrency };
+    },
+
+    /** Runs one line and writes its answer (see the file comment). */
+    async runBatchLine(input: { batchId: string; line: number }): Promise<BatchLineOutcome> {
+      const { batchId, line } = input;
+      const row = await batches.line(batchId, line);
+      if (row.statusCode !== null) return { outcome: 'recorded', ok: row.statusCode === 200 };
+      // What the batch says now, read with the line: its workflow may hear of a cancel or its expiry later than this.
+      if (row.batchStatus === 'cancelling' || row.batchStatus === 'cancelled') return { outcome: 'cancelled' };
+      if (row.expired) return { outcome: 'expired' };
+      const account = row.metered ? await accountOf(row.userId) : null;
+      const caller = { userId: row.userId, metered: row.metered, account };
+      const parsed = parseLine(row.endpoint, row.body);
+      const answer =
+        'fault' in parsed
+          ? errorAnswer(batchLineRequestId(batchId, line), 'invalid_request', parsed.fault.message, parsed.fault.param)
+          : parsed.endpoint === '/v1/chat/completions'
+            ? await chatLine(batchId, line, parsed.request, caller)
+            : await embeddingLine(batchId, line, parsed.request, caller);
+      if (answer === 'no-capacity') return { outcome: 'no-capacity' };
+      await batches.record(batchId, line, answer);
+      return { outcome: 'recorded', ok: answer.statusCode === 200 };
+    },
+
+    /** `finalizing`: every line is answered, the files are next. */
+    async batchFinalizing(batchId: string): Promise<void> {
+      await batches.finalizing(batchId);
+    },
+
+    /** Writes the output and error files and ends the batch (`completed`, `expired` or `cancelled`). */
+    async finishBatch(input: { batchId: string; ending: 'completed' | 'expired' | 'cancelled' }): Promise<void> {
+      await batches.finish(input.batchId, input.ending, dependencies.apiFiles);
+    },
+  };
+}
+
+export type BatchLineActivities = ReturnType<typeof createBatchLineActivities>;

@@ -1,0 +1,330 @@
+/**
+ * The Batch API through the official `openai` SDK's `files` and `batches` methods, unmodified: upload a JSONL file of
+ * requests, create a batch, poll it to `completed`, read its output and error files; embeddings; a batch whose lines
+ * do not fit its endpoint fails validation naming them; a cancel mid-way keeps the lines done and runs (and charges)
+ * no other; a batch past its window expires; another user's batch is a 404 on every route. Each line is charged once,
+ * at the plan's batch rate.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import OpenAI, { toFile } from 'openai';
+import pg from 'pg';
+import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+let platform: TestPlatform;
+let client: OpenAI;
+let userId: string;
+let database: pg.Pool;
+
+beforeAll(async () => {
+  platform = await startTestPlatform();
+  const key = await platform.createKey();
+  userId = key.user_id;
+  client = platform.openai(key.key, { maxRetries: 0 });
+  database = new pg.Pool({ connectionString: platform.databaseUrl, max: 2 });
+});
+
+afterAll(async () => {
+  await database?.end();
+  await platform?.close();
+});
+
+const chatLine = (customId: string, content: string, model = 'gpt-4o-mini') =>
+  JSON.stringify({
+    custom_id: customId,
+    method: 'POST',
+    url: '/v1/chat/completions',
+    body: { model, messages: [{ role: 'user', content }], max_tokens: 50 },
+  });
+
+const upload = async (lines: string[], to = client) =>
+  to.files.create({ file: await toFile(Buffer.from(`${lines.join('\n')}\n`), 'requests.jsonl'), purpose: 'batch' });
+
+const ended = ['completed', 'failed', 'expired', 'cancelled'];
+const settled = (id: string, to = client) =>
+  waitFor(
+    `batch ${id} to end`,
+    async () => {
+      const batch = await to.batches.retrieve(id);
+      return ended.includes(batch.status) ? batch : null;
+    },
+    120_000,
+  );
+
+/** A line of an output or error file, as OpenAI's Batch API writes them. */
+interface OutputLine {
+  id: string;
+  custom_id: string;
+  // The body is the endpoint's answer (a chat completion, a list of embeddings): read field by field below. Null only
+  // on lines not run (the error file's), which these tests read through `error`.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  response: { status_code: number; request_id: string; body: any };
+  error: { code: string; message: string } | null;
+}
+
+const linesOf = async (fileId: string | null | undefined): Promise<OutputLine[]> => {
+  if (!fileId) return [];
+  const text = await (await client.files.content(fileId)).text();
+  return text
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as OutputLine);
+};
+
+const ledger = async (batchId: string) =>
+  (
+    await database.query<{ workflow_id: string; kind: string; amount: number }>(
+      `select workflow_id, kind, amount from credit_ledger where workflow_id like $1 order by id`,
+      [`batch-${batchId}/%`],
+    )
+  ).rows;
+
+describe('batches', () => {
+  it('runs every line of a file once, answers it in the output file, and charges each line once at the batch rate', async () => {
+    const file = await upload([
+      chatLine('first', 'Say one'),
+      chatLine('second', 'Say two'),
+      chatLine('third', 'Say three'),
+      chatLine('unknown-model', 'Say four', 'no-such-model'),
+    ]);
+    const created = await client.batches.create({
+      input_file_id: file.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+      metadata: { purpose: 'test' },
+    });
+    expect(created).toMatchObject({
+      object: 'batch',
+      status: 'validating',
+      endpoint: '/v1/chat/completions',
+      input_file_id: file.id,
+      completion_window: '24h',
+      metadata: { purpose: 'test' },
+    });
+    expect(created.id).toMatch(/^batch_/);
+
+    const batch = await settled(created.id);
+    expect(batch.status).toBe('completed');
+    expect(batch.request_counts).toEqual({ total: 4, completed: 3, failed: 1 });
+    expect(batch.in_progress_at).toEqual(expect.any(Number));
+    expect(batch.finalizing_at).toEqual(expect.any(Number));
+    expect(batch.completed_at).toEqual(expect.any(Number));
+    expect(batch.usage?.input_tokens).toBeGreaterThan(0);
+
+    const output = await linesOf(batch.output_file_id);
+    expect(output.map((line) => line.custom_id)).toEqual(['first', 'second', 'third']);
+    for (const line of output) {
+      expect(line).toMatchObject({ error: null, response: { status_code: 200, request_id: expect.any(String) } });
+      expect(line.response.body).toMatchObject({ object: 'chat.completion', model: 'gpt-4o-mini' });
+    }
+    expect(output[0]!.response.body.choices[0].message.content).toContain('Say one');
+    const errors = await linesOf(batch.error_file_id);
+    expect(errors).toEqual([
+      expect.objectContaining({
+        custom_id: 'unknown-model',
+        response: expect.objectContaining({
+          status_code: 404,
+          body: { error: expect.objectContaining({ type: 'model_not_found' }) },
+        }),
+      }),
+    ]);
+    const outputFile = await client.files.retrieve(batch.output_file_id!);
+    expect(outputFile).toMatchObject({ purpose: 'batch_output', filename: `${batch.id}_output.jsonl` });
+
+    // One hold and one settlement per answered line; the settlement at half the model's rate (plans.yaml, batches).
+    const entries = await ledger(batch.id);
+    const settlements = entries.filter((entry) => entry.kind === 'settle');
+    expect(settlements.map((entry) => entry.workflow_id).sort()).toEqual(
+      [1, 2, 3].map((line) => `batch-${batch.id}/${line}`),
+    );
+    const usage = output.map((line) => line.response.body.usage.total_tokens as number);
+    expect(settlements.map((entry) => Number(entry.amount)).sort()).toEqual(
+      usage.map((tokens) => Math.max(1, Math.ceil((tokens * 4 * 0.5) / 1000))).sort(),
+    );
+    const [account] = (
+      await database.query<{ held: number }>('select credits_held as held from users where id = $1', [userId])
+    ).rows;
+    expect(Number(account!.held)).toBe(0);
+
+    const listed = await client.batches.list({ limit: 1 });
+    expect(listed.data.map((entry) => entry.id)).toEqual([batch.id]);
+  });
+
+  it('embeds in a batch', async () => {
+    const file = await upload(
+      ['alpha', 'beta'].map((text) =>
+        JSON.stringify({
+          custom_id: text,
+          method: 'POST',
+          url: '/v1/embeddings',
+          body: { model: 'text-embedding-3-small', input: text },
+        }),
+      ),
+    );
+    const created = await client.batches.create({
+      input_file_id: file.id,
+      endpoint: '/v1/embeddings',
+      completion_window: '24h',
+    });
+    const batch = await settled(created.id);
+    expect([batch.status, batch.request_counts]).toEqual(['completed', { total: 2, completed: 2, failed: 0 }]);
+    const output = await linesOf(batch.output_file_id);
+    expect(output.map((line) => line.custom_id).sort()).toEqual(['alpha', 'beta']);
+    expect(output[0]!.response.body).toMatchObject({ object: 'list', model: 'text-embedding-3-small' });
+    expect(output[0]!.response.body.data[0].embedding.length).toBeGreaterThan(0);
+  });
+
+  it('fails validation naming every line that does not fit the endpoint, and runs none', async () => {
+    const file = await upload([
+      chatLine('ok', 'Fine'),
+      JSON.stringify({
+        custom_id: 'wrong-url',
+        method: 'POST',
+        url: '/v1/embeddings',
+        body: { model: 'x', input: 'y' },
+      }),
+      JSON.stringify({ custom_id: 'no-messages', method: 'POST', url: '/v1/chat/completions', body: { model: 'x' } }),
+    ]);
+    const created = await client.batches.create({
+      input_file_id: file.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
+    const batch = await settled(created.id);
+    expect(batch.status).toBe('failed');
+    expect(batch.errors?.data).toEqual([
+      expect.objectContaining({ line: 2, param: 'url', message: expect.stringContaining('/v1/embeddings') }),
+      expect.objectContaining({ line: 3, message: expect.stringContaining('body.messages') }),
+    ]);
+    expect(await ledger(batch.id)).toEqual([]);
+  });
+
+  it('refuses what it cannot run, with the documented error', async () => {
+    const file = await upload([chatLine('a', 'x')]);
+    const refused = (body: Record<string, unknown>) =>
+      client.batches.create(body as unknown as OpenAI.Batches.BatchCreateParams).catch((error: unknown) => error);
+    expect(
+      await refused({ input_file_id: file.id, endpoint: '/v1/images/generations', completion_window: '24h' }),
+    ).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(
+      await refused({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '1h' }),
+    ).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(
+      await refused({ input_file_id: 'file-nope', endpoint: '/v1/chat/completions', completion_window: '24h' }),
+    ).toBeInstanceOf(OpenAI.NotFoundError);
+  });
+
+  it('stops at a cancel: the lines done stay in the output, the rest are not run and not charged', async () => {
+    // Each answer takes a second and a half; the business plan runs many lines at once, so the file is long.
+    await platform.simulator.addFault({ match: { model: 'gpt-4o-mini' }, fault: { latency_ms: 1_500 } });
+    try {
+      const count = 400;
+      const file = await upload(
+        Array.from({ length: count }, (_, index) => chatLine(`line-${index + 1}`, `Line ${index + 1}`)),
+      );
+      const created = await client.batches.create({
+        input_file_id: file.id,
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+      });
+      await waitFor('some lines to be answered', async () => {
+        const batch = await client.batches.retrieve(created.id);
+        return (batch.request_counts?.completed ?? 0) > 0;
+      });
+      const cancelling = await client.batches.cancel(created.id);
+      expect(cancelling.status).toBe('cancelling');
+      const batch = await settled(created.id);
+      expect(batch.status).toBe('cancelled');
+      expect(batch.cancelled_at).toEqual(expect.any(Number));
+      const done = batch.request_counts!.completed;
+      expect(done).toBeGreaterThan(0);
+      expect(done).toBeLessThan(count);
+
+      const output = await linesOf(batch.output_file_id);
+      const errors = await linesOf(batch.error_file_id);
+      expect(output).toHaveLength(done);
+      expect(errors).toHaveLength(count - done);
+      expect(errors.every((line) => line.error?.code === 'batch_cancelled' && line.response === null)).toBe(true);
+      // Every line appears once, in one file or the other.
+      const ids = [...output, ...errors].map((line) => line.custom_id as string).sort();
+      expect(ids).toEqual(Array.from({ length: count }, (_, index) => `line-${index + 1}`).sort());
+      // Only the lines answered were charged.
+      const settlements = (await ledger(batch.id)).filter((entry) => entry.kind === 'settle');
+      expect(settlements).toHaveLength(done);
+    } finally {
+      await platform.simulator.clearFaults();
+    }
+  });
+
+  it('is the owner’s only', async () => {
+    const file = await upload([chatLine('a', 'Mine')]);
+    const batch = await client.batches.create({
+      input_file_id: file.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
+    const other = platform.openai((await platform.createKey()).key);
+    const notFound = (promise: Promise<unknown>) =>
+      promise.then(
+        () => 'found',
+        (error: unknown) => error,
+      );
+    expect(await notFound(other.batches.retrieve(batch.id))).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(await notFound(other.batches.cancel(batch.id))).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((await other.batches.list()).data).toEqual([]);
+    // Nor may another user run a batch of this user's file.
+    expect(
+      await notFound(
+        other.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' }),
+      ),
+    ).toBeInstanceOf(OpenAI.NotFoundError);
+    const done = await settled(batch.id);
+    expect(await notFound(other.files.content(done.output_file_id!))).toBeInstanceOf(OpenAI.NotFoundError);
+  });
+});
+
+describe('a batch past its window', () => {
+  let short: TestPlatform;
+
+  beforeAll(async () => {
+    // The window a deployment grants (BATCH_WINDOW_SECONDS) is made short here; answers take longer than it.
+    short = await startTestPlatform({ BATCH_WINDOW_SECONDS: '4' });
+  });
+
+  afterAll(async () => {
+    await short?.close();
+  });
+
+  it('expires: the lines answered stay in the output, the rest are named batch_expired', async () => {
+    const key = await short.createKey(undefined, 'free');
+    const owner = short.openai(key.key);
+    await short.simulator.addFault({ fault: { latency_ms: 1_500 } });
+    const count = 40;
+    const file = await owner.files.create({
+      file: await toFile(
+        Buffer.from(
+          Array.from({ length: count }, (_, index) => chatLine(`line-${index + 1}`, `Line ${index}`)).join('\n'),
+        ),
+        'requests.jsonl',
+      ),
+      purpose: 'batch',
+    });
+    const created = await owner.batches.create({
+      input_file_id: file.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
+    const batch = await settled(created.id, owner);
+    expect(batch.status).toBe('expired');
+    expect(batch.expired_at).toEqual(expect.any(Number));
+    const done = batch.request_counts!.completed;
+    expect(done).toBeLessThan(count);
+    const errorText = await (await owner.files.content(batch.error_file_id!)).text();
+    const errors = errorText
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { error: { code: string } | null });
+    expect(errors).toHaveLength(count - done);
+    expect(errors.every((line) => line.error?.code === 'batch_expired')).toBe(true);
+  });
+});
