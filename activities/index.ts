@@ -1,5 +1,6 @@
 /** createActivities(deps): every activity the worker registers, built from injected dependencies. */
 import { createBatchLineActivities, type BatchLineDependencies } from './batches/batch-lines.ts';
+import { createCapacityActivities, type CapacityQueue } from './capacity/capacity-queue.ts';
 import { createChatActivities, type ChatActivityDependencies } from './chat-activities.ts';
 import { createCompletionActivities } from './completion-activities.ts';
 import { createEmbeddingActivities } from './embeddings/embedding-activities.ts';
@@ -45,6 +46,8 @@ export interface ActivityDependencies
   /** The RAG index's tables and the model new indexes use (activities/rag/). */
   rag: RagStore;
   ragModel: RagModel;
+  /** The durable capacity queue (activities/capacity/). */
+  capacity: CapacityQueue;
 }
 
 export function createActivities(dependencies: ActivityDependencies) {
@@ -62,6 +65,7 @@ export function createActivities(dependencies: ActivityDependencies) {
     ...createRagActivities(dependencies),
     ...createResponseActivities(dependencies),
     ...createBatchLineActivities(dependencies),
+    ...createCapacityActivities(dependencies),
     ...createTableImportActivities({
       userData: dependencies.userData,
       uploads: dependencies.uploads,

@@ -4,6 +4,7 @@
  */
 import type { Middleware } from 'koa';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { QueueDepth } from '../activities/capacity/capacity-queue.ts';
 import { agentActivityRegistry } from '../activities/agent-metrics.ts';
 import type { Logger } from '../process/logger.ts';
 import { ServerTiming } from './server-timing.ts';
@@ -64,6 +65,41 @@ export function agentServiceRegistry(metrics: Metrics, turns: { approvalsWaiting
     },
   });
   return Registry.merge([metrics.registry, agentActivityRegistry, approvals]);
+}
+
+/**
+ * The durable capacity queue on `/metrics` (docs/capacity-queue.md), read from the database at each scrape: jobs
+ * waiting and holding slots, and the longest wait, by kind, model, priority and plan.
+ */
+export function registerCapacityGauges(registry: Registry, capacity: { depth(): Promise<QueueDepth[]> }): void {
+  const labelNames = ['kind', 'model', 'priority', 'plan'] as const;
+  let depth: Promise<QueueDepth[]> | null = null;
+  // One query per scrape for the three gauges.
+  const read = () => (depth ??= capacity.depth().finally(() => setTimeout(() => (depth = null), 0)));
+  const gauge = (name: string, help: string, value: (row: QueueDepth) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const row of await read()) {
+          this.set({ kind: row.kind, model: row.model, priority: row.priority, plan: row.plan }, value(row));
+        }
+      },
+    });
+  gauge(
+    'tessera_capacity_queue_waiting',
+    'Jobs waiting in the capacity queue (platform-wide, now)',
+    (row) => row.waiting,
+  );
+  gauge('tessera_capacity_queue_holding', 'Jobs holding a capacity slot (platform-wide, now)', (row) => row.holding);
+  gauge(
+    'tessera_capacity_queue_oldest_wait_seconds',
+    'How long the longest-waiting job of the group has waited (seconds)',
+    (row) => row.oldestWaitSeconds,
+  );
 }
 
 /** Logs one line per request with its id, and times it by matched route (not raw path: bounded labels). */

@@ -171,3 +171,21 @@ export async function callWithFailover<Extra extends object, Answer extends Atte
 function describe(attempts: Attempt[]): string {
   return attempts.map((attempt) => `${attempt.model}: ${attempt.error}`).join('; ');
 }
+
+/** Statuses that say a provider is saturated rather than failing (too many requests, overloaded). */
+const saturatedStatuses = new Set([429, 503, 529]);
+
+/**
+ * Every attempt found its provider saturated (429, 503, 529) or its circuit open: capacity, not the request, was
+ * missing. A job nobody waits on waits for capacity then (docs/capacity-queue.md) instead of failing.
+ */
+export function allSaturated(attempts: Attempt[]): boolean {
+  return (
+    attempts.length > 0 &&
+    attempts.every((attempt) =>
+      attempt.outcome === 'skipped'
+        ? /circuit open/.test(attempt.error ?? '')
+        : attempt.outcome === 'failed' && attempt.status !== undefined && saturatedStatuses.has(attempt.status),
+    )
+  );
+}

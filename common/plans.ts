@@ -35,6 +35,13 @@ export const plansFileSchema = z
       })
       .strict()
       .default({ credit_factor: 0.5, concurrency: { free: 4, starter: 16, pro: 64, business: 128 } }),
+    queue: z
+      .object({
+        concurrency: z.record(z.enum(planNames), z.number().int().positive()),
+        aging_seconds: z.number().int().positive(),
+      })
+      .strict()
+      .default({ concurrency: { free: 2, starter: 4, pro: 16, business: 64 }, aging_seconds: 60 }),
   })
   .strict()
   .refine((file) => planNames.every((name) => file.plans[name]), { message: 'every plan must be defined' });

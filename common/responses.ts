@@ -6,12 +6,18 @@
  */
 import type { FinishReason, Usage } from './chat.ts';
 import type { CompletionMessage } from './completion.ts';
+import type { CapacityPriority } from './capacity.ts';
 
 /** A completion that is a Response: its row in `model_responses` follows the workflow (activities/responses/). */
 export interface ResponseRecord {
   responseId: string;
   /** Answered at once (`queued`), run by any worker; cancellable while it runs. */
   background: boolean;
+  /**
+   * A background response waits in the capacity queue (docs/capacity-queue.md) at this priority (from `service_tier`).
+   * Absent in histories from before the queue.
+   */
+  priority?: CapacityPriority;
 }
 
 export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';

@@ -66,6 +66,7 @@ import { WorkspaceWrites } from '../activities/google/workspace-writes.ts';
 import { processTracing, type Tracing } from '../process/tracing.ts';
 import { ApiFileStore } from '../activities/files/api-files.ts';
 import { BatchStore } from '../activities/batches/batch-store.ts';
+import { CapacityQueue } from '../activities/capacity/capacity-queue.ts';
 import { Router } from '../activities/routing/router.ts';
 
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -224,6 +225,8 @@ export interface WorkerDependencies {
   /** The Files API's files (batch inputs, and batches' output and error files) and the batches (activities/batches/). */
   apiFiles: ApiFileStore;
   batches: BatchStore;
+  /** The durable capacity queue: background jobs waiting for a slot (activities/capacity/). */
+  capacity: CapacityQueue;
   /** Filled by the agent service where this process serves it: the routing step of its turns (chat-activities.ts). */
   agentRouting?: AgentRoutingSlot;
 }
@@ -361,6 +364,7 @@ export function createWorkerDependencies(
       maxLines: settings.FILES_MAX_LINES,
     }),
     batches: new BatchStore(pool),
+    capacity: new CapacityQueue(pool, plans),
     media,
     userData,
     uploads,

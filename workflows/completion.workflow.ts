@@ -24,6 +24,8 @@ import {
 } from '@temporalio/workflow';
 import type { ResponseActivities } from '../activities/responses/response-store.ts';
 import type { Attempt, CompletionInput, CompletionResult } from '../common/completion.ts';
+import { allSaturated } from '../common/model-call-failover.ts';
+import { modelSaturated, modelServed, releaseCapacity, waitForCapacity } from './capacity.ts';
 import { callWithFailover, modelCallFailure, releaseUnusedHold } from './model-call.ts';
 
 export interface CompletionTrace {
@@ -37,7 +39,7 @@ export const traceQuery = defineQuery<CompletionTrace>('trace');
 export const cancelResponseSignal = defineSignal('cancelResponse');
 
 // The response's row: retried until the database answers (the answer is already out).
-const { startResponse, recordResponse } = proxyLocalActivities<ResponseActivities>({
+const { startResponse, requeueResponse, recordResponse } = proxyLocalActivities<ResponseActivities>({
   startToCloseTimeout: '10s',
   retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '30s' },
 });
@@ -78,33 +80,71 @@ async function complete(input: CompletionInput, isMetered: () => boolean): Promi
   let cancelled = false;
   setHandler(cancelResponseSignal, () => void (cancelled = true));
   const { responseId, background } = response;
-  if (background) await startResponse(responseId);
-  if (cancelled) {
-    // Cancelled while queued: nothing is called, and the hold the API took is lifted.
+  // A background response waits for a slot in the capacity queue (docs/capacity-queue.md); runs from before the queue
+  // (no marker in their history) go straight on.
+  const queued = background && patched('capacity-queue');
+  const slot = {
+    holder: workflowId,
+    userId: input.userId,
+    model: input.request.model,
+    kind: 'response',
+    priority: response.priority ?? ('normal' as const),
+  };
+  const cancelledWhileQueued = async () => {
+    // Cancelled before its call: nothing is called, and the hold the API took is lifted.
     if (metered) await releaseUnusedHold({ userId: input.userId, workflowId, attempt: 1 });
     await recordResponse({ responseId, outcome: 'cancelled' });
     return { ...result(input, null, attempts), stopped: true };
+  };
+  let grant = queued ? await waitForCapacity(slot, { stop: () => cancelled }) : 'granted';
+  if (!grant) return cancelledWhileQueued();
+  if (background) await startResponse(responseId);
+  if (cancelled) {
+    if (queued) await releaseCapacity({ holder: workflowId });
+    return cancelledWhileQueued();
   }
   try {
-    const served = await callWithFailover(input, {
-      metered,
-      attempts,
-      workflowId,
-      // The output is stored, so a streamed answer is assembled too; a background one may be stopped. The call writes
-      // the response's end with its settlement; when it could not, this workflow does.
-      extra: { collectMessage: true, closeResponse: { responseId }, ...(background ? { stoppable: true } : {}) },
-    });
-    if (!served.responseClosed)
-      await recordResponse({
-        responseId,
-        outcome: 'answered',
-        model: served.candidate.model,
-        message: served.message,
-        finishReason: served.finishReason,
-        usage: served.usage,
-        stopped: !!served.stopped,
-      });
-    return { ...result(input, served, attempts), ...(served.stopped ? { stopped: true } : {}) };
+    let firstAttempt = 1;
+    for (;;) {
+      const tried = attempts.length;
+      try {
+        const served = await callWithFailover(input, {
+          metered,
+          attempts,
+          workflowId,
+          firstAttempt,
+          // The output is stored, so a streamed answer is assembled too; a background one may be stopped. The call
+          // writes the response's end with its settlement; when it could not, this workflow does.
+          extra: { collectMessage: true, closeResponse: { responseId }, ...(background ? { stoppable: true } : {}) },
+        });
+        if (!served.responseClosed)
+          await recordResponse({
+            responseId,
+            outcome: 'answered',
+            model: served.candidate.model,
+            message: served.message,
+            finishReason: served.finishReason,
+            usage: served.usage,
+            stopped: !!served.stopped,
+          });
+        if (grant === 'probe') await modelServed(slot.model);
+        return { ...result(input, served, attempts), ...(served.stopped ? { stopped: true } : {}) };
+      } catch (error) {
+        // Every provider saturated: the response is not failed but waits in the queue again, its place kept, and
+        // the model's back-off grows; the next round's attempts hold their own credits.
+        if (!queued || cancelled || !allSaturated(attempts.slice(tried))) throw error;
+        await modelSaturated(slot.model);
+        await releaseCapacity({ holder: workflowId, requeue: true });
+        await requeueResponse(responseId);
+        grant = await waitForCapacity(slot, { stop: () => cancelled });
+        if (!grant) {
+          await recordResponse({ responseId, outcome: 'cancelled' });
+          return { ...result(input, null, attempts), stopped: true };
+        }
+        await startResponse(responseId);
+        firstAttempt += input.candidates.length;
+      }
+    }
   } catch (error) {
     const failure = error instanceof ApplicationFailure ? error : null;
     await recordResponse({
@@ -114,6 +154,8 @@ async function complete(input: CompletionInput, isMetered: () => boolean): Promi
       message: failure?.message ?? String(error),
     });
     throw error;
+  } finally {
+    if (queued) await releaseCapacity({ holder: workflowId });
   }
 }
 

@@ -25,7 +25,7 @@ import {
 } from '../../common/batches.ts';
 import { embeddingRequestSchema, presentEmbeddings } from '../../common/embedding-request.ts';
 import { errorStatus, type ErrorType } from '../../common/errors.ts';
-import { callWithFailover } from '../../common/model-call-failover.ts';
+import { allSaturated, callWithFailover } from '../../common/model-call-failover.ts';
 import { batchConcurrency, type PlanName, type PlansFile } from '../../common/plans.ts';
 import type { Pool } from '../../db/pool.ts';
 import { createCompletionActivities } from '../completion-activities.ts';
@@ -95,21 +95,6 @@ function errorAnswer(requestId: string, type: ErrorType, message: string, param?
   };
 }
 
-/** Statuses that say a provider is saturated rather than failing (too many requests, overloaded). */
-const saturatedStatuses = new Set([429, 503, 529]);
-
-/** Every candidate was saturated (or had its circuit open): the line waits for capacity instead of failing. */
-function noCapacity(attempts: Attempt[]): boolean {
-  return (
-    attempts.length > 0 &&
-    attempts.every((attempt) =>
-      attempt.outcome === 'skipped'
-        ? /circuit open/.test(attempt.error ?? '')
-        : attempt.outcome === 'failed' && attempt.status !== undefined && saturatedStatuses.has(attempt.status),
-    )
-  );
-}
-
 export function createBatchLineActivities(dependencies: BatchLineDependencies) {
   const { batches, router, embeddings, plans, pool } = dependencies;
   const activities = createCompletionActivities(dependencies);
@@ -177,7 +162,7 @@ export function createBatchLineActivities(dependencies: BatchLineDependencies) {
       };
     } catch (error) {
       if (!(error instanceof ApplicationFailure) || !error.type || !(error.type in errorStatus)) throw error;
-      if (noCapacity(attempts)) return 'no-capacity';
+      if (allSaturated(attempts)) return 'no-capacity';
       return errorAnswer(requestId, error.type as ErrorType, error.message);
     }
   };

@@ -20,6 +20,7 @@
  */
 import { heartbeat } from '../heartbeat.ts';
 import type { CreditLedger, OpenHold } from './credit-ledger.ts';
+import type { CapacityQueue } from '../capacity/capacity-queue.ts';
 
 export interface AbandonedHoldDependencies {
   ledger: CreditLedger;
@@ -27,6 +28,8 @@ export interface AbandonedHoldDependencies {
   isRunning(workflowId: string): Promise<boolean>;
   /** How old a hold must be before its workflow is asked about. */
   creditHoldGraceMs: number;
+  /** The capacity queue: a job's place or slot is a hold too, and goes when its workflow no longer runs. */
+  capacity?: Pick<CapacityQueue, 'aged' | 'release'>;
 }
 
 /** Holds read per page. */
@@ -62,7 +65,18 @@ export function createAbandonedHoldActivities(dependencies: AbandonedHoldDepende
         heartbeat({ workflows, released });
         if (page.length < pageSize) break;
       }
-      return { workflows, released };
+      // Places and slots in the capacity queue whose job's workflow ended without giving them back (terminated).
+      const holders = (await dependencies.capacity?.aged(creditHoldGraceMs)) ?? [];
+      for (let start = 0; start < holders.length; start += concurrency) {
+        await Promise.all(
+          holders.slice(start, start + concurrency).map(async (holder) => {
+            if (await isRunning(holder)) return;
+            await dependencies.capacity!.release(holder);
+            released++;
+          }),
+        );
+      }
+      return { workflows: workflows + holders.length, released };
     },
   };
 }

@@ -168,6 +168,13 @@ export class ResponseStore {
     ]);
   }
 
+  /** A background response that found its model saturated waits in the queue again: `in_progress` → `queued`. */
+  async markQueued(id: string): Promise<void> {
+    await this.pool.query(`update model_responses set status = 'queued' where id = $1 and status = 'in_progress'`, [
+      id,
+    ]);
+  }
+
   /**
    * Records how the response ended (once: only a response still queued or running is written), on `executor`: the
    * pool, or the transaction of the call's settlement (activities/provider-calls.ts, `closeResponse`).
@@ -229,6 +236,9 @@ export function createResponseActivities(dependencies: { pool: Pool }) {
   return {
     async startResponse(responseId: string): Promise<void> {
       await store.markInProgress(responseId);
+    },
+    async requeueResponse(responseId: string): Promise<void> {
+      await store.markQueued(responseId);
     },
     async recordResponse(end: ResponseEnd): Promise<void> {
       await store.finish(end);

@@ -20,7 +20,7 @@ import { forwardedFromTrustedProxies } from '../forwarding.ts';
 import type { TrustedProxies } from '../../config/trusted-proxies.ts';
 import { bodyText, urlText } from '../text-policy.ts';
 import type { Logger } from '../../process/logger.ts';
-import { Metrics, requestObserver } from '../observability.ts';
+import { Metrics, registerCapacityGauges, requestObserver } from '../observability.ts';
 import type { PrincipalCache } from '../principal-cache.ts';
 import { limitKeyed, type RateLimits } from '../rate-limit.ts';
 import { accountRoutes } from './routes/account/routes.ts';
@@ -168,6 +168,7 @@ export function createApp(dependencies: AppDependencies): Koa {
   // A key that is sent is checked here, before any route, so an invalid one is a 401 on every path (api/auth.ts).
   app.use(identifyKey(keys));
 
+  registerCapacityGauges(metrics.registry, dependencies.capacity);
   const metricsRouter = new Router().get('/metrics', async (context) => {
     context.type = metrics.registry.contentType;
     context.body = await metrics.registry.metrics();
@@ -201,6 +202,7 @@ export function createApp(dependencies: AppDependencies): Koa {
   const responseDoor = {
     ...door,
     responses: new ResponseStore(dependencies.pool),
+    capacity: dependencies.capacity,
     client: dependencies.client,
     stops: dependencies.stops,
   };

@@ -18,6 +18,7 @@ import { MediaCallbackSecret, MediaJob } from './media-job.entity.ts';
 import { ModelResponse } from './model-response.entity.ts';
 import { ApiFile } from './api-file.entity.ts';
 import { Batch, BatchLine } from './batch.entity.ts';
+import { CapacityModel, CapacityWaiter } from './capacity-waiter.entity.ts';
 import { PublishedSite } from './published-site.entity.ts';
 import { ProviderBreaker } from './provider-breaker.entity.ts';
 import { RateLimitBucket } from './rate-limit-bucket.entity.ts';
@@ -36,6 +37,8 @@ export {
   ApiFile,
   Batch,
   BatchLine,
+  CapacityModel,
+  CapacityWaiter,
   AgentModelChoice,
   ApiKey,
   ChatConversation,
@@ -118,4 +121,6 @@ export const entities = [
   ApiFile,
   Batch,
   BatchLine,
+  CapacityModel,
+  CapacityWaiter,
 ];

@@ -100,7 +100,7 @@ it('completes a batch after a SIGKILL of the whole platform, each line once in t
   expect(output.map((line) => line.custom_id)).toEqual(ids);
   for (const line of output) {
     expect(line.response.status_code).toBe(200);
-    expect(line.response.body.choices[0].message.content).toContain(`Answer ${line.custom_id}`);
+    expect(line.response.body.choices[0]!.message.content).toContain(`Answer ${line.custom_id}`);
   }
 
   // One settlement per line, whatever ran twice; nothing held.

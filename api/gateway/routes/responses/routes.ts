@@ -24,6 +24,8 @@ import { cancelResponseSignal } from '../../../../workflows/completion.workflow.
 import type { AuthState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
 import { presentPage } from '../../../openapi/contract.ts';
+import { priorityOfServiceTier } from '../../../../common/capacity.ts';
+import type { CapacityQueue } from '../../../../activities/capacity/capacity-queue.ts';
 import { relayStream, serveCompletion, type CompletionDoor } from '../completions/relay.ts';
 import type { CompletionService } from '../completions/service.ts';
 import { inputItemsQuerySchema, responseRequestSchema, retrieveQuerySchema } from './schema.ts';
@@ -40,6 +42,7 @@ import {
 
 export interface ResponseDoor extends CompletionDoor {
   responses: ResponseStore;
+  capacity: CapacityQueue;
   client: Client;
   stops: TurnStops;
 }
@@ -105,7 +108,7 @@ export function responseCreateRoutes(door: ResponseDoor) {
       kind: 'response',
       summary: background ? 'Response, in the background' : 'Response',
       eager: background ? false : undefined,
-      ...(store ? { response: { background } } : {}),
+      ...(store ? { response: { background, priority: priorityOfServiceTier(body.service_tier) } } : {}),
       // The row is written before the workflow starts: in the admission's statement, with the hold, when there is
       // one; else on its own.
       ...(store ? { admittedWrite: (id: string) => door.responses.admitted(row(id)) } : {}),
@@ -148,7 +151,9 @@ export function responseRoutes(door: ResponseDoor, completions: CompletionServic
     if (!query.success) throw invalidRequest(query.error);
     const row = await owned(context);
     if (query.data.stream !== 'true') {
-      context.body = presentResponse(row);
+      // A queued background response says where it stands in the capacity queue (docs/capacity-queue.md).
+      const position = row.status === 'queued' ? await door.capacity.position(completionWorkflowId(row.id)) : null;
+      context.body = { ...presentResponse(row), ...(position ? { queue_position: position } : {}) };
       return;
     }
     if (!row.stream) {

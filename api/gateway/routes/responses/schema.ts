@@ -2,7 +2,7 @@
  * OpenAI's Responses API as the Responses door (`/v1/responses`) takes and answers it: the request schema (the one
  * check of what a client sends, at the edge) and the Response object, its items and its stream events, as OpenAI's
  * API reference gives them (platform.openai.com/docs/api-reference/responses). Fields the platform does not serve
- * (`include`, `service_tier`, `truncation`, `prompt_cache_key`, `safety_identifier`, `stream_options`, …) are accepted
+ * (`include`, `truncation`, `prompt_cache_key`, `safety_identifier`, `stream_options`, …) are accepted
  * and ignored; what it cannot carry (hosted tools such as web or file search, `item_reference`, input files,
  * `conversation`, `prompt`) is refused with a 400 that names it.
  */
@@ -106,6 +106,8 @@ export const responseRequestSchema = z
       .nullish(),
     metadata: z.record(z.string().max(64), z.string().max(512)).nullish(),
     user: z.string().max(256).nullish(),
+    /** A background response's priority in the capacity queue: `priority` high, `flex` low (docs/capacity-queue.md). */
+    service_tier: z.enum(['auto', 'default', 'flex', 'scale', 'priority']).nullish(),
     conversation: z.null({ error: 'conversation is not served: continue with previous_response_id' }).optional(),
     prompt: z.null({ error: 'stored prompts are not served' }).optional(),
   })
@@ -160,6 +162,10 @@ export const responseObjectSchema = z
     tools: z.array(z.unknown()),
     tool_choice: z.unknown(),
     usage: z.unknown().nullable(),
+    queue_position: z.number().int().positive().optional().meta({
+      description:
+        'Tessera’s: while a background response is `queued` and waits for capacity, its place (1 = next) in the durable capacity queue',
+    }),
   })
   .meta({ id: 'Response' });
 

@@ -1,0 +1,141 @@
+/**
+ * The durable capacity queue (docs/capacity-queue.md) with the official `openai` SDK: background responses of an
+ * account past its plan's concurrency wait `queued`, each told its place, and start as slots free, by priority
+ * (`service_tier`) and then first come first served; a background response whose model's every provider is saturated
+ * (429) is not failed but waits and completes once the provider answers again; the queue is on `/metrics`. Nothing is
+ * lost and each is charged once.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type OpenAI from 'openai';
+import pg from 'pg';
+import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+let platform: TestPlatform;
+let database: pg.Pool;
+
+beforeAll(async () => {
+  platform = await startTestPlatform();
+  database = new pg.Pool({ connectionString: platform.databaseUrl, max: 2 });
+});
+
+afterAll(async () => {
+  await database?.end();
+  await platform?.close();
+});
+
+type Tier = 'priority' | 'default' | 'flex';
+const create = (client: OpenAI, input: string, tier: Tier = 'default') =>
+  client.responses.create({
+    model: 'gpt-4o-mini',
+    input,
+    background: true,
+    max_output_tokens: 30,
+    service_tier: tier,
+  });
+
+describe('the capacity queue', () => {
+  it('holds an account’s jobs past its concurrency, tells each its place, and starts them in priority order', async () => {
+    // A free account runs two background jobs at once (plans.yaml, queue.concurrency); each answer takes 2 s.
+    await platform.simulator.addFault({ fault: { latency_ms: 2_000 } });
+    try {
+      const { key, user_id: userId } = await platform.createKey(undefined, 'free');
+      const client = platform.openai(key);
+      const running = [await create(client, 'First'), await create(client, 'Second')];
+      await waitFor('the first two to run', async () => {
+        const answers = await Promise.all(running.map((response) => client.responses.retrieve(response.id)));
+        return answers.every((answer) => answer.status === 'in_progress');
+      });
+      // Three more: low, normal and high priority, in that order of arrival.
+      const low = await create(client, 'Low', 'flex');
+      const normal = await create(client, 'Normal');
+      const high = await create(client, 'High', 'priority');
+      const places = await waitFor('the three to be placed', async () => {
+        const answers = (await Promise.all(
+          [high, normal, low].map((response) => client.responses.retrieve(response.id)),
+        )) as Array<OpenAI.Responses.Response & { queue_position?: number }>;
+        const positions = answers.map((answer) => answer.queue_position);
+        return answers.every((answer) => answer.status === 'queued') && positions.every(Boolean) ? positions : null;
+      });
+      expect(places).toEqual([1, 2, 3]);
+
+      // Waiting is on /metrics.
+      const metrics = await (await platform.fetch('/metrics')).text();
+      expect(metrics).toMatch(
+        /tessera_capacity_queue_waiting\{kind="response",model="gpt-4o-mini",priority="low",plan="free"\} 1/,
+      );
+      expect(metrics).toMatch(/tessera_capacity_queue_holding\{[^}]*plan="free"\} 2/);
+
+      // Seen as they start (read from the rows: the free plan's hourly limit would not take polling through the API):
+      // the high one first, then the normal one, then the low one.
+      const started = new Map<string, number>();
+      const ids = [...running, low, normal, high].map((response) => response.id);
+      await waitFor(
+        'every response to complete',
+        async () => {
+          const { rows } = await database.query<{ id: string; status: string }>(
+            'select id, status from model_responses where id = any($1)',
+            [ids],
+          );
+          for (const row of rows) {
+            if (row.status !== 'queued' && !started.has(row.id)) started.set(row.id, performance.now());
+          }
+          return rows.length === ids.length && rows.every((row) => row.status === 'completed');
+        },
+        60_000,
+      );
+      expect(started.get(high.id)!).toBeLessThanOrEqual(started.get(normal.id)!);
+      expect(started.get(normal.id)!).toBeLessThan(started.get(low.id)!);
+
+      // Each charged once; no place or slot left behind.
+      const settled = await database.query<{ workflow_id: string }>(
+        `select workflow_id from credit_ledger where user_id = $1 and kind = 'settle'`,
+        [userId],
+      );
+      expect(settled.rows.map((row) => row.workflow_id).sort()).toEqual(ids.map((id) => `completion-${id}`).sort());
+      const left = await database.query('select 1 from capacity_waiters where user_id = $1', [userId]);
+      expect(left.rowCount).toBe(0);
+    } finally {
+      await platform.simulator.clearFaults();
+    }
+  });
+
+  it('waits out a saturated model instead of failing, and completes when it answers again', async () => {
+    // Every provider of the model answers 429.
+    await platform.simulator.addFault({ fault: { status: 429 } });
+    const { key, user_id: userId } = await platform.createKey();
+    const client = platform.openai(key);
+    try {
+      const response = await create(client, 'Patient');
+      await waitFor('the model to be marked saturated', async () => {
+        const marked = await database.query('select 1 from capacity_models where model = $1', ['gpt-4o-mini']);
+        return (marked.rowCount ?? 0) > 0;
+      });
+      const waiting = await client.responses.retrieve(response.id);
+      expect(['queued', 'in_progress']).toContain(waiting.status);
+      await platform.simulator.clearFaults();
+      const done = await waitFor(
+        'the response to complete',
+        async () => {
+          const answer = await client.responses.retrieve(response.id);
+          return answer.status === 'completed' || answer.status === 'failed' ? answer : null;
+        },
+        120_000,
+      );
+      expect(done.status).toBe('completed');
+      expect(done.output_text).toContain('Patient');
+      const marked = await database.query('select 1 from capacity_models where model = $1', ['gpt-4o-mini']);
+      expect(marked.rowCount).toBe(0);
+      const settled = await database.query(`select 1 from credit_ledger where user_id = $1 and kind = 'settle'`, [
+        userId,
+      ]);
+      expect(settled.rowCount).toBe(1);
+      const held = await database.query<{ held: number }>('select credits_held as held from users where id = $1', [
+        userId,
+      ]);
+      expect(Number(held.rows[0]!.held)).toBe(0);
+    } finally {
+      await platform.simulator.clearFaults();
+    }
+  });
+});
