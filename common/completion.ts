@@ -29,6 +29,11 @@ export interface CompletionInput {
   metered?: boolean;
   /** A Response of the Responses door: the workflow keeps its row (common/responses.ts). */
   response?: ResponseRecord;
+  /**
+   * How long a synchronous request may wait for capacity when every provider is saturated, in seconds (the
+   * `X-Tessera-Capacity-Wait` header, docs/capacity-queue.md); absent: it fails at once, as before.
+   */
+  capacityWaitSeconds?: number;
 }
 
 /** One model to try, as planned by the router. */

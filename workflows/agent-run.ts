@@ -5,12 +5,13 @@
  * per run and chat. Used by scheduled runs (scheduled-run.workflow.ts) and inbound webhook runs
  * (webhook-run.workflow.ts). Workflow code: deterministic, imported by workflows only.
  */
-import { ApplicationFailure, ChildWorkflowFailure, executeChild, proxyActivities } from '@temporalio/workflow';
+import { ApplicationFailure, ChildWorkflowFailure, executeChild, patched, proxyActivities } from '@temporalio/workflow';
 import type { createMessengerActivities } from '../activities/messengers/messenger-activities.ts';
 import type { MessengerTarget } from '../activities/messengers/messenger.ts';
 import type { ChatTurnInput } from '../common/chat-turn.ts';
 import { kindKey, modelKey, userKey } from '../common/search-attributes.ts';
 import type { chatTurn } from './chat-turn.workflow.ts';
+import { releaseCapacity, waitForCapacity } from './capacity.ts';
 
 const { sendMessengerText } = proxyActivities<ReturnType<typeof createMessengerActivities>>({
   startToCloseTimeout: '1 minute',
@@ -22,8 +23,27 @@ export type TurnOutcome =
   /** The turn failed (its error is in its own history); `errorType` is its failure's type when it has one. */
   | { ok: false; message: string; errorType: string | null };
 
-/** Runs the prepared turn as a child workflow, waiting for it (approvals included): its answer, or why it failed. */
-export async function runAgentTurn(turn: ChatTurnInput, summary: string): Promise<TurnOutcome> {
+/**
+ * Runs the prepared turn as a child workflow, waiting for it (approvals included): its answer, or why it failed. The
+ * turn first waits for a slot of its owner's in the capacity queue (docs/capacity-queue.md: `kind` names the run), and
+ * gives it back when it ends; runs from before the queue (no marker in their history) go straight on.
+ */
+export async function runAgentTurn(
+  turn: ChatTurnInput,
+  summary: string,
+  kind: 'scheduled-run' | 'webhook-run',
+): Promise<TurnOutcome> {
+  const queued = patched('capacity-queue');
+  if (queued) {
+    const slot = {
+      holder: turn.turnId,
+      userId: turn.userId,
+      model: turn.requestedModel,
+      kind,
+      priority: 'normal' as const,
+    };
+    await waitForCapacity(slot, { stop: () => false });
+  }
   try {
     const result = await executeChild<typeof chatTurn>('chatTurn', {
       workflowId: turn.turnId,
@@ -41,6 +61,8 @@ export async function runAgentTurn(turn: ChatTurnInput, summary: string): Promis
     const failure = cause instanceof ApplicationFailure ? cause : null;
     const message = failure?.message ?? (cause instanceof Error ? cause.message : 'an internal error');
     return { ok: false, message, errorType: failure?.type ?? null };
+  } finally {
+    if (queued) await releaseCapacity({ holder: turn.turnId });
   }
 }
 

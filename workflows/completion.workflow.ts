@@ -20,6 +20,7 @@ import {
   patched,
   proxyLocalActivities,
   setHandler,
+  sleep,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { ResponseActivities } from '../activities/responses/response-store.ts';
@@ -73,8 +74,19 @@ async function complete(input: CompletionInput, isMetered: () => boolean): Promi
   const workflowId = workflowInfo().workflowId;
   const { response } = input;
   if (!response) {
-    const served = await callWithFailover(input, { metered, attempts, workflowId });
-    return result(input, served, attempts);
+    // A synchronous request that may wait for capacity (`X-Tessera-Capacity-Wait`, docs/capacity-queue.md): while
+    // every provider is saturated and the bound leaves room, it waits (1 s, doubling) and tries the plan again.
+    const deadline = input.capacityWaitSeconds ? Date.now() + input.capacityWaitSeconds * 1000 : 0;
+    for (let firstAttempt = 1, pause = 1_000; ; firstAttempt += input.candidates.length, pause *= 2) {
+      const tried = attempts.length;
+      try {
+        const served = await callWithFailover(input, { metered, attempts, workflowId, firstAttempt });
+        return result(input, served, attempts);
+      } catch (error) {
+        if (Date.now() + pause > deadline || !allSaturated(attempts.slice(tried))) throw error;
+        await sleep(pause);
+      }
+    }
   }
 
   let cancelled = false;

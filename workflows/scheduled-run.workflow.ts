@@ -47,6 +47,7 @@ export async function scheduledRun(input: ScheduledRunInput): Promise<{ status: 
   const outcome = await runAgentTurn(
     turn,
     `Scheduled task ${input.taskId}: turn ${turn.turn} of ${turn.sessionKey} (${prepared.agentName})`,
+    'scheduled-run',
   );
   if (!outcome.ok) {
     await recordScheduledRun({

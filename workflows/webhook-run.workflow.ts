@@ -58,6 +58,7 @@ export async function webhookRun(
     const outcome = await runAgentTurn(
       turn,
       `Webhook run ${runId}: turn ${turn.turn} of ${turn.sessionKey} (${prepared.agentName})`,
+      'webhook-run',
     );
     status = outcome.ok ? 'done' : 'failed';
     ({ callback } = await recordWebhookRun(

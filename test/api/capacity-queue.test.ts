@@ -93,8 +93,11 @@ describe('the capacity queue', () => {
         [userId],
       );
       expect(settled.rows.map((row) => row.workflow_id).sort()).toEqual(ids.map((id) => `completion-${id}`).sort());
-      const left = await database.query('select 1 from capacity_waiters where user_id = $1', [userId]);
-      expect(left.rowCount).toBe(0);
+      // Each job gives its slot back as its workflow ends (just after its answer is recorded).
+      await waitFor('every slot to be given back', async () => {
+        const left = await database.query('select 1 from capacity_waiters where user_id = $1', [userId]);
+        return left.rowCount === 0;
+      });
     } finally {
       await platform.simulator.clearFaults();
     }
@@ -134,6 +137,37 @@ describe('the capacity queue', () => {
         userId,
       ]);
       expect(Number(held.rows[0]!.held)).toBe(0);
+    } finally {
+      await platform.simulator.clearFaults();
+    }
+  });
+
+  it('lets a synchronous request wait for capacity up to the bound it names, and answers at once without it', async () => {
+    await platform.simulator.addFault({ fault: { status: 429 } });
+    const { key } = await platform.createKey();
+    const client = platform.openai(key);
+    const body = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'Waited for' }], max_tokens: 20 };
+    try {
+      // Without the header: the saturation is the answer, at once.
+      const refused = await client.chat.completions.create(body).catch((error: unknown) => error);
+      expect(refused).toMatchObject({ status: expect.any(Number) });
+      expect([429, 502]).toContain((refused as { status: number }).status);
+
+      await platform.simulator.resetRequests();
+      const waited = client.chat.completions.create(body, { headers: { 'X-Tessera-Capacity-Wait': '30' } });
+      // The first round met the 429s; the provider answers again while the request waits.
+      await waitFor('the first round to be refused', async () => (await platform.simulator.requests()).total > 0);
+      await platform.simulator.clearFaults();
+      const answer = await waited;
+      expect(answer.choices[0]!.message.content).toContain('Waited for');
+
+      const bad = await platform.fetch('/v1/chat/completions', {
+        method: 'POST',
+        key,
+        headers: { 'x-tessera-capacity-wait': '600' },
+        body: JSON.stringify(body),
+      });
+      expect(bad.status).toBe(400);
     } finally {
       await platform.simulator.clearFaults();
     }

@@ -57,7 +57,17 @@ export const completionContracts = [
     access: 'caller',
     request: {
       body: chatCompletionRequestSchema,
-      headers: z.object({ 'idempotency-key': z.string().max(255).optional() }),
+      headers: z.object({
+        'idempotency-key': z.string().max(255).optional(),
+        'x-tessera-capacity-wait': z
+          .string()
+          .regex(/^\d{1,2}$/)
+          .optional()
+          .meta({
+            description:
+              'Seconds (0 to 60) the request may wait for capacity while every provider of its model is saturated, instead of failing at once (docs/capacity-queue.md)',
+          }),
+      }),
     },
     responses: {
       200: {

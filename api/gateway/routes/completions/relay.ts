@@ -63,6 +63,11 @@ export async function serveCompletion(
   if (idempotencyKey && idempotencyKey.length > 255) {
     throw new ApiError('invalid_request', 'Idempotency-Key must be at most 255 characters');
   }
+  const wait = context.get('x-tessera-capacity-wait');
+  const capacityWaitSeconds = Number(wait || 0);
+  if (wait && (!/^\d{1,2}$/.test(wait) || capacityWaitSeconds > 60)) {
+    throw new ApiError('invalid_request', 'X-Tessera-Capacity-Wait is a number of seconds from 0 to 60');
+  }
   const state = context.state as AuthState;
   const { principal, timing } = state;
   const started = await completions.start(principal, request, {
@@ -75,6 +80,7 @@ export async function serveCompletion(
     response: options.response,
     admittedWrite: options.admittedWrite,
     eager: options.eager,
+    capacityWaitSeconds,
   });
   context.set('X-Request-Id', started.requestId);
   if (!started.local && !idempotencyKey) metrics.eagerStartsDeclined.inc();

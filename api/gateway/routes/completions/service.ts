@@ -101,6 +101,8 @@ export interface StartOptions {
    * statement when it can carry it (`wrote`), else on its own.
    */
   admittedWrite?: (requestId: string) => AdmittedWrite;
+  /** How long the request may wait for capacity while every provider is saturated (seconds; CompletionInput). */
+  capacityWaitSeconds?: number;
 }
 
 export class CompletionService {
@@ -179,6 +181,7 @@ export class CompletionService {
       candidates,
       metered,
       ...(response ? { response: { ...response, responseId: requestId } } : {}),
+      ...(options.capacityWaitSeconds ? { capacityWaitSeconds: options.capacityWaitSeconds } : {}),
     };
     const eager = options.eager ?? !idempotencyKey;
     // Attempt 1's worst case is held before anything is started: a refusal changes nothing.
