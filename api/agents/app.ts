@@ -445,6 +445,7 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
         media: dependencies.media,
         temporalUiUrl: temporalUiUrl(settings, dependencies.environment),
         adminEmails: settings.ADMIN_EMAILS,
+        capacity: dependencies.capacity,
       }),
       operators: new Operators(pool, settings.ADMIN_EMAILS),
     }).routes(),

@@ -59,7 +59,16 @@ describe('the capacity queue', () => {
       });
       expect(places).toEqual([1, 2, 3]);
 
-      // Waiting is on /metrics.
+      // Waiting is in the operator console's API and on /metrics.
+      const queue = (await (await platform.agents('/admin/api/queue', { key: platform.masterKey })).json()) as {
+        groups: Array<{ kind: string; priority: string; plan: string; waiting: number; holding: number }>;
+      };
+      expect(queue.groups).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ kind: 'response', priority: 'high', plan: 'free', waiting: 1 }),
+          expect.objectContaining({ kind: 'response', priority: 'normal', plan: 'free', waiting: 1, holding: 2 }),
+        ]),
+      );
       const metrics = await (await platform.fetch('/metrics')).text();
       expect(metrics).toMatch(
         /tessera_capacity_queue_waiting\{kind="response",model="gpt-4o-mini",priority="low",plan="free"\} 1/,

@@ -136,6 +136,9 @@ describe('the operator console', () => {
     const openai = page.getByTestId('provider-openai');
     await openai.getByText('Healthy').waitFor();
     await page.getByRole('heading', { name: 'Failed workflows, last 24 hours' }).waitFor();
+    // The capacity queue (docs/capacity-queue.md): nothing waits on this quiet platform.
+    await page.getByRole('heading', { name: 'Capacity queue' }).waitFor();
+    await page.getByTestId('queue-empty').waitFor();
     await page
       .getByTestId('platform-totals')
       .getByText(/^1 turn \(0 failed\)/)

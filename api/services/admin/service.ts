@@ -22,6 +22,7 @@
  *
  * Every Temporal workflow named in an answer comes with its link in the Temporal Web UI (TEMPORAL_UI_URL).
  */
+import type { CapacityQueue } from '../../../activities/capacity/capacity-queue.ts';
 import { createHash } from 'node:crypto';
 import { WorkflowNotFoundError, type Client, type WorkflowExecutionInfo } from '@temporalio/client';
 import proto from '@temporalio/proto';
@@ -68,6 +69,8 @@ export interface AdminServiceDependencies {
   temporalUiUrl: string;
   /** ADMIN_EMAILS. */
   adminEmails: string[];
+  /** The durable capacity queue (docs/capacity-queue.md). */
+  capacity: Pick<CapacityQueue, 'depth'>;
   /** How long a turn's trace query may take before the trace is answered without its attempts. */
   traceQueryTimeoutMs?: number;
 }
@@ -535,6 +538,22 @@ export class AdminService {
   }
 
   // Providers and the platform's figures.
+
+  /** The capacity queue now: jobs waiting and holding slots, the longest wait, by kind, model, priority and plan. */
+  async queue() {
+    const rows = await this.dependencies.capacity.depth();
+    return {
+      groups: rows.map((row) => ({
+        kind: row.kind,
+        model: row.model,
+        priority: row.priority,
+        plan: row.plan,
+        waiting: row.waiting,
+        holding: row.holding,
+        oldest_wait_seconds: Math.round(row.oldestWaitSeconds),
+      })),
+    };
+  }
 
   async providers() {
     const { catalogue, breaker, media } = this.dependencies;

@@ -14,6 +14,7 @@ export function AdminOverviewPage() {
   return (
     <AdminGate title="Operator console">
       <Figures />
+      <CapacityQueue />
       <Providers />
       <FailedWorkflows />
     </AdminGate>
@@ -71,6 +72,62 @@ function Figures() {
         </>
       ) : overview.error ? null : (
         <Loading what="the figures" />
+      )}
+    </section>
+  );
+}
+
+/** The durable capacity queue (`GET /admin/api/queue`, docs/capacity-queue.md): who waits for what, and how long. */
+function CapacityQueue() {
+  const queue = useLoad(() => data(api.GET('/admin/api/queue')), []);
+  const groups = queue.value?.groups;
+  const waiting = groups?.reduce((sum, group) => sum + group.waiting, 0) ?? 0;
+  return (
+    <section class="card" aria-labelledby="queue-title">
+      <div class="item-head">
+        <h2 id="queue-title">Capacity queue</h2>
+        <button type="button" class="secondary" onClick={() => queue.reload()}>
+          Refresh queue
+        </button>
+      </div>
+      <ErrorNote error={queue.error} />
+      {groups ? (
+        groups.length === 0 ? (
+          <p class="muted" data-testid="queue-empty">
+            No job waits for capacity, and none holds a slot.
+          </p>
+        ) : (
+          <>
+            <p data-testid="queue-totals">{count(waiting, 'job waits', 'jobs wait')} for capacity.</p>
+            <ScrollTable
+              label="Jobs waiting for capacity and holding slots"
+              caption="The capacity queue by kind, model, priority and plan"
+              columns={[
+                'Kind',
+                'Model',
+                'Priority',
+                'Plan',
+                { title: 'Waiting', number: true },
+                { title: 'Running', number: true },
+                { title: 'Longest wait', number: true },
+              ]}
+            >
+              {groups.map((group) => (
+                <tr key={`${group.kind}/${group.model}/${group.priority}/${group.plan}`}>
+                  <th scope="row">{group.kind}</th>
+                  <td>{group.model}</td>
+                  <td>{group.priority}</td>
+                  <td>{group.plan}</td>
+                  <td class="number">{formatNumber(group.waiting)}</td>
+                  <td class="number">{formatNumber(group.holding)}</td>
+                  <td class="number">{group.waiting ? `${formatNumber(group.oldest_wait_seconds)} s` : '–'}</td>
+                </tr>
+              ))}
+            </ScrollTable>
+          </>
+        )
+      ) : queue.error ? null : (
+        <Loading what="the queue" />
       )}
     </section>
   );

@@ -14,6 +14,7 @@ import {
   overviewQuerySchema,
   overviewSchema,
   providersAnswerSchema,
+  queueAnswerSchema,
   requestParamsSchema,
   requestsQuerySchema,
   requestSummarySchema,
@@ -40,6 +41,14 @@ export const adminContracts = [
     access,
     request: { query: overviewQuerySchema },
     responses: { 200: json(overviewSchema, 'The figures of the last `days` days') },
+  }),
+  route({
+    method: 'GET',
+    path: '/admin/api/queue',
+    summary: 'The durable capacity queue: jobs waiting and holding slots, by kind, model, priority and plan',
+    tags,
+    access,
+    responses: { 200: json(queueAnswerSchema, 'One group per kind, model, priority and plan with jobs in the queue') },
   }),
   route({
     method: 'GET',

@@ -6,6 +6,7 @@
  *
  * - `GET /admin/api/overview?days=`: the platform's figures (turns, schedules, media jobs, webhook runs by status).
  * - `GET /admin/api/providers`: providers and media engines with their circuit breakers.
+ * - `GET /admin/api/queue`: the durable capacity queue (docs/capacity-queue.md).
  * - `GET /admin/api/workflows/failed?hours=&limit=`: failed and timed-out workflows, with their failures.
  * - `GET /admin/api/users?q=&limit=&offset=`, `GET /admin/api/users/{id}`, `GET /admin/api/users/{id}/ledger`.
  * - `POST /admin/api/users/{id}/credits` `{amount, reason}` with `Idempotency-Key`: 201, or 200 for a repeat.
@@ -55,6 +56,10 @@ export function adminRoutes(dependencies: { admin: AdminService; operators: Oper
 
   router.get('/overview', async (context) => {
     context.body = await admin.overview(parse(overviewQuerySchema, context.query).days);
+  });
+
+  router.get('/queue', async (context) => {
+    context.body = await admin.queue();
   });
 
   router.get('/providers', async (context) => {

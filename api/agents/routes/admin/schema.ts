@@ -265,6 +265,20 @@ const circuit = z.strictObject({
  */
 export const healthSchema = z.enum(['healthy', 'degraded', 'probing', 'down', 'disabled']);
 
+export const queueAnswerSchema = z.strictObject({
+  groups: z.array(
+    z.strictObject({
+      kind: z.string(),
+      model: z.string(),
+      priority: z.string(),
+      plan: z.string(),
+      waiting: z.number().int(),
+      holding: z.number().int(),
+      oldest_wait_seconds: z.number().int(),
+    }),
+  ),
+});
+
 export const providersAnswerSchema = z.strictObject({
   providers: z.array(
     z.strictObject({
