@@ -6,47 +6,12 @@
  */
 import type { Context, Middleware } from 'koa';
 import type { ZodError } from 'zod';
-import { errorStatus, type ErrorBody, type ErrorType } from '../common/errors.ts';
+import { ApiError, errorStatus, type ErrorBody, type ErrorType } from '../common/errors.ts';
+import { anthropicError, type AnthropicErrorBody } from '../common/doors/messages/errors.ts';
 import { isStoreOutage, someCause } from '../db/errors.ts';
 import type { Logger } from '../process/logger.ts';
 
-export class ApiError extends Error {
-  readonly type: ErrorType;
-  readonly status: number;
-  readonly retryAfterSeconds: number | undefined;
-  readonly param: string | undefined;
-  /** For a model outside the caller's plan: the cheapest plan that unlocks it. */
-  readonly requiredPlan: string | undefined;
-  /** A request that may still complete although this error answered it: where to look it up. */
-  readonly requestId: string | undefined;
-
-  constructor(
-    type: ErrorType,
-    message: string,
-    options: { retryAfterSeconds?: number; param?: string; requiredPlan?: string; requestId?: string } = {},
-  ) {
-    super(message);
-    this.type = type;
-    this.status = errorStatus[type];
-    this.retryAfterSeconds = options.retryAfterSeconds;
-    this.param = options.param;
-    this.requiredPlan = options.requiredPlan;
-    this.requestId = options.requestId;
-  }
-
-  body(): ErrorBody {
-    return {
-      error: {
-        type: this.type,
-        message: this.message,
-        ...(this.retryAfterSeconds !== undefined ? { retry_after: this.retryAfterSeconds } : {}),
-        ...(this.param !== undefined ? { param: this.param } : {}),
-        ...(this.requiredPlan !== undefined ? { required_plan: this.requiredPlan } : {}),
-        ...(this.requestId !== undefined ? { request_id: this.requestId } : {}),
-      },
-    };
-  }
-}
+export { ApiError };
 
 /** A 400 naming the first invalid field, e.g. `messages.0.role: Invalid input`. */
 export function invalidRequest(error: ZodError): ApiError {
@@ -112,52 +77,6 @@ export function errorDialect(path: string): ErrorDialect {
   return path === '/v1/messages' || path.startsWith('/v1/messages/') ? 'anthropic' : 'tessera';
 }
 
-/**
- * Anthropic's error type and status for each of the platform's (docs.claude.com/en/api/errors). The platform's own
- * reason stays in `message`. Where Anthropic has no such status the nearest type keeps the platform's status (402
- * `billing_error`, as Anthropic answers a spent balance; 409 and 415 `invalid_request_error`, which Anthropic uses for
- * "other 4XX"; 502 `api_error`). An outage of the platform's own parts (503) is Anthropic's 529 `overloaded_error`,
- * which its SDKs retry after Retry-After.
- */
-const anthropicErrors: Record<ErrorType, { type: string; status: number }> = {
-  invalid_request: { type: 'invalid_request_error', status: 400 },
-  authentication_error: { type: 'authentication_error', status: 401 },
-  insufficient_credits: { type: 'billing_error', status: 402 },
-  permission_denied: { type: 'permission_error', status: 403 },
-  not_found: { type: 'not_found_error', status: 404 },
-  model_not_found: { type: 'not_found_error', status: 404 },
-  conflict: { type: 'invalid_request_error', status: 409 },
-  payload_too_large: { type: 'request_too_large', status: 413 },
-  unsupported_media_type: { type: 'invalid_request_error', status: 415 },
-  rate_limit_exceeded: { type: 'rate_limit_error', status: 429 },
-  internal_error: { type: 'api_error', status: 500 },
-  upstream_error: { type: 'api_error', status: 502 },
-  service_unavailable: { type: 'overloaded_error', status: 529 },
-};
-
-/** Anthropic's error envelope, `{type: "error", error: {type, message}, request_id?}`. */
-export interface AnthropicErrorBody {
-  type: 'error';
-  error: { type: string; message: string };
-  /** With a 529 whose request may still complete: the id to look it up by (GET /api/v1/requests/{id}). */
-  request_id?: string;
-}
-
-/** An error as the Messages door answers it: Anthropic's status and envelope, the platform's message. */
-export function anthropicError(error: { type: ErrorType; message: string; requestId?: string }): {
-  status: number;
-  body: AnthropicErrorBody;
-} {
-  const mapped = anthropicErrors[error.type];
-  return {
-    status: mapped.status,
-    body: {
-      type: 'error',
-      error: { type: mapped.type, message: error.message },
-      ...(error.requestId !== undefined ? { request_id: error.requestId } : {}),
-    },
-  };
-}
 
 function toApiError(error: unknown, logger: Logger, context: Context): ApiError {
   if (error instanceof ApiError) return error;

@@ -20,11 +20,11 @@
  *
  * Writes bench/batches-results.md. BENCH_QUICK=1: a smoke run (500 lines, one round).
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { parse, stringify } from 'yaml';
-import { exchange, jsonAnswer, post, type Target } from './http-client.ts';
+import { exchange, jsonAnswer, post, type Sample, type Target } from './http-client.ts';
 import { createBenchKey, repositoryRoot, shippedProcesses, type Platform, type Upstream } from './arms.ts';
 import { benchLog, endBench, quick, sleep } from './bench-process.ts';
 import { measureArm, type MeasuredArm } from './measure.ts';
@@ -143,12 +143,26 @@ interface BatchResult {
   usage: Usage;
   upstreamInFlight: { max: number; mean: number };
   upstreamCalls: number;
+  workflowTasks: WorkflowTaskWarnings;
   history: HistoryFigures;
 }
 
 interface SyncResult {
   round: number;
   result: ArmResult;
+  firstFailure?: string;
+  /** Requests the simulator received during the measured load. */
+  upstreamCalls: number;
+  workflowTasks: WorkflowTaskWarnings;
+}
+
+/**
+ * What the platform's log said of workflow tasks during an arm: tasks that ran over 5 s (the SDK's TMPRL1104), and
+ * completions the server refused because the task had timed out meanwhile (it is then run again).
+ */
+interface WorkflowTaskWarnings {
+  slow: number;
+  lost: number;
 }
 
 const directResults: ArmResult[] = [];
@@ -164,6 +178,17 @@ async function call<T>(platform: Platform, key: string, path: string, init: Requ
   const text = await response.text();
   if (!response.ok) throw new Error(`${init.method ?? 'GET'} ${path}: ${response.status} ${text.slice(0, 500)}`);
   return (path.endsWith('/content') ? text : JSON.parse(text)) as T;
+}
+
+const platformLog = join(repositoryRoot, '.data', 'bench-batches', 'logs', 'npm-start.log');
+
+const logSize = async () => (await stat(platformLog).catch(() => ({ size: 0 }))).size;
+
+/** Counts the workflow-task warnings the platform logged since the log had `from` bytes. */
+async function workflowTaskWarnings(from: number): Promise<WorkflowTaskWarnings> {
+  const text = (await readFile(platformLog).catch(() => Buffer.alloc(0))).subarray(from).toString('utf8');
+  const count = (pattern: RegExp) => text.match(pattern)?.length ?? 0;
+  return { slow: count(/TMPRL1104/g), lost: count(/Workflow task not found/g) };
 }
 
 async function upstreamCounts(upstream: Upstream): Promise<{ total: number; answered: number }> {
@@ -286,6 +311,9 @@ async function runBatch(
   await waitForIdlePlatform(platform, log);
 
   const upstreamBefore = await upstreamCounts(upstream);
+  // Requests the simulator received and never finished answering (their caller gave up on them), before the batch.
+  const abandoned = upstreamBefore.total - upstreamBefore.answered;
+  const logBefore = await logSize();
   const before = await snapshot(await shippedProcesses(platform));
   const startedAt = performance.now();
   const created = await call<BatchView>(platform, key, '/v1/batches', {
@@ -313,7 +341,7 @@ async function runBatch(
     if (['completed', 'failed', 'expired', 'cancelled'].includes(batch.status)) break;
     if (batch.status === 'in_progress' && Number.isNaN(linesDoneAt)) {
       const counts = await upstreamCounts(upstream);
-      inFlight.push(counts.total - counts.answered);
+      inFlight.push(counts.total - counts.answered - abandoned);
     }
     if (performance.now() > deadline) throw new Error(`batch ${created.id} still ${batch.status} after ${seconds()} s`);
     await sleep(pollMs);
@@ -321,6 +349,7 @@ async function runBatch(
   const completedAt = seconds();
   const usage = usageBetween(before, await snapshot(await shippedProcesses(platform)));
   const upstreamAfter = await upstreamCounts(upstream);
+  const workflowTasks = await workflowTaskWarnings(logBefore);
   const outputFailure = await checkOutput(platform, key, batch, prefix, count);
   const history = await batchHistory(created.id);
   return {
@@ -342,6 +371,7 @@ async function runBatch(
       mean: inFlight.reduce((sum, value) => sum + value, 0) / Math.max(1, inFlight.length),
     },
     upstreamCalls: upstreamAfter.total - upstreamBefore.total,
+    workflowTasks,
     history,
   };
 }
@@ -360,14 +390,25 @@ function buildArms(upstream: Upstream, platform: Platform, key: string) {
   };
   const directLine = lineCursor();
   const syncLine = lineCursor();
+  /** The first failed call of each arm since its entry was cleared. */
+  const failures: { direct?: string; sync?: string } = {};
+  const kept = (arm: keyof typeof failures) => (sample: Sample) => {
+    if (!sample.ok) failures[arm] ??= sample.failure ?? `HTTP ${sample.status}`;
+    return sample;
+  };
   return {
+    failures,
     direct: {
       name: 'direct',
-      call: () => post(direct, JSON.stringify(requestBody(directLine(), upstreamModel)), false, isCompletion),
+      call: () =>
+        post(direct, JSON.stringify(requestBody(directLine(), upstreamModel)), false, isCompletion).then(
+          kept('direct'),
+        ),
     } satisfies MeasuredArm,
     sync: {
       name: 'tessera /v1/chat/completions',
-      call: () => post(completions, JSON.stringify(requestBody(syncLine(), model)), false, isCompletion),
+      call: () =>
+        post(completions, JSON.stringify(requestBody(syncLine(), model)), false, isCompletion).then(kept('sync')),
       processes: () => shippedProcesses(platform),
     } satisfies MeasuredArm,
   };
@@ -409,8 +450,29 @@ async function runArms({ upstream, platform }: ShippedRun): Promise<void> {
       loads.note(`round ${round}: ${arm}`);
       if (arm === 'sync') {
         log(`round ${round}: sync × ${clients}, ${lineCount} completions`);
-        const { serverTimings: _timings, ...result } = await measureArm(arms.sync, { load, log });
-        syncResults.push({ round, result });
+        let upstreamBefore = 0;
+        let upstreamCalls = 0;
+        let logBefore = 0;
+        let workflowTasks: WorkflowTaskWarnings = { slow: 0, lost: 0 };
+        const { serverTimings: _timings, ...result } = await measureArm(arms.sync, {
+          load,
+          log,
+          beforeLoad: async () => {
+            arms.failures.sync = undefined;
+            upstreamBefore = (await upstreamCounts(upstream)).total;
+            logBefore = await logSize();
+          },
+          afterLoad: async () => {
+            upstreamCalls = (await upstreamCounts(upstream)).total - upstreamBefore;
+            workflowTasks = await workflowTaskWarnings(logBefore);
+          },
+        });
+        const firstFailure = arms.failures.sync;
+        if (firstFailure) log(`  first failure: ${firstFailure}`);
+        log(
+          `  upstream calls ${upstreamCalls}; workflow tasks over 5 s ${workflowTasks.slow}, lost ${workflowTasks.lost}`,
+        );
+        syncResults.push({ round, result, upstreamCalls, workflowTasks, ...(firstFailure ? { firstFailure } : {}) });
         await memoryNow(platform, `end of round ${round}, sync`);
       } else {
         log(`round ${round}: a batch of ${lineCount} lines at ${clients} in flight`);
@@ -506,6 +568,31 @@ if (syncResults.length || batchResults.length) {
       `sync ${rateCell(syncRate)}: ${percent(batchRate / syncRate)}** (goal ≥ ${goal * 100} % ` +
       `${check(batchRate / syncRate >= goal)}); direct ${directRate ? rateCell(directRate) : 'n/a'}/s. ` +
       `**CPU per line: batch ${ms(batchCpu)} ms, sync ${ms(syncCpu)} ms per completion.**`,
+    '',
+  );
+
+  const strain = [
+    '| round | arm | upstream calls per line answered | workflow tasks over 5 s (TMPRL1104) | workflow tasks timed out before their completion ("Task not found") | first failure |',
+    '|---:|---|---:|---:|---:|---|',
+  ];
+  for (const sync of syncResults) {
+    strain.push(
+      `| ${sync.round} | sync | ${(sync.upstreamCalls / Math.max(1, sync.result.summary.n)).toFixed(3)} | ` +
+        `${sync.workflowTasks.slow} | ${sync.workflowTasks.lost} | ${sync.firstFailure ? `\`${sync.firstFailure}\`` : '—'} |`,
+    );
+  }
+  for (const batch of batchResults) {
+    strain.push(
+      `| ${batch.round} | batch | ${(batch.upstreamCalls / Math.max(1, batch.completed)).toFixed(3)} | ` +
+        `${batch.workflowTasks.slow} | ${batch.workflowTasks.lost} | ${batch.outputFailure ?? '—'} |`,
+    );
+  }
+  sections.push(
+    "How the platform bore each arm: the simulator's requests per line answered (1 when no call was made twice), and " +
+      "the workflow-task warnings of the platform's log while the arm ran (the SDK's TMPRL1104, a task that ran over " +
+      '5 s; and a completion the server refused because the task had timed out meanwhile, so it ran again):',
+    '',
+    strain.join('\n'),
     '',
   );
 

@@ -32,3 +32,42 @@ export interface ErrorBody {
     request_id?: string;
   };
 }
+
+/** The platform's error: its type (and so its status), message and details, rendered by api/errors.ts. */
+export class ApiError extends Error {
+  readonly type: ErrorType;
+  readonly status: number;
+  readonly retryAfterSeconds: number | undefined;
+  readonly param: string | undefined;
+  /** For a model outside the caller's plan: the cheapest plan that unlocks it. */
+  readonly requiredPlan: string | undefined;
+  /** A request that may still complete although this error answered it: where to look it up. */
+  readonly requestId: string | undefined;
+
+  constructor(
+    type: ErrorType,
+    message: string,
+    options: { retryAfterSeconds?: number; param?: string; requiredPlan?: string; requestId?: string } = {},
+  ) {
+    super(message);
+    this.type = type;
+    this.status = errorStatus[type];
+    this.retryAfterSeconds = options.retryAfterSeconds;
+    this.param = options.param;
+    this.requiredPlan = options.requiredPlan;
+    this.requestId = options.requestId;
+  }
+
+  body(): ErrorBody {
+    return {
+      error: {
+        type: this.type,
+        message: this.message,
+        ...(this.retryAfterSeconds !== undefined ? { retry_after: this.retryAfterSeconds } : {}),
+        ...(this.param !== undefined ? { param: this.param } : {}),
+        ...(this.requiredPlan !== undefined ? { required_plan: this.requiredPlan } : {}),
+        ...(this.requestId !== undefined ? { request_id: this.requestId } : {}),
+      },
+    };
+  }
+}

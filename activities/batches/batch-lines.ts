@@ -15,7 +15,10 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { chatCompletionRequestSchema, type ChatCompletionRequest } from '../../common/chat.ts';
-import { presentCompletion } from '../../common/completion-presenter.ts';
+import { presentCompletion, type CompletionAnswerView } from '../../common/completion-presenter.ts';
+import { messagesRequestSchema, type MessagesRequest } from '../../common/doors/messages/schema.ts';
+import { presentMessage, toCompletionRequest as toMessagesCompletion } from '../../common/doors/messages/translate.ts';
+import { anthropicError } from '../../common/doors/messages/errors.ts';
 import type { Attempt } from '../../common/completion.ts';
 import {
   batchLineLedgerId,
@@ -24,7 +27,7 @@ import {
   type BatchLineOutcome,
 } from '../../common/batches.ts';
 import { embeddingRequestSchema, presentEmbeddings } from '../../common/embedding-request.ts';
-import { errorStatus, type ErrorType } from '../../common/errors.ts';
+import { ApiError, errorStatus, type ErrorType } from '../../common/errors.ts';
 import { allSaturated, callWithFailover } from '../../common/model-call-failover.ts';
 import { batchConcurrency, type PlanName, type PlansFile } from '../../common/plans.ts';
 import type { Pool } from '../../db/pool.ts';
@@ -47,35 +50,88 @@ export interface BatchLineDependencies {
   pool: Pool;
 }
 
+/** A failed line's answer: the platform's error body with its status, as the synchronous endpoint answers it. */
+function errorAnswer(requestId: string, type: ErrorType, message: string, param?: string | null): BatchLineAnswer {
+  return {
+    statusCode: errorStatus[type],
+    requestId,
+    body: { error: { type, message, ...(param ? { param } : {}) } },
+  };
+}
+
 type ParsedLine =
-  | { endpoint: '/v1/chat/completions'; request: ChatCompletionRequest }
+  | { endpoint: '/v1/chat/completions' | '/v1/messages'; request: ChatCompletionRequest }
   | {
       endpoint: '/v1/embeddings';
       request: ReturnType<typeof embeddingRequestSchema.parse> & { input: string | string[] };
     }
   | { fault: { message: string; param: string | null } };
 
-/** A line's body read as its endpoint reads a request's: the same schema, and what a batch cannot do (stream). */
+const schemas = {
+  '/v1/chat/completions': chatCompletionRequestSchema,
+  '/v1/embeddings': embeddingRequestSchema,
+  '/v1/messages': messagesRequestSchema,
+} as const;
+
+const fault = (param: string, message: string) => ({ fault: { message: `body.${param}: ${message}`, param } });
+
+/**
+ * A line's body read as its endpoint reads a request's: the same schema and translation (a Message is a chat
+ * completion inside, common/doors/messages/), and what a batch does not do: stream, or fetch an image by URL (a
+ * Messages line sends its images as base64).
+ */
 function parseLine(endpoint: BatchEndpoint, body: unknown): ParsedLine {
-  const schema = endpoint === '/v1/chat/completions' ? chatCompletionRequestSchema : embeddingRequestSchema;
-  const parsed = schema.safeParse(body);
+  const parsed = schemas[endpoint].safeParse(body);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const path = issue?.path.join('.') ?? '';
     return { fault: { message: `${path ? `body.${path}: ` : 'body: '}${issue?.message}`, param: path || null } };
   }
-  if (endpoint === '/v1/chat/completions') {
-    const request = parsed.data as ChatCompletionRequest;
-    if (request.stream) return { fault: { message: 'body.stream: a batch line is not streamed', param: 'stream' } };
-    return { endpoint, request };
+  if (endpoint === '/v1/chat/completions' || endpoint === '/v1/messages') {
+    if ((parsed.data as { stream?: boolean }).stream) return fault('stream', 'a batch line is not streamed');
+  }
+  if (endpoint === '/v1/chat/completions') return { endpoint, request: parsed.data as ChatCompletionRequest };
+  if (endpoint === '/v1/messages') {
+    const message = parsed.data as MessagesRequest;
+    const byUrl = message.messages.some(
+      (entry) =>
+        typeof entry.content !== 'string' &&
+        entry.content.some((block) => block.type === 'image' && block.source.type === 'url'),
+    );
+    if (byUrl) return fault('messages', 'a batch line sends its images as base64, not by URL');
+    try {
+      return { endpoint, request: toMessagesCompletion(message) };
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      return { fault: { message: `body.${error.message}`, param: error.param ?? null } };
+    }
   }
   const request = parsed.data as ReturnType<typeof embeddingRequestSchema.parse>;
   const texts = typeof request.input === 'string' ? [request.input] : request.input;
-  if (texts.some((item) => typeof item !== 'string')) {
-    return { fault: { message: 'body.input: token arrays are not supported; send the text', param: 'input' } };
-  }
+  if (texts.some((item) => typeof item !== 'string'))
+    return fault('input', 'token arrays are not supported; send the text');
   return { endpoint, request: request as typeof request & { input: string | string[] } };
 }
+
+/** How a chat line's answer and failure look at its endpoint: a chat completion, or Anthropic's Message. */
+interface ChatDoor {
+  body(id: string, created: number, answer: CompletionAnswerView): unknown;
+  error(requestId: string, type: ErrorType, message: string, param?: string | null): BatchLineAnswer;
+}
+
+const chatDoors: Record<'/v1/chat/completions' | '/v1/messages', ChatDoor> = {
+  '/v1/chat/completions': {
+    body: (id, created, answer) => presentCompletion(`chatcmpl-${id}`, created, answer),
+    error: errorAnswer,
+  },
+  '/v1/messages': {
+    body: (id, _created, answer) => presentMessage(`msg_${id}`, answer),
+    error: (requestId, type, message) => {
+      const { status, body } = anthropicError({ type, message });
+      return { statusCode: status, requestId, body };
+    },
+  },
+};
 
 /** The check of each line as a batch is loaded: its url is the batch's endpoint, and its body a request to it. */
 export const checkBatchLine: LineCheck = (endpoint, request) => {
@@ -85,15 +141,6 @@ export const checkBatchLine: LineCheck = (endpoint, request) => {
   const parsed = parseLine(endpoint, request.body);
   return 'fault' in parsed ? parsed.fault : null;
 };
-
-/** A failed line's answer: the platform's error body with its status, as the synchronous endpoint answers it. */
-function errorAnswer(requestId: string, type: ErrorType, message: string, param?: string | null): BatchLineAnswer {
-  return {
-    statusCode: errorStatus[type],
-    requestId,
-    body: { error: { type, message, ...(param ? { param } : {}) } },
-  };
-}
 
 export function createBatchLineActivities(dependencies: BatchLineDependencies) {
   const { batches, router, embeddings, plans, pool } = dependencies;
@@ -124,8 +171,10 @@ export function createBatchLineActivities(dependencies: BatchLineDependencies) {
     line: number,
     request: ChatCompletionRequest,
     caller: { userId: string; metered: boolean; account: RoutingAccount | null },
+    door: ChatDoor,
   ): Promise<BatchLineAnswer | 'no-capacity'> => {
     const requestId = batchLineRequestId(batchId, line);
+    const errorAnswer = door.error;
     const planned = await router.plan(request, caller.account);
     if (planned.kind === 'model_not_found') {
       return errorAnswer(requestId, 'model_not_found', `The model '${request.model}' does not exist`, 'model');
@@ -157,7 +206,7 @@ export function createBatchLineActivities(dependencies: BatchLineDependencies) {
       return {
         statusCode: 200,
         requestId,
-        body: presentCompletion(requestId, created, answer),
+        body: door.body(requestId, created, answer),
         usage: { inputTokens: served.usage.prompt_tokens, outputTokens: served.usage.completion_tokens },
       };
     } catch (error) {
@@ -224,10 +273,15 @@ export function createBatchLineActivities(dependencies: BatchLineDependencies) {
       const parsed = parseLine(row.endpoint, row.body);
       const answer =
         'fault' in parsed
-          ? errorAnswer(batchLineRequestId(batchId, line), 'invalid_request', parsed.fault.message, parsed.fault.param)
-          : parsed.endpoint === '/v1/chat/completions'
-            ? await chatLine(batchId, line, parsed.request, caller)
-            : await embeddingLine(batchId, line, parsed.request, caller);
+          ? (row.endpoint === '/v1/embeddings' ? errorAnswer : chatDoors[row.endpoint].error)(
+              batchLineRequestId(batchId, line),
+              'invalid_request',
+              parsed.fault.message,
+              parsed.fault.param,
+            )
+          : parsed.endpoint === '/v1/embeddings'
+            ? await embeddingLine(batchId, line, parsed.request, caller)
+            : await chatLine(batchId, line, parsed.request, caller, chatDoors[parsed.endpoint]);
       if (answer === 'no-capacity') return { outcome: 'no-capacity' };
       await batches.record(batchId, line, answer);
       return { outcome: 'recorded', ok: answer.statusCode === 200 };

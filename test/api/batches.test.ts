@@ -174,6 +174,55 @@ describe('batches', () => {
     expect(output[0]!.response.body.data[0].embedding.length).toBeGreaterThan(0);
   });
 
+  it('answers Anthropic Messages in a batch, each body the Message the door answers', async () => {
+    const message = (customId: string, content: unknown, model = 'claude-sonnet-4-6') =>
+      JSON.stringify({
+        custom_id: customId,
+        method: 'POST',
+        url: '/v1/messages',
+        body: { model, max_tokens: 50, messages: [{ role: 'user', content }] },
+      });
+    const file = await upload([message('hello', 'Say hello'), message('other-model', 'Say more', 'gpt-4o-mini')]);
+    const created = await client.batches.create({
+      input_file_id: file.id,
+      endpoint: '/v1/messages' as OpenAI.Batches.BatchCreateParams['endpoint'],
+      completion_window: '24h',
+    });
+    const batch = await settled(created.id);
+    expect([batch.status, batch.request_counts]).toEqual(['completed', { total: 2, completed: 2, failed: 0 }]);
+    const output = await linesOf(batch.output_file_id);
+    expect(output.map((line) => line.custom_id)).toEqual(['hello', 'other-model']);
+    expect(output[0]!.response.body).toMatchObject({
+      type: 'message',
+      role: 'assistant',
+      model: 'claude-sonnet-4-6',
+      stop_reason: 'end_turn',
+      content: [{ type: 'text', text: expect.stringContaining('Say hello') }],
+    });
+    expect(output[0]!.response.body.id).toMatch(/^msg_/);
+
+    // An image by URL is not fetched in a batch: the line is named, nothing runs.
+    const byUrl = await upload([
+      message('image', [
+        { type: 'image', source: { type: 'url', url: 'https://example.com/cat.png' } },
+        { type: 'text', text: 'What is this?' },
+      ]),
+    ]);
+    const refused = await settled(
+      (
+        await client.batches.create({
+          input_file_id: byUrl.id,
+          endpoint: '/v1/messages' as OpenAI.Batches.BatchCreateParams['endpoint'],
+          completion_window: '24h',
+        })
+      ).id,
+    );
+    expect(refused.status).toBe('failed');
+    expect(refused.errors?.data).toEqual([
+      expect.objectContaining({ line: 1, message: expect.stringContaining('base64') }),
+    ]);
+  });
+
   it('fails validation naming every line that does not fit the endpoint, and runs none', async () => {
     const file = await upload([
       chatLine('ok', 'Fine'),

@@ -7,7 +7,7 @@ import {
   countTokensRequestSchema,
   messageStreamEvents,
   messagesRequestSchema,
-} from './schema.ts';
+} from '../../../../common/doors/messages/schema.ts';
 
 const anthropicErrors = { schema: anthropicErrorSchema, statuses: { 503: 529 } };
 

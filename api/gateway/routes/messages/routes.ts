@@ -5,7 +5,7 @@
  * a completion of the same tokens; only the translation at the edge differs (./translate.ts, ./stream.ts). Its id is
  * `msg_…`, and `GET /api/v1/requests/{id}` shows its attempts. Keys come as `x-api-key` (Anthropic's SDKs) or
  * `Authorization: Bearer`; `anthropic-version` and `anthropic-beta` are accepted and not needed. Errors are in
- * Anthropic's shape (api/errors.ts, `anthropicError`).
+ * Anthropic's shape (common/doors/messages/errors.ts, `anthropicError`).
  */
 import Router from '@koa/router';
 import type { AuthState } from '../../../auth.ts';
@@ -13,10 +13,10 @@ import { invalidRequest } from '../../../errors.ts';
 import type { CompletionService } from '../completions/service.ts';
 import { serveCompletion, type CompletionDoor } from '../completions/relay.ts';
 import { countPromptTokens } from '../../../../activities/credits/tokens.ts';
-import { countTokensRequestSchema, messagesRequestSchema, type MessagesRequest } from './schema.ts';
+import { countTokensRequestSchema, messagesRequestSchema, type MessagesRequest } from '../../../../common/doors/messages/schema.ts';
 import { readImage } from '../media/inputs.ts';
 import { renderMessageEvents } from './stream.ts';
-import { presentMessage, toCompletionRequest } from './translate.ts';
+import { presentMessage, toCompletionRequest } from '../../../../common/doors/messages/translate.ts';
 
 /**
  * `POST /v1/messages`: mounted with `/v1/chat/completions`, rate limited by its admission as a completion is. An image

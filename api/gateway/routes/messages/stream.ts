@@ -9,11 +9,11 @@
  */
 import type { FinishReason, Usage } from '../../../../common/chat.ts';
 import type { ApiError } from '../../../errors.ts';
-import { anthropicError } from '../../../errors.ts';
+import { anthropicError } from '../../../../common/doors/messages/errors.ts';
 import type { SseWriter } from '../../../sse.ts';
 import type { StreamRenderer } from '../completions/relay.ts';
-import type { StopReason } from './schema.ts';
-import { anthropicUsage, stopReason } from './translate.ts';
+import type { StopReason } from '../../../../common/doors/messages/schema.ts';
+import { anthropicUsage, stopReason } from '../../../../common/doors/messages/translate.ts';
 
 type OpenBlock = { kind: 'text' } | { kind: 'thinking' } | { kind: 'tool'; toolIndex: number };
 

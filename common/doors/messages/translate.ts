@@ -23,9 +23,9 @@ import type {
   Tool,
   ToolChoice,
   Usage,
-} from '../../../../common/chat.ts';
-import type { CompletionMessage } from '../../../../common/completion.ts';
-import { ApiError } from '../../../errors.ts';
+} from '../../chat.ts';
+import type { CompletionMessage } from '../../completion.ts';
+import { ApiError } from '../../errors.ts';
 import type {
   AnthropicMessage,
   AnthropicMessageParam,
