@@ -2,12 +2,13 @@
  * The one error hierarchy and renderer of the HTTP API: `{error: {type, message, retry_after?}}` with the
  * spec's types and statuses (section 7), for `/v1/*` and `/api/v1/*` alike. The doors that speak another vendor's
  * API answer in that vendor's shape instead (`errorDialect`): `/v1/messages*` as Anthropic does,
- * `{type: "error", error: {type, message}}` with Anthropic's types and statuses (`anthropicError`).
+ * `{type: "error", error: {type, message}}` with Anthropic's types and statuses (`anthropicError`, common/doors/messages/).
+ * `ApiError` itself is common/errors.ts's: the doors' translations, shared with the worker, throw it too.
  */
 import type { Context, Middleware } from 'koa';
 import type { ZodError } from 'zod';
-import { ApiError, errorStatus, type ErrorBody, type ErrorType } from '../common/errors.ts';
-import { anthropicError, type AnthropicErrorBody } from '../common/doors/messages/errors.ts';
+import { ApiError } from '../common/errors.ts';
+import { anthropicError } from '../common/doors/messages/errors.ts';
 import { isStoreOutage, someCause } from '../db/errors.ts';
 import type { Logger } from '../process/logger.ts';
 
@@ -76,7 +77,6 @@ export type ErrorDialect = 'tessera' | 'anthropic';
 export function errorDialect(path: string): ErrorDialect {
   return path === '/v1/messages' || path.startsWith('/v1/messages/') ? 'anthropic' : 'tessera';
 }
-
 
 function toApiError(error: unknown, logger: Logger, context: Context): ApiError {
   if (error instanceof ApiError) return error;
