@@ -4,7 +4,7 @@
  */
 
 /** The endpoints a batch runs its lines on. */
-export const batchRunEndpoints = ['/v1/chat/completions', '/v1/embeddings', '/v1/messages'] as const;
+export const batchRunEndpoints = ['/v1/chat/completions', '/v1/embeddings', '/v1/messages', '/v1/responses'] as const;
 export type BatchEndpoint = (typeof batchRunEndpoints)[number];
 
 export const batchStatuses = [

@@ -118,3 +118,24 @@ export function finishedStatus(finishReason: FinishReason, stopped: boolean): Re
   if (stopped) return 'cancelled';
   return finishReason === 'length' ? 'incomplete' : 'completed';
 }
+
+/** A stored Response (`model_responses`, activities/responses/response-store.ts). */
+export interface ResponseRow {
+  id: string;
+  userId: string;
+  status: ResponseStatus;
+  background: boolean;
+  stream: boolean;
+  model: string;
+  servedModel: string | null;
+  previousResponseId: string | null;
+  instructions: string | null;
+  request: Record<string, unknown>;
+  inputItems: unknown[];
+  output: OutputItem[] | null;
+  usage: ReturnType<typeof responseUsage> | null;
+  error: { code: string; message: string } | null;
+  incompleteDetails: { reason: string } | null;
+  createdAt: Date;
+  completedAt: Date | null;
+}

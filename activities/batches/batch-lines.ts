@@ -19,6 +19,14 @@ import { presentCompletion, type CompletionAnswerView } from '../../common/compl
 import { messagesRequestSchema, type MessagesRequest } from '../../common/doors/messages/schema.ts';
 import { presentMessage, toCompletionRequest as toMessagesCompletion } from '../../common/doors/messages/translate.ts';
 import { anthropicError } from '../../common/doors/messages/errors.ts';
+import { responseRequestSchema, type ResponseRequest } from '../../common/doors/responses/schema.ts';
+import {
+  echoed,
+  presentResponse,
+  storedItems,
+  toCompletionRequest as toResponseCompletion,
+} from '../../common/doors/responses/translate.ts';
+import { finishedStatus, outputItems, responseUsage } from '../../common/responses.ts';
 import type { Attempt } from '../../common/completion.ts';
 import {
   batchLineLedgerId,
@@ -59,8 +67,10 @@ function errorAnswer(requestId: string, type: ErrorType, message: string, param?
   };
 }
 
+type ChatEndpoint = '/v1/chat/completions' | '/v1/messages' | '/v1/responses';
+
 type ParsedLine =
-  | { endpoint: '/v1/chat/completions' | '/v1/messages'; request: ChatCompletionRequest }
+  | { endpoint: ChatEndpoint; request: ChatCompletionRequest; original: unknown }
   | {
       endpoint: '/v1/embeddings';
       request: ReturnType<typeof embeddingRequestSchema.parse> & { input: string | string[] };
@@ -71,6 +81,7 @@ const schemas = {
   '/v1/chat/completions': chatCompletionRequestSchema,
   '/v1/embeddings': embeddingRequestSchema,
   '/v1/messages': messagesRequestSchema,
+  '/v1/responses': responseRequestSchema,
 } as const;
 
 const fault = (param: string, message: string) => ({ fault: { message: `body.${param}: ${message}`, param } });
@@ -87,10 +98,24 @@ function parseLine(endpoint: BatchEndpoint, body: unknown): ParsedLine {
     const path = issue?.path.join('.') ?? '';
     return { fault: { message: `${path ? `body.${path}: ` : 'body: '}${issue?.message}`, param: path || null } };
   }
-  if (endpoint === '/v1/chat/completions' || endpoint === '/v1/messages') {
-    if ((parsed.data as { stream?: boolean }).stream) return fault('stream', 'a batch line is not streamed');
+  if (endpoint !== '/v1/embeddings' && (parsed.data as { stream?: boolean | null }).stream) {
+    return fault('stream', 'a batch line is not streamed');
   }
-  if (endpoint === '/v1/chat/completions') return { endpoint, request: parsed.data as ChatCompletionRequest };
+  if (endpoint === '/v1/chat/completions') {
+    return { endpoint, request: parsed.data as ChatCompletionRequest, original: parsed.data };
+  }
+  if (endpoint === '/v1/responses') {
+    const response = parsed.data as ResponseRequest;
+    // A batch line is a Response on its own: not stored, not continuing another, not in the background itself.
+    if (response.previous_response_id)
+      return fault('previous_response_id', 'a batch line does not continue a response');
+    if (response.background) return fault('background', 'a batch line runs in its batch, not in the background');
+    return {
+      endpoint,
+      request: toResponseCompletion(response, [], storedItems(response.input), false),
+      original: response,
+    };
+  }
   if (endpoint === '/v1/messages') {
     const message = parsed.data as MessagesRequest;
     const byUrl = message.messages.some(
@@ -100,7 +125,7 @@ function parseLine(endpoint: BatchEndpoint, body: unknown): ParsedLine {
     );
     if (byUrl) return fault('messages', 'a batch line sends its images as base64, not by URL');
     try {
-      return { endpoint, request: toMessagesCompletion(message) };
+      return { endpoint, request: toMessagesCompletion(message), original: message };
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       return { fault: { message: `body.${error.message}`, param: error.param ?? null } };
@@ -113,13 +138,13 @@ function parseLine(endpoint: BatchEndpoint, body: unknown): ParsedLine {
   return { endpoint, request: request as typeof request & { input: string | string[] } };
 }
 
-/** How a chat line's answer and failure look at its endpoint: a chat completion, or Anthropic's Message. */
+/** How a chat line's answer and failure look at its endpoint: a chat completion, Anthropic's Message, or a Response. */
 interface ChatDoor {
-  body(id: string, created: number, answer: CompletionAnswerView): unknown;
+  body(id: string, created: number, answer: CompletionAnswerView, original: unknown): unknown;
   error(requestId: string, type: ErrorType, message: string, param?: string | null): BatchLineAnswer;
 }
 
-const chatDoors: Record<'/v1/chat/completions' | '/v1/messages', ChatDoor> = {
+const chatDoors: Record<ChatEndpoint, ChatDoor> = {
   '/v1/chat/completions': {
     body: (id, created, answer) => presentCompletion(`chatcmpl-${id}`, created, answer),
     error: errorAnswer,
@@ -130,6 +155,31 @@ const chatDoors: Record<'/v1/chat/completions' | '/v1/messages', ChatDoor> = {
       const { status, body } = anthropicError({ type, message });
       return { statusCode: status, requestId, body };
     },
+  },
+  '/v1/responses': {
+    body: (id, created, answer, original) => {
+      const request = original as ResponseRequest;
+      const responseId = `resp_${id}`;
+      const status = finishedStatus(answer.finishReason, false);
+      return presentResponse({
+        id: responseId,
+        status,
+        background: false,
+        model: request.model,
+        servedModel: answer.model,
+        previousResponseId: null,
+        instructions: request.instructions ?? null,
+        // Not kept: a batch line's Response lives in the batch's output file.
+        request: { ...echoed(request), store: false },
+        output: outputItems(responseId, answer.message, status === 'completed'),
+        usage: responseUsage(answer.usage),
+        error: null,
+        incompleteDetails: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
+        createdAt: new Date(created * 1000),
+        completedAt: new Date(),
+      });
+    },
+    error: errorAnswer,
   },
 };
 
@@ -169,7 +219,7 @@ export function createBatchLineActivities(dependencies: BatchLineDependencies) {
   const chatLine = async (
     batchId: string,
     line: number,
-    request: ChatCompletionRequest,
+    { request, original }: Extract<ParsedLine, { endpoint: ChatEndpoint }>,
     caller: { userId: string; metered: boolean; account: RoutingAccount | null },
     door: ChatDoor,
   ): Promise<BatchLineAnswer | 'no-capacity'> => {
@@ -206,7 +256,7 @@ export function createBatchLineActivities(dependencies: BatchLineDependencies) {
       return {
         statusCode: 200,
         requestId,
-        body: door.body(requestId, created, answer),
+        body: door.body(requestId, created, answer, original),
         usage: { inputTokens: served.usage.prompt_tokens, outputTokens: served.usage.completion_tokens },
       };
     } catch (error) {
@@ -281,7 +331,7 @@ export function createBatchLineActivities(dependencies: BatchLineDependencies) {
             )
           : parsed.endpoint === '/v1/embeddings'
             ? await embeddingLine(batchId, line, parsed.request, caller)
-            : await chatLine(batchId, line, parsed.request, caller, chatDoors[parsed.endpoint]);
+            : await chatLine(batchId, line, parsed, caller, chatDoors[parsed.endpoint]);
       if (answer === 'no-capacity') return { outcome: 'no-capacity' };
       await batches.record(batchId, line, answer);
       return { outcome: 'recorded', ok: answer.statusCode === 200 };

@@ -15,29 +15,11 @@ import {
   finishedStatus,
   outputItems,
   responseUsage,
-  type OutputItem,
-  type ResponseStatus,
+  type ResponseRow,
 } from '../../common/responses.ts';
 
-export interface ResponseRow {
-  id: string;
-  userId: string;
-  status: ResponseStatus;
-  background: boolean;
-  stream: boolean;
-  model: string;
-  servedModel: string | null;
-  previousResponseId: string | null;
-  instructions: string | null;
-  request: Record<string, unknown>;
-  inputItems: unknown[];
-  output: OutputItem[] | null;
-  usage: ReturnType<typeof responseUsage> | null;
-  error: { code: string; message: string } | null;
-  incompleteDetails: { reason: string } | null;
-  createdAt: Date;
-  completedAt: Date | null;
-}
+export type { ResponseRow };
+
 
 export type NewResponse = Omit<
   ResponseRow,

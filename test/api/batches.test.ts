@@ -51,6 +51,18 @@ const settled = (id: string, to = client) =>
     120_000,
   );
 
+/** Uploads the lines, creates a batch of them on `endpoint`, and waits for it to end. */
+const runBatch = async (lines: string[], endpoint: string) =>
+  settled(
+    (
+      await client.batches.create({
+        input_file_id: (await upload(lines)).id,
+        endpoint: endpoint as OpenAI.Batches.BatchCreateParams['endpoint'],
+        completion_window: '24h',
+      })
+    ).id,
+  );
+
 /** A line of an output or error file, as OpenAI's Batch API writes them. */
 interface OutputLine {
   id: string;
@@ -151,7 +163,7 @@ describe('batches', () => {
   });
 
   it('embeds in a batch', async () => {
-    const file = await upload(
+    const batch = await runBatch(
       ['alpha', 'beta'].map((text) =>
         JSON.stringify({
           custom_id: text,
@@ -160,13 +172,8 @@ describe('batches', () => {
           body: { model: 'text-embedding-3-small', input: text },
         }),
       ),
+      '/v1/embeddings',
     );
-    const created = await client.batches.create({
-      input_file_id: file.id,
-      endpoint: '/v1/embeddings',
-      completion_window: '24h',
-    });
-    const batch = await settled(created.id);
     expect([batch.status, batch.request_counts]).toEqual(['completed', { total: 2, completed: 2, failed: 0 }]);
     const output = await linesOf(batch.output_file_id);
     expect(output.map((line) => line.custom_id).sort()).toEqual(['alpha', 'beta']);
@@ -182,13 +189,10 @@ describe('batches', () => {
         url: '/v1/messages',
         body: { model, max_tokens: 50, messages: [{ role: 'user', content }] },
       });
-    const file = await upload([message('hello', 'Say hello'), message('other-model', 'Say more', 'gpt-4o-mini')]);
-    const created = await client.batches.create({
-      input_file_id: file.id,
-      endpoint: '/v1/messages' as OpenAI.Batches.BatchCreateParams['endpoint'],
-      completion_window: '24h',
-    });
-    const batch = await settled(created.id);
+    const batch = await runBatch(
+      [message('hello', 'Say hello'), message('other-model', 'Say more', 'gpt-4o-mini')],
+      '/v1/messages',
+    );
     expect([batch.status, batch.request_counts]).toEqual(['completed', { total: 2, completed: 2, failed: 0 }]);
     const output = await linesOf(batch.output_file_id);
     expect(output.map((line) => line.custom_id)).toEqual(['hello', 'other-model']);
@@ -202,44 +206,70 @@ describe('batches', () => {
     expect(output[0]!.response.body.id).toMatch(/^msg_/);
 
     // An image by URL is not fetched in a batch: the line is named, nothing runs.
-    const byUrl = await upload([
+    const byUrlLines = [
       message('image', [
         { type: 'image', source: { type: 'url', url: 'https://example.com/cat.png' } },
         { type: 'text', text: 'What is this?' },
       ]),
-    ]);
-    const refused = await settled(
-      (
-        await client.batches.create({
-          input_file_id: byUrl.id,
-          endpoint: '/v1/messages' as OpenAI.Batches.BatchCreateParams['endpoint'],
-          completion_window: '24h',
-        })
-      ).id,
-    );
+    ];
+    const refused = await runBatch(byUrlLines, '/v1/messages');
     expect(refused.status).toBe('failed');
     expect(refused.errors?.data).toEqual([
       expect.objectContaining({ line: 1, message: expect.stringContaining('base64') }),
     ]);
   });
 
-  it('fails validation naming every line that does not fit the endpoint, and runs none', async () => {
-    const file = await upload([
-      chatLine('ok', 'Fine'),
-      JSON.stringify({
-        custom_id: 'wrong-url',
-        method: 'POST',
-        url: '/v1/embeddings',
-        body: { model: 'x', input: 'y' },
-      }),
-      JSON.stringify({ custom_id: 'no-messages', method: 'POST', url: '/v1/chat/completions', body: { model: 'x' } }),
-    ]);
-    const created = await client.batches.create({
-      input_file_id: file.id,
-      endpoint: '/v1/chat/completions',
-      completion_window: '24h',
+  it('answers Responses in a batch, each body the Response the door answers, none stored', async () => {
+    const response = (customId: string, body: Record<string, unknown>) =>
+      JSON.stringify({ custom_id: customId, method: 'POST', url: '/v1/responses', body });
+    const batch = await runBatch(
+      [
+        response('plain', { model: 'gpt-4o-mini', input: 'Say plain', max_output_tokens: 40 }),
+        response('instructed', {
+          model: 'gpt-4o-mini',
+          instructions: 'Be brief',
+          input: [{ role: 'user', content: [{ type: 'input_text', text: 'Say instructed' }] }],
+        }),
+      ],
+      '/v1/responses',
+    );
+    expect([batch.status, batch.request_counts]).toEqual(['completed', { total: 2, completed: 2, failed: 0 }]);
+    const output = await linesOf(batch.output_file_id);
+    expect(output[0]!.response.body).toMatchObject({
+      object: 'response',
+      status: 'completed',
+      model: 'gpt-4o-mini',
+      store: false,
+      output_text: expect.stringContaining('Say plain'),
     });
-    const batch = await settled(created.id);
+    expect(output[0]!.response.body.id).toMatch(/^resp_/);
+    // Not kept: the Responses API does not know it.
+    expect(
+      await client.responses.retrieve(output[0]!.response.body.id).catch((error: unknown) => error),
+    ).toBeInstanceOf(OpenAI.NotFoundError);
+
+    const continuingLines = [
+      response('continues', { model: 'gpt-4o-mini', input: 'More', previous_response_id: 'resp_x' }),
+    ];
+    const refused = await runBatch(continuingLines, '/v1/responses');
+    expect(refused.status).toBe('failed');
+    expect(refused.errors?.data).toEqual([expect.objectContaining({ line: 1, param: 'previous_response_id' })]);
+  });
+
+  it('fails validation naming every line that does not fit the endpoint, and runs none', async () => {
+    const batch = await runBatch(
+      [
+        chatLine('ok', 'Fine'),
+        JSON.stringify({
+          custom_id: 'wrong-url',
+          method: 'POST',
+          url: '/v1/embeddings',
+          body: { model: 'x', input: 'y' },
+        }),
+        JSON.stringify({ custom_id: 'no-messages', method: 'POST', url: '/v1/chat/completions', body: { model: 'x' } }),
+      ],
+      '/v1/chat/completions',
+    );
     expect(batch.status).toBe('failed');
     expect(batch.errors?.data).toEqual([
       expect.objectContaining({ line: 2, param: 'url', message: expect.stringContaining('/v1/embeddings') }),

@@ -12,7 +12,7 @@ export const createBatchSchema = z
   .strictObject({
     input_file_id: z.string().min(1).max(128),
     endpoint: z.enum(batchRunEndpoints, {
-      error: `endpoint must be one of ${batchRunEndpoints.join(', ')} (the endpoints batches run; /v1/responses is not run in batches yet)`,
+      error: `endpoint must be one of ${batchRunEndpoints.join(', ')} (the endpoints batches run)`,
     }),
     completion_window: z.literal('24h', { error: 'completion_window must be 24h' }),
     metadata: metadataSchema.nullable().optional(),

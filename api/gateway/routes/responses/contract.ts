@@ -1,14 +1,16 @@
 /** Contracts of the Responses door, OpenAI's Responses API (api/openapi/contract.ts). */
 import { z } from 'zod';
-import { json, route } from '../../../openapi/contract.ts';
+import { json, listPage, route } from '../../../openapi/contract.ts';
 import {
-  inputItemListSchema,
   inputItemsQuerySchema,
+  outputItemSchema,
   responseObjectSchema,
   responseRequestSchema,
   responseStreamEventSchema,
   retrieveQuerySchema,
-} from './schema.ts';
+} from '../../../../common/doors/responses/schema.ts';
+
+const inputItemListSchema = listPage(outputItemSchema, 'ResponseInputItemList');
 
 const stream = { 'text/event-stream': { schema: responseStreamEventSchema } };
 

@@ -28,7 +28,7 @@ import { priorityOfServiceTier } from '../../../../common/capacity.ts';
 import type { CapacityQueue } from '../../../../activities/capacity/capacity-queue.ts';
 import { relayStream, serveCompletion, type CompletionDoor } from '../completions/relay.ts';
 import type { CompletionService } from '../completions/service.ts';
-import { inputItemsQuerySchema, responseRequestSchema, retrieveQuerySchema } from './schema.ts';
+import { inputItemsQuerySchema, responseRequestSchema, retrieveQuerySchema } from '../../../../common/doors/responses/schema.ts';
 import { renderResponseEvents } from './stream.ts';
 import {
   chainMessages,
@@ -38,7 +38,7 @@ import {
   toCompletionRequest,
   type ResponseView,
   type StoredItem,
-} from './translate.ts';
+} from '../../../../common/doors/responses/translate.ts';
 
 export interface ResponseDoor extends CompletionDoor {
   responses: ResponseStore;

@@ -21,7 +21,7 @@ import {
 import type { ApiError } from '../../../errors.ts';
 import type { SseWriter } from '../../../sse.ts';
 import type { StreamRenderer } from '../completions/relay.ts';
-import { presentResponse, type ResponseView } from './translate.ts';
+import { presentResponse, type ResponseView } from '../../../../common/doors/responses/translate.ts';
 
 /**
  * `stored`: the response's row is written by its workflow, and the stream's last event waits for it, so that a client

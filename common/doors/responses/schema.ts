@@ -7,8 +7,7 @@
  * `conversation`, `prompt`) is refused with a 400 that names it.
  */
 import { z } from 'zod';
-import { imageUrlSchema } from '../../../../common/chat.ts';
-import { listPage } from '../../../openapi/contract.ts';
+import { imageUrlSchema } from '../../chat.ts';
 
 const inputText = z.object({ type: z.literal('input_text'), text: z.string() });
 const inputImage = z.object({
@@ -138,7 +137,7 @@ export const inputItemsQuerySchema = z.object({
 
 // --- the answer ---------------------------------------------------------------------------------------------------
 
-const outputItemSchema = z.looseObject({ type: z.string(), id: z.string() });
+export const outputItemSchema = z.looseObject({ type: z.string(), id: z.string() });
 
 export const responseObjectSchema = z
   .looseObject({
@@ -168,8 +167,6 @@ export const responseObjectSchema = z
     }),
   })
   .meta({ id: 'Response' });
-
-export const inputItemListSchema = listPage(outputItemSchema, 'ResponseInputItemList');
 
 /** A stream event: its `type` (also the SSE `event:` name) and `sequence_number`; the rest by type. */
 export const responseStreamEventSchema = z

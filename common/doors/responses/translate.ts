@@ -16,9 +16,8 @@ import type {
   ReasoningEffort,
   ResponseFormat,
   ToolCall,
-} from '../../../../common/chat.ts';
-import type { OutputItem, ResponseStatus } from '../../../../common/responses.ts';
-import type { ResponseRow } from '../../../../activities/responses/response-store.ts';
+} from '../../chat.ts';
+import type { OutputItem, ResponseRow, ResponseStatus } from '../../responses.ts';
 import type { InputItem, ResponseRequest } from './schema.ts';
 
 /** An input item as stored and listed (`GET /v1/responses/{id}/input_items`): each with its id. */
