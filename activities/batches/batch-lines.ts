@@ -208,7 +208,8 @@ export function createBatchLineActivities(dependencies: BatchLineDependencies) {
       'select plan, custom_limits from users where id = $1',
       [userId],
     );
-    const plan = rows[0]?.plan ?? 'free';
+    // No account row: the operator's key (user `operator`), whose batches run as the top plan's.
+    const plan = rows[0]?.plan ?? 'business';
     return {
       plan,
       customModels: rows[0]?.custom_limits?.models,

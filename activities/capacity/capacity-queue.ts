@@ -53,7 +53,8 @@ export class CapacityQueue {
       const { rows: accounts } = await client.query<{ plan: PlanName }>('select plan from users where id = $1', [
         request.userId,
       ]);
-      const plan = accounts[0]?.plan ?? 'free';
+      // No account row: the operator's key (user `operator`), whose work runs as the top plan's.
+      const plan = accounts[0]?.plan ?? 'business';
       await client.query(
         `insert into capacity_waiters (holder, user_id, model, kind, plan_rank, priority, enqueued_at)
          values ($1, $2, $3, $4, $5, $6, now()) on conflict (holder) do nothing`,
