@@ -505,6 +505,7 @@ export class ProviderCalls {
           content: response.content,
           toolCalls: response.toolCalls,
           ...(response.reasoning === undefined ? {} : { reasoning: response.reasoning }),
+          ...(response.stopSequence ? { stopSequence: response.stopSequence } : {}),
         };
         const answered = {
           outcome: 'succeeded' as const,
@@ -539,6 +540,7 @@ export class ProviderCalls {
         writer.append(sequenced);
       };
       let finishReason: FinishReason = 'stop';
+      let stopSequence: string | undefined;
       let usage: Usage | null = null;
       let completionText = '';
       const stop = input.stoppable ? this.dependencies.stops?.watch(ledgerWorkflowId(input)) : undefined;
@@ -571,7 +573,10 @@ export class ProviderCalls {
             usage = part.usage;
             continue;
           }
-          if (part.type === 'finish') finishReason = part.reason;
+          if (part.type === 'finish') {
+            finishReason = part.reason;
+            stopSequence = part.stopSequence;
+          }
           // Reasoning counts for an estimate (it is generated output), never for the collected message.
           if (part.type === 'text-delta' || part.type === 'reasoning-delta') completionText += part.text;
           if (part.type === 'tool-call-delta') completionText += (part.name ?? '') + part.argumentsDelta;
@@ -588,7 +593,8 @@ export class ProviderCalls {
         const finalUsage = usage ?? estimateUsage(request, countTokens(completionText));
         emit({ type: 'usage', usage: finalUsage });
         await breaker.recordSuccess(candidate.provider);
-        const message = collected?.message() ?? null;
+        const collectedMessage = collected?.message() ?? null;
+        const message = collectedMessage && stopSequence ? { ...collectedMessage, stopSequence } : collectedMessage;
         // Stopped after the provider's last part: the answer is whole, but the tool calls it asks for are not run.
         const stoppedLate = !!stop?.signal.aborted;
         return {

@@ -73,6 +73,11 @@ export interface CompletionMessage {
    * reasoning goes to the client only: a collected streamed message has none.
    */
   reasoning?: string;
+  /**
+   * Which of the request's stop sequences ended the answer, where its provider says so (Anthropic does; OpenAI's and
+   * Gemini's APIs do not tell a stop sequence from a natural end). The Messages door answers `stop_sequence` with it.
+   */
+  stopSequence?: string;
 }
 
 export interface CompletionResult {

@@ -10,5 +10,6 @@ export type StreamPart =
   | { type: 'reasoning-delta'; text: string }
   /** A tool call's pieces: the first part for an index carries id and name, later ones argument text. */
   | { type: 'tool-call-delta'; index: number; id?: string; name?: string; argumentsDelta: string }
-  | { type: 'finish'; reason: FinishReason; rawReason: string | null }
+  /** `stopSequence`: which of the request's stop sequences ended the answer, where the provider says (Anthropic). */
+  | { type: 'finish'; reason: FinishReason; rawReason: string | null; stopSequence?: string }
   | { type: 'usage'; usage: Usage };

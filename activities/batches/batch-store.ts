@@ -236,7 +236,12 @@ export class BatchStore {
     const opened = await files.open(batch.userId, batch.inputFileId);
     if (!opened) {
       return this.fail(batchId, [
-        { code: 'invalid_file', message: `The input file ${batch.inputFileId} is gone`, param: 'input_file_id', line: null },
+        {
+          code: 'invalid_file',
+          message: `The input file ${batch.inputFileId} is gone`,
+          param: 'input_file_id',
+          line: null,
+        },
       ]);
     }
     const errors: BatchError[] = [];
@@ -372,7 +377,10 @@ export class BatchStore {
       const errors = new JsonlFile(join(directory, 'errors.jsonl'));
       const notRun =
         ending === 'expired'
-          ? { code: 'batch_expired', message: 'This request could not be executed before the completion window expired.' }
+          ? {
+              code: 'batch_expired',
+              message: 'This request could not be executed before the completion window expired.',
+            }
           : { code: 'batch_cancelled', message: 'This request was not executed: the batch was cancelled.' };
       let after = 0;
       for (;;) {

@@ -55,8 +55,13 @@ async function drain(events: AsyncGenerator<EventSourceMessage>, translator: Str
 }
 
 /** The parts that close every stream: exactly one `finish`, then `usage` when the provider reported it. */
-export function closingParts(reason: FinishReason, rawReason: string | null, usage: Usage | null): StreamPart[] {
-  const parts: StreamPart[] = [{ type: 'finish', reason, rawReason }];
+export function closingParts(
+  reason: FinishReason,
+  rawReason: string | null,
+  usage: Usage | null,
+  stopSequence?: string | null,
+): StreamPart[] {
+  const parts: StreamPart[] = [{ type: 'finish', reason, rawReason, ...(stopSequence ? { stopSequence } : {}) }];
   if (usage !== null) parts.push({ type: 'usage', usage });
   return parts;
 }

@@ -45,6 +45,8 @@ export interface ProviderResponse {
   reasoning?: string;
   toolCalls: ToolCall[];
   finishReason: FinishReason;
+  /** Which of the request's stop sequences ended the answer, where the provider says so (Anthropic). */
+  stopSequence?: string;
   /** Null when the provider reported none. */
   usage: Usage | null;
 }

@@ -11,15 +11,9 @@ import type { Pool, Queryable } from '../../db/pool.ts';
 import type { AdmittedWrite } from '../credits/credit-ledger.ts';
 import type { Usage } from '../../common/chat.ts';
 import type { CompletionMessage } from '../../common/completion.ts';
-import {
-  finishedStatus,
-  outputItems,
-  responseUsage,
-  type ResponseRow,
-} from '../../common/responses.ts';
+import { finishedStatus, outputItems, responseUsage, type ResponseRow } from '../../common/responses.ts';
 
 export type { ResponseRow };
-
 
 export type NewResponse = Omit<
   ResponseRow,

@@ -259,6 +259,26 @@ describe('sampling', () => {
   });
 });
 
+describe('stop sequences', () => {
+  it('says which stop sequence ended the answer where the provider says so, streamed and not', async () => {
+    // The simulator answers with the text it is asked to say, cut at the first stop sequence in it.
+    const request = {
+      max_tokens: 100,
+      stop_sequences: ['HALT'],
+      messages: [{ role: 'user' as const, content: '[[say "one two HALT three"]]' }],
+    };
+    // A Claude model behind the door: Anthropic's API names the sequence.
+    const message = await client.messages.create({ model: 'claude-haiku-4-5', ...request });
+    expect([message.stop_reason, message.stop_sequence]).toEqual(['stop_sequence', 'HALT']);
+    expect(message.content[0]).toMatchObject({ type: 'text', text: expect.stringMatching(/^one two\s*$/) });
+    const streamed = await client.messages.stream({ model: 'claude-haiku-4-5', ...request }).finalMessage();
+    expect([streamed.stop_reason, streamed.stop_sequence]).toEqual(['stop_sequence', 'HALT']);
+    // OpenAI's API does not tell a stop sequence from a natural end: end_turn, no sequence.
+    const other = await client.messages.create({ model: 'gpt-4o-mini', ...request });
+    expect([other.stop_reason, other.stop_sequence]).toEqual(['end_turn', null]);
+  });
+});
+
 describe('count_tokens', () => {
   it('counts a Message’s input tokens as the platform counts them, and 404s an unknown model', async () => {
     const params = {

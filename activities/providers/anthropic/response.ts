@@ -25,6 +25,7 @@ export const anthropicMessageSchema = z.object({
   // Blocks of other types (redacted_thinking, server tools) pass validation and are skipped when mapping.
   content: z.array(anthropicContentBlockSchema),
   stop_reason: z.string().nullish(),
+  stop_sequence: z.string().nullish(),
   usage: anthropicUsageSchema.nullish(),
 });
 
@@ -55,6 +56,9 @@ export function fromAnthropicMessage(message: AnthropicMessage): ProviderRespons
     ...(thoughts.length > 0 ? { reasoning: thoughts.join('\n\n') } : {}),
     toolCalls,
     finishReason: mapAnthropicStopReason(message.stop_reason),
+    ...(message.stop_reason === 'stop_sequence' && message.stop_sequence
+      ? { stopSequence: message.stop_sequence }
+      : {}),
     usage: fromAnthropicUsage(message.usage),
   };
 }

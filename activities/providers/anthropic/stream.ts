@@ -27,6 +27,7 @@ const anthropicEventSchema = z.object({
       thinking: z.string().nullish(),
       partial_json: z.string().nullish(),
       stop_reason: z.string().nullish(),
+      stop_sequence: z.string().nullish(),
     })
     .nullish(),
   usage: anthropicUsageSchema.nullish(),
@@ -70,6 +71,7 @@ export class AnthropicStreamTranslator implements StreamTranslator {
   private readonly toolIndexByBlock = new Map<number, number>();
   private readonly toolCallsWithArguments = new Set<number>();
   private rawStopReason: string | null = null;
+  private stopSequence: string | null = null;
   private usage: AnthropicUsage = {};
   private started = false;
   /** The open content block: its index and type; the indexes used so far; each tool block's input so far. */
@@ -107,6 +109,7 @@ export class AnthropicStreamTranslator implements StreamTranslator {
       case 'message_delta':
         if (this.open) throw malformed(this.provider, `message_delta while content block ${this.open.index} is open`);
         if (data.delta?.stop_reason != null) this.rawStopReason = data.delta.stop_reason;
+        if (data.delta?.stop_sequence != null) this.stopSequence = data.delta.stop_sequence;
         this.mergeUsage(data.usage);
         return [];
       case 'message_stop':
@@ -116,6 +119,7 @@ export class AnthropicStreamTranslator implements StreamTranslator {
           mapAnthropicStopReason(this.rawStopReason),
           this.rawStopReason,
           fromAnthropicUsage(this.usage),
+          this.rawStopReason === 'stop_sequence' ? this.stopSequence : null,
         );
       default:
         // Event types added after this adapter was written (Anthropic's versioning policy allows them).

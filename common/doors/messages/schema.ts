@@ -193,7 +193,10 @@ export const anthropicMessageSchema = z
     model: z.string().meta({ description: 'The model that served (after failover, possibly another than asked)' }),
     content: z.array(responseContentBlock),
     stop_reason: z.enum(stopReasons).nullable(),
-    stop_sequence: z.string().nullable().meta({ description: 'Always null: which sequence stopped is not known' }),
+    stop_sequence: z.string().nullable().meta({
+      description:
+        'The stop sequence that ended the answer, where the serving provider says so (Anthropic); otherwise null',
+    }),
     stop_details: z.null(),
     usage: anthropicUsageSchema,
   })
@@ -245,7 +248,7 @@ export const messageStreamEvents = {
   content_block_stop: z.object({ type: z.literal('content_block_stop'), index: z.number().int() }),
   message_delta: z.object({
     type: z.literal('message_delta'),
-    delta: z.object({ stop_reason: z.enum(stopReasons).nullable(), stop_sequence: z.null() }),
+    delta: z.object({ stop_reason: z.enum(stopReasons).nullable(), stop_sequence: z.string().nullable() }),
     usage: z.object({ input_tokens: z.number().int(), output_tokens: z.number().int() }),
   }),
   message_stop: z.object({ type: z.literal('message_stop') }),

@@ -11,8 +11,10 @@
  *   `/v1/chat/completions`.
  * - `output_config.format` (JSON schema) is the platform's `response_format: json_schema`.
  * - `stop_reason` from the platform's finish reason: stop → end_turn, length → max_tokens, tool_calls → tool_use,
- *   content_filter → refusal. `stop_sequence` is null: which sequence stopped an answer is not reported through
- *   every provider. Cache token counts are 0: the platform does not cache prompts.
+ *   content_filter → refusal; `stop_sequence` (with the sequence) where the serving provider says a stop sequence
+ *   ended the answer (Anthropic does; OpenAI's and Gemini's APIs do not tell it from a natural end, so an answer they
+ *   stopped at a sequence is `end_turn` with `stop_sequence: null`). Cache token counts are 0: the platform does not
+ *   cache prompts.
  */
 import type {
   ChatCompletionRequest,
@@ -248,8 +250,8 @@ export function presentMessage(
     role: 'assistant',
     model: answer.model,
     content,
-    stop_reason: stopReason(answer.finishReason),
-    stop_sequence: null,
+    stop_reason: message?.stopSequence ? 'stop_sequence' : stopReason(answer.finishReason),
+    stop_sequence: message?.stopSequence ?? null,
     stop_details: null,
     usage: anthropicUsage(answer.usage),
   };

@@ -13,7 +13,11 @@ import { invalidRequest } from '../../../errors.ts';
 import type { CompletionService } from '../completions/service.ts';
 import { serveCompletion, type CompletionDoor } from '../completions/relay.ts';
 import { countPromptTokens } from '../../../../activities/credits/tokens.ts';
-import { countTokensRequestSchema, messagesRequestSchema, type MessagesRequest } from '../../../../common/doors/messages/schema.ts';
+import {
+  countTokensRequestSchema,
+  messagesRequestSchema,
+  type MessagesRequest,
+} from '../../../../common/doors/messages/schema.ts';
 import { readImage } from '../media/inputs.ts';
 import { renderMessageEvents } from './stream.ts';
 import { presentMessage, toCompletionRequest } from '../../../../common/doors/messages/translate.ts';

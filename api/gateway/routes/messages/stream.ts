@@ -23,6 +23,7 @@ export function renderMessageEvents(id: string, requestedModel: string, promptTo
   let open: OpenBlock | null = null;
   let blockIndex = -1;
   let finish: StopReason | null = null;
+  let stopSequence: string | null = null;
 
   /** An event, named by its `type` as Anthropic's streams name them. */
   const send = (sse: SseWriter, data: { type: string; [field: string]: unknown }) => sse.event(data.type, data);
@@ -99,7 +100,8 @@ export function renderMessageEvents(id: string, requestedModel: string, promptTo
           if (event.argumentsDelta) delta(sse, { type: 'input_json_delta', partial_json: event.argumentsDelta });
           return;
         case 'finish':
-          finish = stopReason(event.reason as FinishReason);
+          finish = event.stopSequence ? 'stop_sequence' : stopReason(event.reason as FinishReason);
+          stopSequence = event.stopSequence ?? null;
           return;
         default:
           return;
@@ -110,7 +112,7 @@ export function renderMessageEvents(id: string, requestedModel: string, promptTo
       close(sse);
       send(sse, {
         type: 'message_delta',
-        delta: { stop_reason: finish ?? 'end_turn', stop_sequence: null },
+        delta: { stop_reason: finish ?? 'end_turn', stop_sequence: stopSequence },
         usage: { input_tokens: usage.prompt_tokens, output_tokens: usage.completion_tokens },
       });
       send(sse, { type: 'message_stop' });

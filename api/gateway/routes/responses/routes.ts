@@ -28,7 +28,11 @@ import { priorityOfServiceTier } from '../../../../common/capacity.ts';
 import type { CapacityQueue } from '../../../../activities/capacity/capacity-queue.ts';
 import { relayStream, serveCompletion, type CompletionDoor } from '../completions/relay.ts';
 import type { CompletionService } from '../completions/service.ts';
-import { inputItemsQuerySchema, responseRequestSchema, retrieveQuerySchema } from '../../../../common/doors/responses/schema.ts';
+import {
+  inputItemsQuerySchema,
+  responseRequestSchema,
+  retrieveQuerySchema,
+} from '../../../../common/doors/responses/schema.ts';
 import { renderResponseEvents } from './stream.ts';
 import {
   chainMessages,
