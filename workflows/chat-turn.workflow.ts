@@ -61,6 +61,7 @@ import type { SequencedStreamEvent } from '../common/completion.ts';
 import type { Attempt, CompletionFailureDetails } from '../common/completion.ts';
 import { addModelCall, turnDoneEvent } from '../common/turn-totals.ts';
 import { callWithFailover, modelCallFailure, releaseUnusedHold } from './model-call.ts';
+import { releaseCapacity, waitForCapacity } from './capacity.ts';
 
 // Beginning waits for the previous turn of the conversation (bounded by that turn's own bounds); the rest are
 // idempotent writes, retried until the database answers.
@@ -132,6 +133,8 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
   const decided = new Set<string>();
   let cancelled: { by: string } | null = carry?.cancelledBy ? { by: carry.cancelledBy } : null;
   let iteration = carry?.iteration ?? 1;
+  /** A loop's iteration holds a slot of the capacity queue (taken between iterations; a run continued as new holds it). */
+  let holdingSlot = !!carry && patched('capacity-queue-loop');
   setHandler(chatTurnTraceQuery, () => ({
     status: 'running',
     attempts,
@@ -542,6 +545,25 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
                   : undefined;
       await publish([{ type: 'iteration', iteration, marker, ...(stop ? { stop } : {}) }]);
       if (stop) break;
+      // Between iterations a loop takes its turn in the capacity queue (docs/capacity-queue.md): it gives back the slot
+      // its last iteration held and waits for one again, behind its account's other unattended jobs (past its plan's
+      // concurrency) and out of a saturated model's back-off, durably; a stop while it waits ends the loop there.
+      if (patched('capacity-queue-loop')) {
+        if (holdingSlot) await releaseCapacity({ holder: input.turnId });
+        const slot = {
+          holder: input.turnId,
+          userId: input.userId,
+          model: input.requestedModel,
+          kind: 'agent-loop',
+          priority: 'normal' as const,
+        };
+        holdingSlot = !!(await waitForCapacity(slot, { stop: () => cancelled !== null }));
+        if (!holdingSlot) {
+          stop = 'cancelled';
+          await publish([{ type: 'iteration', iteration, marker, stop }]);
+          break;
+        }
+      }
       // The next iteration: the agent is asked to go on.
       messages.push({ role: 'user', content: loopContinuePrompt });
       added.push({ role: 'user', content: loopContinuePrompt });
@@ -567,6 +589,7 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
         await continueAsNew<typeof chatTurn>({ ...input, loop: { ...input.loop, carry: next } });
       }
     }
+    if (holdingSlot) await releaseCapacity({ holder: input.turnId });
     const final: ChatTurnEvent = turnDoneEvent(
       { turnId: input.turnId, sessionKey: input.sessionKey, agent: !!input.agent },
       { model, usage, credits, costUsd },

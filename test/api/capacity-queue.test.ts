@@ -7,7 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type OpenAI from 'openai';
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { AgentStreamReader } from '../helpers/agent-stream.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -25,9 +27,9 @@ afterAll(async () => {
 });
 
 type Tier = 'priority' | 'default' | 'flex';
-const create = (client: OpenAI, input: string, tier: Tier = 'default') =>
+const create = (client: OpenAI, input: string, tier: Tier = 'default', model = 'gpt-4o-mini') =>
   client.responses.create({
-    model: 'gpt-4o-mini',
+    model,
     input,
     background: true,
     max_output_tokens: 30,
@@ -177,6 +179,57 @@ describe('the capacity queue', () => {
         body: JSON.stringify(body),
       });
       expect(bad.status).toBe(400);
+    } finally {
+      await platform.simulator.clearFaults();
+    }
+  });
+
+  it('makes an agent loop wait between iterations while its account’s slots are taken, then go on', async () => {
+    // The responses (a Gemini model) answer slowly; the loop (its routing and its agent: other models) at once.
+    await platform.simulator.addFault({ match: { protocol: 'gemini' }, fault: { latency_ms: 15_000 } });
+    try {
+      const { key, user_id: userId } = await platform.createKey(undefined, 'free');
+      const client = platform.openai(key);
+      // Two slow background responses take the free account's two slots.
+      const holding = [
+        await create(client, 'Slow one', 'default', 'gemini-2.5-flash'),
+        await create(client, 'Slow two', 'default', 'gemini-2.5-flash'),
+      ];
+      await waitFor('both slots to be taken', async () => {
+        const { rows } = await database.query(
+          'select 1 from capacity_waiters where user_id = $1 and granted_at is not null',
+          [userId],
+        );
+        return rows.length === 2;
+      });
+      const response = await platform.agents(`/chat/loop/web:${randomUUID()}`, {
+        method: 'POST',
+        key,
+        body: JSON.stringify({ message: 'Draft it step by step [[iterations 2]]', agent_id: 'writer' }),
+      });
+      expect(response.status).toBe(200);
+      const loop = new AgentStreamReader(response);
+      expect(await loop.until('iteration')).toMatchObject({ iteration: 1, marker: 'continue' });
+      // Between its iterations the loop waits for a slot, in the queue.
+      await waitFor('the loop to wait in the queue', async () => {
+        const { rows } = await database.query(
+          `select 1 from capacity_waiters where user_id = $1 and kind = 'agent-loop' and granted_at is null`,
+          [userId],
+        );
+        return rows.length === 1;
+      });
+      // As a response ends its slot frees, and the loop goes on to its end.
+      expect(await loop.until('iteration')).toMatchObject({ iteration: 2, marker: 'done', stop: 'done' });
+      await loop.rest();
+      const { rows } = await database.query<{ status: string }>(
+        'select status from model_responses where id = any($1)',
+        [holding.map((held) => held.id)],
+      );
+      expect(rows.some((row) => row.status === 'completed')).toBe(true);
+      await waitFor('every slot to be given back', async () => {
+        const left = await database.query('select 1 from capacity_waiters where user_id = $1', [userId]);
+        return left.rowCount === 0;
+      });
     } finally {
       await platform.simulator.clearFaults();
     }
