@@ -10,6 +10,7 @@ import type OpenAI from 'openai';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { AgentStreamReader } from '../helpers/agent-stream.ts';
+import { createCustomAgent } from '../helpers/agents.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -38,8 +39,9 @@ const create = (client: OpenAI, input: string, tier: Tier = 'default', model = '
 
 describe('the capacity queue', () => {
   it('holds an account’s jobs past its concurrency, tells each its place, and starts them in priority order', async () => {
-    // A free account runs two background jobs at once (plans.yaml, queue.concurrency); each answer takes 2 s.
-    await platform.simulator.addFault({ fault: { latency_ms: 2_000 } });
+    // A free account runs two background jobs at once (plans.yaml, queue.concurrency); each answer takes 6 s, long
+    // enough for the queue to be read as it stands on a busy machine.
+    await platform.simulator.addFault({ fault: { latency_ms: 6_000 } });
     try {
       const { key, user_id: userId } = await platform.createKey(undefined, 'free');
       const client = platform.openai(key);
@@ -138,8 +140,11 @@ describe('the capacity queue', () => {
       );
       expect(done.status).toBe('completed');
       expect(done.output_text).toContain('Patient');
-      const marked = await database.query('select 1 from capacity_models where model = $1', ['gpt-4o-mini']);
-      expect(marked.rowCount).toBe(0);
+      // The answer cleared the model's mark.
+      await waitFor('the model to be cleared', async () => {
+        const marked = await database.query('select 1 from capacity_models where model = $1', ['gpt-4o-mini']);
+        return marked.rowCount === 0;
+      });
       const settled = await database.query(`select 1 from credit_ledger where user_id = $1 and kind = 'settle'`, [
         userId,
       ]);
@@ -185,11 +190,17 @@ describe('the capacity queue', () => {
   });
 
   it('makes an agent loop wait between iterations while its account’s slots are taken, then go on', async () => {
-    // The responses (a Gemini model) answer slowly; the loop (its routing and its agent: other models) at once.
-    await platform.simulator.addFault({ match: { protocol: 'gemini' }, fault: { latency_ms: 15_000 } });
+    // The responses (a Gemini model) answer slowly; the loop (an agent of the account's on an OpenAI model) at once.
+    await platform.simulator.addFault({ match: { protocol: 'gemini' }, fault: { latency_ms: 8_000 } });
     try {
       const { key, user_id: userId } = await platform.createKey(undefined, 'free');
       const client = platform.openai(key);
+      const agentId = await createCustomAgent(platform, key, {
+        name: 'Stepper',
+        description: 'Works in steps',
+        system_prompt: 'You work step by step.',
+        model: 'gpt-4o-mini',
+      });
       // Two slow background responses take the free account's two slots.
       const holding = [
         await create(client, 'Slow one', 'default', 'gemini-2.5-flash'),
@@ -205,7 +216,7 @@ describe('the capacity queue', () => {
       const response = await platform.agents(`/chat/loop/web:${randomUUID()}`, {
         method: 'POST',
         key,
-        body: JSON.stringify({ message: 'Draft it step by step [[iterations 2]]', agent_id: 'writer' }),
+        body: JSON.stringify({ message: 'Draft it step by step [[iterations 2]]', agent_id: agentId }),
       });
       expect(response.status).toBe(200);
       const loop = new AgentStreamReader(response);
