@@ -74,8 +74,15 @@ export function agentServiceRegistry(metrics: Metrics, turns: { approvalsWaiting
 export function registerCapacityGauges(registry: Registry, capacity: { depth(): Promise<QueueDepth[]> }): void {
   const labelNames = ['kind', 'model', 'priority', 'plan'] as const;
   let depth: Promise<QueueDepth[]> | null = null;
-  // One query per scrape for the three gauges.
-  const read = () => (depth ??= capacity.depth().finally(() => setTimeout(() => (depth = null), 0)));
+  // One query per scrape for the three gauges. The rest of `/metrics` must answer while the database is down (an
+  // outage is what an operator scrapes for): then, or when it is slow past a second, the queue's gauges are left out.
+  const read = () =>
+    (depth ??= Promise.race([
+      capacity.depth(),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('slow')), 1_000).unref()),
+    ])
+      .catch(() => [] as QueueDepth[])
+      .finally(() => setTimeout(() => (depth = null), 0)));
   const gauge = (name: string, help: string, value: (row: QueueDepth) => number) =>
     new Gauge({
       name,

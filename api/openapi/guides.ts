@@ -31,7 +31,8 @@ import { bytes, route, type RouteContract } from './contract.ts';
 /** The guides in docs/, in the order the index and the API reference list them. */
 export const guides: ReadonlyArray<{ name: string; summary: string }> = [
   { name: 'gateway', summary: 'keys, endpoints, errors, models and routing, plans and credits, limits, embeddings' },
-  { name: 'client-apis', summary: 'Anthropic’s Messages API, OpenAI’s Responses and Files APIs' },
+  { name: 'client-apis', summary: 'Anthropic’s Messages API, OpenAI’s Responses, Files and Batch APIs' },
+  { name: 'capacity-queue', summary: 'the durable capacity queue: background jobs wait for capacity in a fair order' },
   { name: 'api-reference', summary: 'the OpenAPI documents and this reference' },
   { name: 'session-chat-and-tools', summary: 'the gateway’s session chat and the built-in tools' },
   { name: 'channels', summary: 'LINE and Telegram, and linking' },
