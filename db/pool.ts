@@ -71,3 +71,22 @@ export async function transaction<T>(pool: Pool, work: (client: pg.PoolClient) =
     client.release(broken);
   }
 }
+
+/**
+ * `transaction`, run again when PostgreSQL broke a deadlock by aborting it (40P01): the transaction was rolled back
+ * whole, so running `work` again is safe wherever `work` only talks to the database (PostgreSQL's own advice for
+ * deadlocks and serialization failures). At most `attempts` runs; the last failure is rethrown.
+ */
+export async function retryingDeadlocks<T>(
+  pool: Pool,
+  work: (client: pg.PoolClient) => Promise<T>,
+  attempts = 3,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await transaction(pool, work);
+    } catch (error) {
+      if ((error as { code?: string }).code !== '40P01' || attempt >= attempts) throw error;
+    }
+  }
+}

@@ -9,7 +9,7 @@ import type { ChatMessage as OpenAIMessage, ToolCall } from '../../common/chat.t
 import { chatTurnWorkflowId } from '../../common/chat-turn.ts';
 import { messageSearchConfig } from '../../db/entities/chat-message.entity.ts';
 import type { PoolClient } from 'pg';
-import { run, transaction, type Pool, type Queryable } from '../../db/pool.ts';
+import { retryingDeadlocks, run, transaction, type Pool, type Queryable } from '../../db/pool.ts';
 import { storableJson, storableText } from '../../common/text.ts';
 import type { MessengerPlatform, MessengerTarget } from '../messengers/messenger.ts';
 
@@ -336,7 +336,9 @@ export class ConversationStore {
    * Opens a turn in one transaction: `before` (the caller's rate limits), the session (found, or created with its
    * conversation), the turn's number, the user's message, then `after` (the first call's credit hold, the turn's start
    * event in the journal). A throw anywhere rolls it all back: a refused message leaves nothing behind. One commit
-   * where the separate statements took five to eight.
+   * where the separate statements took five to eight. Two messages opening turns of one account at once may deadlock
+   * (the turn's row, the account's credits); PostgreSQL aborts one, and it is opened again (`steps` only write to the
+   * database, on `client`).
    */
   async openTurn<T>(
     opening: TurnOpening,
@@ -345,7 +347,7 @@ export class ConversationStore {
       after: (client: PoolClient, opened: OpenedTurn) => Promise<T>;
     },
   ): Promise<{ opened: OpenedTurn; result: T }> {
-    return transaction(this.pool, async (client) => {
+    return retryingDeadlocks(this.pool, async (client) => {
       await steps.before?.(client);
       const session = opening.session ?? (await this.openSession(opening.owner, opening.key, opening.channel, client));
       const accepted = await this.acceptTurn(session.conversationId, null, opening.agentId, client);
