@@ -26,6 +26,12 @@ const probeHoldSeconds = 150;
 const score = (aging: string) =>
   `(w.plan_rank * 3 + w.priority + floor(extract(epoch from (now() - w.enqueued_at)) / ${aging}))`;
 
+/** A waiting row `w` that goes before `me` (a row with its `score`): a higher score, or the same and earlier. */
+const goesBefore = (aging: string) =>
+  `w.granted_at is null and w.holder <> me.holder
+   and (${score(aging)} > me.score
+        or (${score(aging)} = me.score and (w.enqueued_at, w.holder) < (me.enqueued_at, me.holder)))`;
+
 export interface QueueDepth {
   kind: string;
   model: string;
@@ -79,15 +85,10 @@ export class CapacityQueue {
          select (select granted_at is not null from me) as granted,
                 (select count(*)::int from capacity_waiters where user_id = $2 and granted_at is not null) as held,
                 (select count(*)::int from capacity_waiters w, me
-                 where w.user_id = $2 and w.granted_at is null and w.holder <> me.holder
-                   and w.model not in (select model from saturated)
-                   and (${score(aging)} > me.score
-                        or (${score(aging)} = me.score and (w.enqueued_at, w.holder) < (me.enqueued_at, me.holder)))) as ahead,
+                 where w.user_id = $2 and w.model not in (select model from saturated) and ${goesBefore(aging)}) as ahead,
                 (select saturated_until > now() from capacity_models where model = $3) as saturated,
                 (select count(*)::int from capacity_waiters w, me
-                 where w.model = $3 and w.granted_at is null and w.holder <> me.holder
-                   and (${score(aging)} > me.score
-                        or (${score(aging)} = me.score and (w.enqueued_at, w.holder) < (me.enqueued_at, me.holder)))) as model_ahead`,
+                 where w.model = $3 and ${goesBefore(aging)}) as model_ahead`,
         [request.holder, request.userId, request.model],
       );
       const state = rows[0]!;
@@ -142,9 +143,7 @@ export class CapacityQueue {
     const { rows } = await this.pool.query<{ position: number }>(
       `with me as (select w.*, ${score(aging)} as score from capacity_waiters w where w.holder = $1 and w.granted_at is null)
        select 1 + (select count(*)::int from capacity_waiters w, me
-                   where w.user_id = me.user_id and w.granted_at is null and w.holder <> me.holder
-                     and (${score(aging)} > me.score
-                          or (${score(aging)} = me.score and (w.enqueued_at, w.holder) < (me.enqueued_at, me.holder))))
+                   where w.user_id = me.user_id and ${goesBefore(aging)})
               as position
        from me`,
       [holder],
