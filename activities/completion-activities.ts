@@ -4,10 +4,11 @@
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { failingAsActivity } from './failures.ts';
-import type { CreditSettlement, ProviderFailureDetails } from '../common/completion.ts';
+import type { CreditSettlement, ProviderFailureDetails, SequencedStreamEvent } from '../common/completion.ts';
 import { creditsFor } from '../common/credits.ts';
 import type { CreditLedger } from './credits/credit-ledger.ts';
 import type { ProviderCallInput, ProviderCalls } from './provider-calls.ts';
+import type { StreamJournal } from './streaming/stream-journal.ts';
 
 export type CallProviderInput = ProviderCallInput;
 
@@ -19,9 +20,21 @@ export type CallProviderResult = Exclude<Awaited<ReturnType<ProviderCalls['callO
 
 export type { ProviderFailureDetails };
 
-export function createCompletionActivities(dependencies: { calls: ProviderCalls; ledger: CreditLedger }) {
-  const { ledger } = dependencies;
+export function createCompletionActivities(dependencies: {
+  calls: ProviderCalls;
+  ledger: CreditLedger;
+  journal: StreamJournal;
+}) {
+  const { ledger, journal } = dependencies;
   return {
+    /**
+     * Writes a streamed answer's last events, which its call ended without journalling (the database was out): they
+     * came back in the call's result (`journalTail`), kept by the workflow's history until now (idempotent).
+     */
+    async journalEvents(input: { requestId: string; events: SequencedStreamEvent[] }): Promise<void> {
+      await journal.insert(input.requestId, input.events);
+    },
+
     /** Charges an attempt's real usage at the serving model's rate and lifts its hold (idempotent). */
     async settleCredits(input: CreditSettlement): Promise<{ credits: number }> {
       return settleAttempt(ledger, input);

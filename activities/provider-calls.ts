@@ -25,7 +25,12 @@ import { ProviderError, type ProviderAdapter, type ProviderRequest } from './pro
 import type { CircuitBreaker } from './routing/circuit-breaker.ts';
 import type { StreamHub } from './streaming/stream-hub.ts';
 import type { StreamPart } from '../common/stream-parts.ts';
-import { AlongsideFailed, type JournalWriter, type StreamJournal } from './streaming/stream-journal.ts';
+import {
+  AlongsideFailed,
+  JournalUnreachable,
+  type JournalWriter,
+  type StreamJournal,
+} from './streaming/stream-journal.ts';
 import type { TurnStops } from './streaming/turn-stops.ts';
 import type { ResponseEnd } from './responses/response-store.ts';
 import type { StoredMessage, TurnTarget } from './conversations/conversation-store.ts';
@@ -130,6 +135,11 @@ export type ProviderCallOutcome = (
       responseClosed?: boolean;
       /** A non-streamed answer's time upstream, for the waiting request (ms). */
       upstreamMs?: number;
+      /**
+       * The stream's last events, which the database did not take when the call ended (an outage): the workflow
+       * writes them once it answers (workflows/model-call.ts). The call's settlement and closes were not written.
+       */
+      journalTail?: SequencedStreamEvent[];
     }
   | { outcome: 'skipped'; reason: string; insufficientCredits?: boolean }
   | {
@@ -267,10 +277,17 @@ export class ProviderCalls {
         this.releaseAnswer(input, outcome, outcome.message);
       }
     } catch (error) {
-      // The journal could not take the answer's end: the attempt fails as it did when its journal failed mid-stream
-      // (the hold is left to the workflow's saga).
-      outcome = journalFailure(input, outcome, error);
       outcome.ledgerDone = false;
+      if (error instanceof JournalUnreachable && outcome.outcome === 'succeeded' && fitsHistory(error.unwritten)) {
+        // The database is out, but the answer is whole: it is not lost, and not asked for again. Its last events go
+        // to the workflow's history, which journals them once the database answers, then settles.
+        outcome.journalTail = error.unwritten;
+      } else {
+        // The journal failed otherwise (or the rest is too big to hand over): the attempt fails as a network failure
+        // would (the hold is left to the workflow's saga).
+        outcome = journalFailure(input, outcome, error);
+        outcome.ledgerDone = false;
+      }
     }
     this.dependencies.observe?.(input.candidate.provider, outcome.outcome);
     if (outcome.outcome !== 'succeeded') {
@@ -655,6 +672,20 @@ function journalFailure(input: ProviderCallInput, outcome: ProviderCallOutcome, 
     latencyMs: outcome.outcome === 'skipped' ? 0 : outcome.latencyMs,
     ...(contentSent && nextSeq !== undefined ? { nextSeq } : {}),
   };
+}
+
+/**
+ * Whether the events a closing writer could not write may go to the workflow in the attempt's result: under 1 MiB of
+ * JSON, well within Temporal's payload limit (2 MB by default). An answer of over about 20,000 tokens not yet
+ * journalled when the database went out still fails its attempt.
+ */
+function fitsHistory(events: SequencedStreamEvent[]): boolean {
+  let bytes = 0;
+  for (const item of events) {
+    bytes += JSON.stringify(item.event).length + 16;
+    if (bytes > 1 << 20) return false;
+  }
+  return true;
 }
 
 /** The ledger's key base of an attempt: the workflow that made it. */

@@ -20,6 +20,7 @@ import {
   type Candidate,
   type CompletionInput,
   type CreditSettlement,
+  type SequencedStreamEvent,
 } from './completion.ts';
 
 /** What every attempt is given; a caller adds its `Extra` (stream position, what the call closes). */
@@ -35,7 +36,14 @@ export interface AttemptCall {
 
 /** How an attempt that did not fail ended (a failed one throws an ApplicationFailure of type `ProviderError`). */
 export type AttemptAnswer = (
-  | { outcome: 'succeeded'; latencyMs: number; usage: CreditSettlement['usage']; usageEstimated: boolean }
+  | {
+      outcome: 'succeeded';
+      latencyMs: number;
+      usage: CreditSettlement['usage'];
+      usageEstimated: boolean;
+      /** A streamed answer's last events, which the database did not take when the attempt ended: `journal` them. */
+      journalTail?: SequencedStreamEvent[];
+    }
   | { outcome: 'skipped'; reason: string; insufficientCredits?: boolean }
 ) & { ledgerDone?: boolean };
 
@@ -47,6 +55,8 @@ export interface ModelCallSteps<Extra, Answer extends AttemptAnswer> {
   call(input: AttemptCall & Extra): Promise<Answer>;
   settle(input: CreditSettlement): Promise<unknown>;
   release(key: { userId: string; workflowId: string; attempt: number }): Promise<void>;
+  /** Writes a stream's last events to its journal (an attempt's `journalTail`), retried until the database answers. */
+  journal(input: { requestId: string; events: SequencedStreamEvent[] }): Promise<void>;
   /** A candidate of another model than the one asked for served (the workflow's search attribute). */
   servedBy?(model: string): void;
 }
@@ -117,6 +127,9 @@ export async function callWithFailover<Extra extends object, Answer extends Atte
         latency_ms: result.latencyMs,
       });
       if (candidate.model !== input.request.model) steps.servedBy?.(candidate.model);
+      // The stream's end first, so that its readers see it whole before anything else is recorded.
+      const { journalTail, ...answer } = result;
+      if (journalTail?.length) await steps.journal({ requestId: input.requestId, events: journalTail });
       if (metered && candidate.creditRate !== undefined && !result.ledgerDone) {
         await steps.settle({
           userId: input.userId,
@@ -128,7 +141,8 @@ export async function callWithFailover<Extra extends object, Answer extends Atte
           usageEstimated: result.usageEstimated,
         });
       }
-      const served = result as Extract<Answer, { outcome: 'succeeded' }>;
+      // The tail stays out of the result (its events are in the attempt's marker, and now in the journal).
+      const served = answer as Extract<Answer, { outcome: 'succeeded' }>;
       return { ...served, candidate, nextAttempt: firstAttempt + candidates.length };
     } catch (error) {
       const { message, details } = failedAttempt(error, attempts, {

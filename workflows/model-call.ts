@@ -27,8 +27,8 @@ const { callProvider } = proxyLocalActivities<CompletionActivities>({
   retry: untilStoresAnswer,
 });
 
-// Saga steps: idempotent ledger writes, retried until the database answers (the answer is already out).
-const { settleCredits, releaseCredits } = proxyLocalActivities<CompletionActivities>({
+// Saga steps: idempotent ledger and journal writes, retried until the database answers (the answer is already out).
+const { settleCredits, releaseCredits, journalEvents } = proxyLocalActivities<CompletionActivities>({
   startToCloseTimeout: '10s',
   retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '30s' },
 });
@@ -62,6 +62,7 @@ export function callWithFailover(input: CompletionInput, options: ModelCallOptio
     call: callProvider,
     settle: settleCredits,
     release: releaseCredits,
+    journal: journalEvents,
     servedBy: (model) => upsertSearchAttributes([{ key: modelKey, value: model }]),
   });
 }

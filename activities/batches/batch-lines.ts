@@ -40,6 +40,7 @@ import { allSaturated, callWithFailover } from '../../common/model-call-failover
 import { batchConcurrency, type PlanName, type PlansFile } from '../../common/plans.ts';
 import type { Pool } from '../../db/pool.ts';
 import { createCompletionActivities } from '../completion-activities.ts';
+import type { StreamJournal } from '../streaming/stream-journal.ts';
 import type { CreditLedger } from '../credits/credit-ledger.ts';
 import { EmbeddingError, type EmbeddingService } from '../embeddings/embedding-service.ts';
 import type { ApiFileStore } from '../files/api-files.ts';
@@ -53,6 +54,8 @@ export interface BatchLineDependencies {
   router: Router;
   calls: ProviderCalls;
   ledger: CreditLedger;
+  /** For the model call's steps (a line never streams, so it never has a journal tail to write). */
+  journal: StreamJournal;
   embeddings: EmbeddingService;
   plans: PlansFile;
   pool: Pool;
@@ -200,6 +203,7 @@ export function createBatchLineActivities(dependencies: BatchLineDependencies) {
     call: activities.callProvider,
     settle: activities.settleCredits,
     release: activities.releaseCredits,
+    journal: activities.journalEvents,
   };
   const creditFactor = plans.batches.credit_factor;
 

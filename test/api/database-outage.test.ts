@@ -169,3 +169,76 @@ it('a chat turn whose tool call meets the outage waits for the database, then ru
     await platform.simulator.clearFaults();
   }
 });
+
+/** Provider attempts this process counted with an outcome (`GET /metrics`, which needs no database). */
+async function attemptsCounted(outcome: string): Promise<number> {
+  const text = await (await platform.fetch('/metrics')).text();
+  return text
+    .split('\n')
+    .filter((row) => row.startsWith('tessera_provider_attempts_total{') && row.includes(`outcome="${outcome}"`))
+    .reduce((sum, row) => sum + Number(row.split(' ').at(-1)), 0);
+}
+
+it('a stream whose end meets the outage reaches its client whole, then its journal and its charge once the database is back', async () => {
+  const { key, user_id: userId } = await platform.createKey();
+  // The answer stalls after two tokens: the database is cut while it is under way, so its last journal batches, its
+  // settlement and its workflow's record all meet the outage, which lasts until the call has ended.
+  await platform.simulator.addFault({ times: 1, fault: { stall_after_tokens: 2, stall_ms: 1_500 } });
+  const succeededBefore = await attemptsCounted('succeeded');
+  let requestId = '';
+  let streamed = '';
+  try {
+    const stream = await platform.openai(key).chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'Keep streaming through the outage' }],
+      stream: true,
+    });
+    let cut = false;
+    try {
+      for await (const chunk of stream) {
+        requestId = chunk.id;
+        streamed += chunk.choices[0]?.delta.content ?? '';
+        if (!cut && streamed) {
+          await proxy!.cut();
+          cut = true;
+        }
+      }
+      expect(cut).toBe(true);
+      // The client has the whole answer (its stream ended with [DONE], not an error), and the attempt ended as
+      // served while the database is still unreachable: the call did not wait for it.
+      await waitFor('the attempt to end', async () => (await attemptsCounted('succeeded')) > succeededBefore);
+      expect((await health()).status).toBe(503);
+    } finally {
+      await proxy!.restore();
+    }
+    expect(streamed.length).toBeGreaterThan(0);
+    // Once the database is back the workflow journals the stream's end: a client resuming it reads it whole.
+    const resumed = await waitFor('the journal to hold the whole stream', async () => {
+      const response = await platform.fetch(`/api/v1/requests/${requestId}/stream`, { key });
+      if (response.status !== 200) return false;
+      const body = await response.text();
+      return body.trimEnd().endsWith('data: [DONE]') && body;
+    });
+    const text = resumed
+      .split('\n')
+      .filter((line) => line.startsWith('data: {'))
+      .map((line) => (JSON.parse(line.slice(6)) as { choices: Array<{ delta: { content?: string } }> }).choices)
+      .map((choices) => choices[0]?.delta.content ?? '')
+      .join('');
+    expect(text).toBe(streamed);
+    expect(resumed).not.toMatch(/"error"/);
+    const ledger = await waitFor('the charge and the hold', async () => {
+      const rows = await sql<{ kind: string; attempt: number }>(
+        `select kind, attempt from credit_ledger where workflow_id = $1 and kind in ('settle', 'release') order by id`,
+        [`completion-${requestId}`],
+      );
+      const [user] = await sql<{ held: number }>('select credits_held as held from users where id = $1', [userId]);
+      return user?.held === 0 && rows.length > 0 && rows;
+    });
+    expect(ledger).toEqual([{ kind: 'settle', attempt: 1 }]);
+    const trace = await platform.fetch(`/api/v1/requests/${requestId}`, { key });
+    expect(await trace.json()).toMatchObject({ status: 'completed' });
+  } finally {
+    await platform.simulator.clearFaults();
+  }
+});

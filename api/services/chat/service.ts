@@ -472,12 +472,14 @@ export class ChatService {
     }
     const deadline = Date.now() + 60 * 60_000;
     while (Date.now() < deadline) {
-      for (const item of await this.dependencies.journal.read(started.turnId, lastSeq)) {
+      // While the database is out nothing is read; what the turn writes meanwhile is journalled once it is back.
+      const items = await this.dependencies.journal.poll(started.turnId, lastSeq);
+      for (const item of items ?? []) {
         lastSeq = item.seq;
         yield item;
         if (isFinal(item.event)) return;
       }
-      await new Promise((resolve) => setTimeout(resolve, journalPollMs));
+      await new Promise((resolve) => setTimeout(resolve, items ? journalPollMs : 1_000));
     }
   }
 

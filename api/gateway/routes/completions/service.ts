@@ -323,7 +323,13 @@ export class CompletionService {
     const result = started.result().then(() => (settled = true));
     while (true) {
       const finalRead = settled;
-      for (const item of await this.dependencies.journal.read(started.requestId, lastSeq)) {
+      const items = await this.dependencies.journal.poll(started.requestId, lastSeq);
+      if (items === null) {
+        // The database is out: read again once it is back (the workflow journals the stream's end first).
+        await new Promise((resolve) => setTimeout(resolve, outagePollMs));
+        continue;
+      }
+      for (const item of items) {
         lastSeq = item.seq;
         yield item;
         if (isFinal(item)) return;
@@ -404,6 +410,9 @@ export class CompletionService {
     }
   }
 }
+
+/** How often a journal relay reads again while the database is out. */
+const outagePollMs = 1_000;
 
 const isFinal = (item: SequencedStreamEvent) => item.event.type === 'usage' || item.event.type === 'error';
 
