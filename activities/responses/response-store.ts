@@ -7,7 +7,7 @@
  * completion workflow, retried until the database answers). Every end is written only from `queued` or
  * `in_progress`: a response ends one way, whichever write comes twice.
  */
-import type { Pool, Queryable } from '../../db/pool.ts';
+import { run, type Pool, type Queryable } from '../../db/pool.ts';
 import type { AdmittedWrite } from '../credits/credit-ledger.ts';
 import type { Usage } from '../../common/chat.ts';
 import type { CompletionMessage } from '../../common/completion.ts';
@@ -157,22 +157,25 @@ export class ResponseStore {
    */
   async finish(end: ResponseEnd, executor: Queryable = this.pool): Promise<void> {
     const values = endValues(end);
-    await executor.query(
-      `update model_responses set status = $2, served_model = coalesce($3, served_model), output = $4, usage = $5,
-         error = $6, incomplete_details = $7, completed_at = now()
-       where id = $1 and status in ('queued', 'in_progress')`,
-      [
-        end.responseId,
-        values.status,
-        values.servedModel,
-        JSON.stringify(values.output),
-        values.usage ? JSON.stringify(values.usage) : null,
-        values.error ? JSON.stringify(values.error) : null,
-        values.incompleteDetails ? JSON.stringify(values.incompleteDetails) : null,
-      ],
-    );
+    await run(executor, finishStatement, [
+      end.responseId,
+      values.status,
+      values.servedModel,
+      JSON.stringify(values.output),
+      values.usage ? JSON.stringify(values.usage) : null,
+      values.error ? JSON.stringify(values.error) : null,
+      values.incompleteDetails ? JSON.stringify(values.incompleteDetails) : null,
+    ]);
   }
 }
+
+/** A response's end (prepared: every synchronous Response writes it, in its model call's settlement). */
+const finishStatement = {
+  name: 'response-finish',
+  text: `update model_responses set status = $2, served_model = coalesce($3, served_model), output = $4, usage = $5,
+           error = $6, incomplete_details = $7, completed_at = now()
+         where id = $1 and status in ('queued', 'in_progress')`,
+};
 
 function endValues(end: ResponseEnd) {
   if (end.outcome === 'failed') {
