@@ -177,6 +177,7 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
     taskQueue: dependencies.taskQueue,
     agentsTaskQueue: agentsTaskQueue(dependencies.taskQueue),
     journal: dependencies.journal,
+    capacity: dependencies.capacity,
   });
   const slackClient = dependencies.messengers.slack instanceof SlackClient ? dependencies.messengers.slack : null;
   const deliveries = webhookDeliveryRoutes({
@@ -409,6 +410,7 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
       catchupWindow: settings.SCHEDULE_CATCHUP_WINDOW,
     },
     hasAgent: async (principal, agentId) => (await agents.get(principal, agentId)) !== null,
+    capacity: dependencies.capacity,
     log: (fields, message) => logger.info(fields, message),
   });
   routes.use(scheduleRoutes(schedules).routes());

@@ -189,6 +189,55 @@ describe('the capacity queue', () => {
     }
   });
 
+  it('shows an automation run that waits for a slot as queued with its place, then runs it', async () => {
+    // The responses (a Gemini model) answer slowly; the run (an agent of the account's on an OpenAI model) at once.
+    await platform.simulator.addFault({ match: { protocol: 'gemini' }, fault: { latency_ms: 8_000 } });
+    try {
+      const { key, user_id: userId } = await platform.createKey(undefined, 'free');
+      const client = platform.openai(key);
+      const agentId = await createCustomAgent(platform, key, {
+        name: 'Reporter',
+        description: 'Reports what it is told',
+        system_prompt: 'You report briefly.',
+        model: 'gpt-4o-mini',
+      });
+      await create(client, 'Slow one', 'default', 'gemini-2.5-flash');
+      await create(client, 'Slow two', 'default', 'gemini-2.5-flash');
+      await waitFor('both slots to be taken', async () => {
+        const { rows } = await database.query(
+          'select 1 from capacity_waiters where user_id = $1 and granted_at is not null',
+          [userId],
+        );
+        return rows.length === 2;
+      });
+      // The trigger waits for its run (up to AUTOMATION_SYNC_WAIT): read while it waits.
+      const triggered = platform.agents('/automation/trigger', {
+        method: 'POST',
+        key,
+        body: JSON.stringify({ agent_id: agentId, message: 'Report the queue' }),
+      });
+      const runId = await waitFor('the run to wait in the queue', async () => {
+        const { rows } = await database.query<{ id: string }>(
+          `select r.id from webhook_runs r join capacity_waiters w on w.holder = r.turn_id
+           where r.user_id = $1 and w.kind = 'webhook-run' and w.granted_at is null`,
+          [userId],
+        );
+        return rows[0]?.id;
+      });
+      const waiting = await platform.agents(`/webhook/runs/${encodeURIComponent(runId)}`, { key });
+      expect(await waiting.json()).toMatchObject({ id: runId, status: 'queued', queue_position: 1 });
+      // Another user's key does not find it.
+      const { key: otherKey } = await platform.createKey(undefined, 'free');
+      expect((await platform.agents(`/webhook/runs/${encodeURIComponent(runId)}`, { key: otherKey })).status).toBe(404);
+      // As a response ends its slot frees, and the run goes on to its answer.
+      const answered = await triggered;
+      expect(answered.status).toBe(200);
+      expect(await answered.json()).toMatchObject({ id: runId, status: 'done' });
+    } finally {
+      await platform.simulator.clearFaults();
+    }
+  });
+
   it('makes an agent loop wait between iterations while its account’s slots are taken, then go on', async () => {
     // The responses (a Gemini model) answer slowly; the loop (an agent of the account's on an OpenAI model) at once.
     await platform.simulator.addFault({ match: { protocol: 'gemini' }, fault: { latency_ms: 8_000 } });

@@ -18,6 +18,7 @@
  *   a schedule of this deployment (memo `taskQueue`) whose row is gone is deleted; a row without its schedule gets
  *   one.
  */
+import type { CapacityQueue } from '../../../activities/capacity/capacity-queue.ts';
 import {
   ScheduleAlreadyRunning,
   ScheduleNotFoundError,
@@ -74,7 +75,11 @@ export interface TaskView {
   session_id: string;
   /** The next fire times (ISO 8601), none while paused. */
   next_runs: string[];
-  last_run: { at: string; status: string; turn_id: string | null; error?: string } | null;
+  /**
+   * The latest run: `running` from its start, `queued` (with `queue_position`, 1 = next among the owner's waiting jobs)
+   * while it waits for a slot in the capacity queue (docs/capacity-queue.md).
+   */
+  last_run: { at: string; status: string; turn_id: string | null; error?: string; queue_position?: number } | null;
   created_at: string;
   updated_at: string;
 }
@@ -140,6 +145,8 @@ export class ScheduleService {
     settings: ScheduleSettings;
     /** Whether the owner has this agent (built-in or their own). */
     hasAgent(principal: Principal, agentId: string): Promise<boolean>;
+    /** The capacity queue, for a waiting run's place. */
+    capacity: Pick<CapacityQueue, 'position'>;
     log?: (fields: Record<string, unknown>, message: string) => void;
   };
 
@@ -188,11 +195,19 @@ export class ScheduleService {
       'select * from schedule_tasks where user_id = $1 order by created_at, id',
       [principal.userId],
     );
-    return rows.map((row) => this.view(row));
+    return Promise.all(rows.map((row) => this.withPlace(this.view(row))));
   }
 
   async get(principal: Principal, id: string): Promise<TaskView> {
-    return this.view(await this.owned(principal, id));
+    return this.withPlace(this.view(await this.owned(principal, id)));
+  }
+
+  /** A running run that waits in the capacity queue is shown `queued`, with its place (its holder is its turn). */
+  private async withPlace(view: TaskView): Promise<TaskView> {
+    const run = view.last_run;
+    if (run?.status !== 'running' || !run.turn_id) return view;
+    const place = await this.dependencies.capacity.position(run.turn_id);
+    return place === null ? view : { ...view, last_run: { ...run, status: 'queued', queue_position: place } };
   }
 
   /** Changes the record and its schedule: a new cron or time zone updates the spec; `enabled` pauses or resumes. */

@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
+import type { CapacityQueue } from '../../../activities/capacity/capacity-queue.ts';
 import type { StreamJournal } from '../../../activities/streaming/stream-journal.ts';
 import type { ChatTurnEvent } from '../../../common/chat-turn.ts';
 import { kindKey, userKey } from '../../../common/search-attributes.ts';
@@ -72,8 +73,13 @@ export interface WebhookRunView {
   source: WebhookRunSource;
   agent_id: string | null;
   delivery_id: string;
-  /** `waiting_for_approval`: the turn waits for the owner's decision on a tool call (`pending_approval`). */
+  /**
+   * `waiting_for_approval`: the turn waits for the owner's decision on a tool call (`pending_approval`). `queued` is
+   * also a prepared run that waits for a slot of its owner's in the capacity queue (`queue_position`).
+   */
   status: WebhookRunStatus | 'waiting_for_approval';
+  /** Its place among its owner's waiting jobs (1 = next), while it waits in the capacity queue. */
+  queue_position?: number;
   session_id: string;
   turn_id: string | null;
   answer: string | null;
@@ -118,6 +124,8 @@ export class WebhookRuns {
     taskQueue: string;
     agentsTaskQueue: string;
     journal: StreamJournal;
+    /** The capacity queue, for a run's place while it waits (docs/capacity-queue.md). */
+    capacity: Pick<CapacityQueue, 'position'>;
   };
 
   constructor(dependencies: WebhookRuns['dependencies']) {
@@ -200,6 +208,9 @@ export class WebhookRuns {
       finished_at: row.finished_at?.toISOString() ?? null,
     };
     if (row.status === 'running' && row.turn_id) {
+      // A prepared run waits for a slot before its turn starts (its holder in the queue is its turn).
+      const place = await this.dependencies.capacity.position(row.turn_id);
+      if (place !== null) return { ...view, status: 'queued', queue_position: place };
       const pending = await this.pendingApproval(row.turn_id);
       if (pending) {
         view.status = 'waiting_for_approval';

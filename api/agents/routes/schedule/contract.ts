@@ -22,6 +22,11 @@ const task = z
         status: z.string(),
         turn_id: z.string().nullable(),
         error: z.string().optional(),
+        queue_position: z
+          .number()
+          .int()
+          .optional()
+          .meta({ description: 'While the run waits in the capacity queue (status `queued`): 1 = next' }),
       })
       .nullable(),
     created_at: isoDate,

@@ -33,6 +33,9 @@ export const webhookRunSchema = z
     turn_id: z.string().nullable(),
     answer: z.string().nullable(),
     error: z.string().nullable(),
+    queue_position: z.number().int().optional().meta({
+      description: 'While a prepared run waits for a slot in the capacity queue (status `queued`): 1 = next',
+    }),
     pending_approval: z
       .strictObject({
         approval_id: z.string(),
