@@ -32,6 +32,8 @@ import {
   type StreamJournal,
 } from './streaming/stream-journal.ts';
 import type { TurnStops } from './streaming/turn-stops.ts';
+import type { ProviderHeadroom } from './routing/provider-headroom.ts';
+import { readRateLimits } from './providers/rate-limits.ts';
 import type { ResponseEnd } from './responses/response-store.ts';
 import type { StoredMessage, TurnTarget } from './conversations/conversation-store.ts';
 import type { TurnTotals } from '../common/turn-totals.ts';
@@ -83,6 +85,12 @@ export interface ProviderCallInput {
    * response at once reads it ended. The workflow records the end itself when the call did not.
    */
   closeResponse?: { responseId: string };
+  /**
+   * Work nobody waits on (a batch's line): the fraction of the provider's limits it leaves to requests someone waits
+   * on. When the provider's remaining requests or tokens are down to it, the attempt is skipped (`rate limit reserve`,
+   * `retryAfterSeconds` until its window's reset) instead of calling (activities/routing/provider-headroom.ts).
+   */
+  reserve?: number;
 }
 
 /** Writes a Response's end on a transaction's client (activities/responses/response-store.ts). */
@@ -141,7 +149,13 @@ export type ProviderCallOutcome = (
        */
       journalTail?: SequencedStreamEvent[];
     }
-  | { outcome: 'skipped'; reason: string; insufficientCredits?: boolean }
+  | {
+      outcome: 'skipped';
+      reason: string;
+      insufficientCredits?: boolean;
+      /** Skipped for the provider's rate limit reserve: seconds until its window resets. */
+      retryAfterSeconds?: number;
+    }
   | {
       outcome: 'failed';
       error: ProviderError;
@@ -176,6 +190,8 @@ export interface ProviderCallDependencies {
   observe?: (provider: string, outcome: ProviderCallOutcome['outcome']) => void;
   /** When traces are exported (process/tracing.ts): a span per call (activities/model-call-spans.ts). */
   tracing?: ModelCallTracing | null;
+  /** What each provider's limits leave, heard on its answers (ProviderCallInput.reserve). */
+  headroom?: ProviderHeadroom;
 }
 
 interface InFlight {
@@ -262,7 +278,7 @@ export class ProviderCalls {
   }
 
   private async call(input: ProviderCallInput, signal: AbortSignal): Promise<ProviderCallOutcome> {
-    const reserved = await this.reserve(input);
+    const reserved = this.yieldsToReserve(input) ?? (await this.reserve(input));
     // A streamed attempt leaves its journal writer open: its last batch is written with the settlement, in one
     // transaction (for an answer shorter than the flush interval, the call's only write).
     const journal: { writer?: JournalWriter } = {};
@@ -320,6 +336,24 @@ export class ProviderCalls {
         upstreamMs: answered.upstreamMs ?? answered.latencyMs,
       },
     });
+  }
+
+  /**
+   * Work nobody waits on (`reserve`) skips a provider whose stated limits are down to the reserve kept for requests
+   * someone waits on (activities/routing/provider-headroom.ts), before anything is held: the outcome that skips it,
+   * with the seconds until its window resets, or null to go on.
+   */
+  private yieldsToReserve(input: ProviderCallInput): ProviderCallOutcome | null {
+    const { headroom } = this.dependencies;
+    if (!headroom || input.reserve === undefined) return null;
+    const { provider } = input.candidate;
+    const short = headroom.shortUntil(provider, input.reserve, estimatedTokens(input.request));
+    if (short === null) return null;
+    return {
+      outcome: 'skipped',
+      reason: `rate limit reserve: ${provider}'s limits are down to what is kept for requests someone waits on, until ${new Date(short).toISOString()}`,
+      retryAfterSeconds: Math.max(1, Math.ceil((short - Date.now()) / 1000)),
+    };
   }
 
   /**
@@ -494,23 +528,47 @@ export class ProviderCalls {
     signal: AbortSignal,
     journalHolder: { writer?: JournalWriter },
   ): Promise<ProviderCallOutcome> {
-    const { candidate, request, requestId } = input;
-    const { catalogue, breaker, hub, journal } = this.dependencies;
-    // The writer a streamed attempt opens: closed by `run`, with the settlement.
-    const opened = journalHolder;
+    const { candidate, request } = input;
+    const { catalogue, breaker } = this.dependencies;
     const endpoint = catalogue.endpoints.get(candidate.provider);
     if (!endpoint) return { outcome: 'skipped', reason: `provider ${candidate.provider} has no key` };
     if (candidate.probe && !(await breaker.claimProbe(candidate.provider))) {
       return { outcome: 'skipped', reason: 'circuit open; another replica holds the half-open probe' };
     }
+    const headroom = this.dependencies.headroom;
+    const tokens = headroom ? estimatedTokens(request) : 0;
     const adapter = this.adapterFor(endpoint);
     const providerRequest = toProviderRequest(candidate, request, takesReasoningEffort(catalogue, candidate, endpoint));
+    const ended = headroom?.started(candidate.provider, tokens);
+    const onHeaders = headroom
+      ? (headers: Headers) => headroom.heard(candidate.provider, readRateLimits(endpoint.protocol, headers))
+      : undefined;
+    try {
+      return await this.callAdapter(input, signal, journalHolder, adapter, providerRequest, onHeaders);
+    } finally {
+      ended?.();
+    }
+  }
+
+  /** The attempt's call of its provider, streamed or not, once it may go (`attempt`). */
+  private async callAdapter(
+    input: ProviderCallInput,
+    signal: AbortSignal,
+    journalHolder: { writer?: JournalWriter },
+    adapter: ProviderAdapter,
+    providerRequest: ProviderRequest,
+    onHeaders: ((headers: Headers) => void) | undefined,
+  ): Promise<ProviderCallOutcome> {
+    const { candidate, request, requestId } = input;
+    const { breaker, hub, journal } = this.dependencies;
+    // The writer a streamed attempt opens: closed by `run`, with the settlement.
+    const opened = journalHolder;
     const startedAt = performance.now();
     let contentSent = false;
     let seq = input.seqBase ?? 0;
     try {
       if (!request.stream) {
-        const response = await adapter.generate(providerRequest, { signal });
+        const response = await adapter.generate(providerRequest, { signal, onHeaders });
         await breaker.recordSuccess(candidate.provider);
         // Reasoning is generated, and billed, like the answer: an estimate counts it too.
         const generatedTokens =
@@ -585,7 +643,7 @@ export class ProviderCalls {
       }
       try {
         const streamSignal = stop ? AbortSignal.any([signal, stop.signal]) : signal;
-        for await (const part of adapter.stream(providerRequest, { signal: streamSignal })) {
+        for await (const part of adapter.stream(providerRequest, { signal: streamSignal, onHeaders })) {
           if (part.type === 'usage') {
             usage = part.usage;
             continue;
@@ -797,6 +855,21 @@ function toProviderRequest(
     parallelToolCalls: request.parallel_tool_calls ?? undefined,
     reasoningEffort: withReasoningEffort ? (request.reasoning_effort ?? undefined) : undefined,
   };
+}
+
+/**
+ * A call's tokens at most, roughly (its text at four characters a token, and the most it may generate): what it may
+ * take of a provider's token limit while in flight. Rough on purpose: it is asked of every call, and the tokenizer is
+ * not cheap.
+ */
+function estimatedTokens(request: ChatCompletionRequest): number {
+  let characters = 0;
+  for (const message of request.messages) {
+    if (typeof message.content === 'string') characters += message.content.length;
+    else if (Array.isArray(message.content))
+      for (const part of message.content) if (part.type === 'text') characters += part.text.length;
+  }
+  return Math.ceil(characters / 4) + (request.max_completion_tokens ?? request.max_tokens ?? 0);
 }
 
 /** Usage counted with the tokenizer when a provider reports none (billed as estimated). */

@@ -44,7 +44,7 @@ export type AttemptAnswer = (
       /** A streamed answer's last events, which the database did not take when the attempt ended: `journal` them. */
       journalTail?: SequencedStreamEvent[];
     }
-  | { outcome: 'skipped'; reason: string; insufficientCredits?: boolean }
+  | { outcome: 'skipped'; reason: string; insufficientCredits?: boolean; retryAfterSeconds?: number }
 ) & { ledgerDone?: boolean };
 
 /**
@@ -108,6 +108,7 @@ export async function callWithFailover<Extra extends object, Answer extends Atte
       });
       if (result.outcome === 'skipped') {
         shortOfCredits ||= !!result.insufficientCredits;
+        lastRetryAfter = result.retryAfterSeconds ?? lastRetryAfter;
         await release(attempt, result.ledgerDone);
         attempts.push({
           attempt,
@@ -190,15 +191,16 @@ function describe(attempts: Attempt[]): string {
 const saturatedStatuses = new Set([429, 503, 529]);
 
 /**
- * Every attempt found its provider saturated (429, 503, 529) or its circuit open: capacity, not the request, was
- * missing. A job nobody waits on waits for capacity then (docs/capacity-queue.md) instead of failing.
+ * Every attempt found its provider saturated (429, 503, 529), its circuit open, or its limits down to the reserve a
+ * batch leaves (`rate limit reserve`): capacity, not the request, was missing. A job nobody waits on waits for capacity
+ * then (docs/capacity-queue.md) instead of failing.
  */
 export function allSaturated(attempts: Attempt[]): boolean {
   return (
     attempts.length > 0 &&
     attempts.every((attempt) =>
       attempt.outcome === 'skipped'
-        ? /circuit open/.test(attempt.error ?? '')
+        ? /circuit open|rate limit reserve/.test(attempt.error ?? '')
         : attempt.outcome === 'failed' && attempt.status !== undefined && saturatedStatuses.has(attempt.status),
     )
   );

@@ -32,9 +32,15 @@ export const plansFileSchema = z
       .object({
         credit_factor: z.number().positive().max(1),
         concurrency: z.record(z.enum(planNames), z.number().int().positive()),
+        /** The fraction of a provider's stated limits a batch leaves to requests someone waits on. */
+        provider_reserve: z.number().min(0).max(0.9).default(0.2),
       })
       .strict()
-      .default({ credit_factor: 0.5, concurrency: { free: 4, starter: 16, pro: 64, business: 128 } }),
+      .default({
+        credit_factor: 0.5,
+        concurrency: { free: 4, starter: 16, pro: 64, business: 128 },
+        provider_reserve: 0.2,
+      }),
     queue: z
       .object({
         concurrency: z.record(z.enum(planNames), z.number().int().positive()),

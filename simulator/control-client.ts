@@ -1,13 +1,20 @@
 /** A typed client for the simulator's control API, for tests and benchmarks. */
 import type { FaultRule } from './faults.ts';
 import type { RequestSummary } from './request-log.ts';
+import type { RateLimitSettings } from './rate-limits.ts';
 
 export interface SimulatorControl {
   /** Registers a fault rule; the first rule matching a request applies to it. */
   addFault(rule: FaultRule): Promise<{ id: string }>;
   clearFaults(): Promise<void>;
-  /** Requests received since the last reset: the total, per model, and the last one in full. */
-  requests(): Promise<RequestSummary>;
+  /** Gives protocols a request limit per window (simulator/rate-limits.ts), replacing any set before. */
+  setRateLimits(limits: RateLimitSettings): Promise<void>;
+  clearRateLimits(): Promise<void>;
+  /**
+   * Requests received since the last reset: the total, per model, and the last one in full; `rate_limited`, those
+   * answered 429 by a rate limit.
+   */
+  requests(): Promise<RequestSummary & { rate_limited: number }>;
   resetRequests(): Promise<void>;
 }
 
@@ -28,7 +35,13 @@ export function simulatorControl(url: string): SimulatorControl {
     clearFaults: async () => {
       await call('DELETE', '/_simulator/faults');
     },
-    requests: async () => (await call('GET', '/_simulator/requests')) as RequestSummary,
+    setRateLimits: async (limits) => {
+      await call('PUT', '/_simulator/rate-limits', { limits });
+    },
+    clearRateLimits: async () => {
+      await call('DELETE', '/_simulator/rate-limits');
+    },
+    requests: async () => (await call('GET', '/_simulator/requests')) as RequestSummary & { rate_limited: number },
     resetRequests: async () => {
       await call('DELETE', '/_simulator/requests');
     },

@@ -7,6 +7,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { FaultRegistry, faultRuleSchema, type Fault } from './faults.ts';
+import { RateLimits, rateLimitsSchema } from './rate-limits.ts';
 import { anthropicProtocol } from './protocols/anthropic.ts';
 import { geminiEmbeddings, openAIEmbeddings, type EmbeddingHandler } from './protocols/embeddings.ts';
 import { geminiProtocol } from './protocols/gemini.ts';
@@ -44,6 +45,7 @@ const geminiEmbeddingPath = /^\/v1beta\/models\/([^/:]+):(embedContent|batchEmbe
 
 interface SimulatorState {
   faults: FaultRegistry;
+  rateLimits: RateLimits;
   requests: RequestLog;
   media: MediaService;
 }
@@ -53,7 +55,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const jobMs = options.mediaJobMs ?? (Number(process.env.SIM_MEDIA_JOB_MS ?? 1500) || 0);
   const faults = new FaultRegistry();
   const requests = new RequestLog();
-  const state: SimulatorState = { faults, requests, media: createMediaService({ faults, requests, jobMs }) };
+  const state: SimulatorState = {
+    faults,
+    rateLimits: new RateLimits(),
+    requests,
+    media: createMediaService({ faults, requests, jobMs }),
+  };
   const server = createServer((request, response) => {
     handle(request, response, state).catch(() => {
       // A handler failure after headers went out can only end the connection.
@@ -124,6 +131,14 @@ async function handle(request: IncomingMessage, response: ServerResponse, state:
   const parsed = handler.parse(call);
   if (!parsed.ok) {
     sendJson(response, parsed.status, handler.errorBody(parsed.status, parsed.message));
+    return;
+  }
+  // The key's request limit (rate-limits.ts): its state on every answer, a 429 once the window is spent.
+  const admission = state.rateLimits.admit(handler.protocol);
+  for (const [name, value] of Object.entries(admission.headers)) response.setHeader(name, value);
+  if (!admission.ok) {
+    response.setHeader('retry-after', String(admission.retryAfterSeconds));
+    sendJson(response, 429, handler.errorBody(429, 'Rate limit reached for requests (simulated limit).'));
     return;
   }
   await reply(response, handler, parsed, state.faults.take(handler.protocol, model) ?? {});
@@ -239,7 +254,7 @@ function routeOf(
   };
 }
 
-/** `POST|GET|DELETE /_simulator/faults` and `GET|DELETE /_simulator/requests`. */
+/** `POST|GET|DELETE /_simulator/faults`, `PUT|DELETE /_simulator/rate-limits` and `GET|DELETE /_simulator/requests`. */
 async function handleControl(
   request: IncomingMessage,
   response: ServerResponse,
@@ -259,10 +274,22 @@ async function handleControl(
   } else if (route === 'DELETE /_simulator/faults') {
     state.faults.clear();
     sendJson(response, 200, { cleared: true });
+  } else if (route === 'PUT /_simulator/rate-limits') {
+    const parsed = rateLimitsSchema.safeParse(await readJsonBody(request, maxBodyBytes));
+    if (!parsed.success) {
+      sendJson(response, 400, { error: { message: `Invalid rate limits: ${parsed.error.message}` } });
+      return;
+    }
+    state.rateLimits.set(parsed.data.limits);
+    sendJson(response, 200, { limits: parsed.data.limits });
+  } else if (route === 'DELETE /_simulator/rate-limits') {
+    state.rateLimits.clear();
+    sendJson(response, 200, { cleared: true });
   } else if (route === 'GET /_simulator/requests') {
-    sendJson(response, 200, state.requests.summary());
+    sendJson(response, 200, { ...state.requests.summary(), rate_limited: state.rateLimits.refused });
   } else if (route === 'DELETE /_simulator/requests') {
     state.requests.reset();
+    state.rateLimits.refused = 0;
     sendJson(response, 200, { reset: true });
   } else {
     sendJson(response, 404, { error: { message: `No control route ${route}` } });

@@ -28,6 +28,7 @@ import { TurnStops } from '../activities/streaming/turn-stops.ts';
 import { ResponseStore } from '../activities/responses/response-store.ts';
 import { PgListener } from '../db/listener.ts';
 import { StreamJournal } from '../activities/streaming/stream-journal.ts';
+import { ProviderHeadroom } from '../activities/routing/provider-headroom.ts';
 import type { LoadedCatalogue } from '../config/load-catalogue.ts';
 import { googleWorkspaceConfigured, messengerSettingsOf, toolSettingsOf, type Settings } from '../config/settings.ts';
 import { messengerClients } from '../activities/messengers/messenger-activities.ts';
@@ -273,6 +274,8 @@ export function createWorkerDependencies(
     },
     ledger,
     stops,
+    // What each provider's stated limits leave, for a batch's lines (activities/routing/provider-headroom.ts).
+    headroom: new ProviderHeadroom(),
     observe,
     tracing: processTracing(),
   });

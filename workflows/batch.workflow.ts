@@ -3,10 +3,11 @@
  *
  * Its lines are its local activities (`runBatchLine`, activities/batches/batch-lines.ts), each the same router,
  * failover and ledger as a synchronous request, its answer written once to `batch_lines`; the history holds only what
- * each line came to. At most `window` lines are in flight: the plan's batch concurrency, halved whenever a line finds
- * every provider of its model saturated (that line waits, durably, and runs again after a back-off of 1 s doubling to
- * a minute), and grown back by one with each line answered. That is how a batch takes what the limits leave instead of
- * driving a provider into more 429s. A batch's lines never count against its account's request limits, so its
+ * each line came to. At most `window` lines are in flight: a few at first, grown by one with each line answered up to
+ * the plan's batch concurrency, halved whenever a line finds every provider of its model saturated or down to the
+ * reserve of its limits kept for requests someone waits on (that line waits, durably, until the provider's window
+ * resets or its Retry-After passes, else 1 s doubling to a minute). That is how a batch takes what the limits leave
+ * instead of driving a provider into 429s. A batch's lines never count against its account's request limits, so its
  * synchronous traffic never waits for it.
  *
  * History stays bounded however long the batch: after `linesPerRun` lines (or when Temporal suggests it) the run
@@ -18,6 +19,7 @@ import {
   condition,
   continueAsNew,
   defineSignal,
+  patched,
   proxyLocalActivities,
   setHandler,
   sleep,
@@ -28,6 +30,8 @@ import type { BatchEnding, BatchProgress, BatchRunInput } from '../common/batche
 
 export const cancelBatchSignal = defineSignal('cancelBatch');
 
+/** Lines in flight when a batch starts (then one more per line answered, up to its concurrency). */
+const startWindow = 4;
 /** Lines started per run before it continues as new (about two history events each). */
 const linesPerRun = 2_000;
 /** The back-off of a line that found no capacity: 1 s, doubling with each round in a row, at most a minute. */
@@ -58,7 +62,10 @@ export async function batchRun(input: BatchRunInput): Promise<void> {
       total: loaded.total,
       next: 1,
       deferred: [],
-      window: concurrency,
+      // A batch starts with a few lines in flight and grows by one per line answered, so that its first lines hear
+      // the providers' limits (activities/routing/provider-headroom.ts) before it calls at full width. Runs begun
+      // before (no marker) start at full width, as they did.
+      window: patched('batch-slow-start') ? Math.min(concurrency, startWindow) : concurrency,
       saturatedRounds: 0,
       cancelled: false,
     };
@@ -72,6 +79,7 @@ export async function batchRun(input: BatchRunInput): Promise<void> {
 
   let running = 0;
   let started = 0;
+  const wakesOnLineEnd = patched('batch-wake-on-line-end');
   const stopped = () => state.cancelled || expired;
   const due = () => state.deferred.length > 0 && state.deferred[0]!.notBefore <= Date.now();
   const fresh = () => state.next <= state.total;
@@ -82,7 +90,13 @@ export async function batchRun(input: BatchRunInput): Promise<void> {
     try {
       const outcome = await runBatchLine({ batchId, line });
       if (outcome.outcome === 'no-capacity') {
-        const notBefore = Date.now() + backoffMs(state.saturatedRounds);
+        // The wait the provider named (a 429's Retry-After, the reset of the window its reserve is kept for), else the
+        // back-off; a minute at most either way.
+        const waitMs =
+          outcome.retryAfterSeconds === undefined
+            ? backoffMs(state.saturatedRounds)
+            : Math.min(60_000, Math.max(1_000, outcome.retryAfterSeconds * 1_000));
+        const notBefore = Date.now() + waitMs;
         state.saturatedRounds += 1;
         state.window = Math.max(1, Math.floor(state.window / 2));
         const at = state.deferred.findIndex((entry) => entry.notBefore > notBefore);
@@ -112,8 +126,13 @@ export async function batchRun(input: BatchRunInput): Promise<void> {
       running < state.window && state.deferred.length > 0
         ? Math.max(1, state.deferred[0]!.notBefore - Date.now())
         : undefined;
-    const woken = () =>
-      stopped() || (running < state.window && fresh()) || (running === 0 && state.deferred.length === 0);
+    // Woken by a stop, or as a line ends (then the loop looks again at what is due, and at when the next deferred line
+    // is). Runs from before this wake (no marker) keep their older test, which missed a line ending while only
+    // deferred lines were left: such a run waited for its timer, or for ever when none was set.
+    const runningNow = running;
+    const woken = wakesOnLineEnd
+      ? () => stopped() || running < runningNow
+      : () => stopped() || (running < state.window && fresh()) || (running === 0 && state.deferred.length === 0);
     await (wake === undefined ? condition(woken) : condition(woken, wake));
   }
   await condition(() => running === 0);

@@ -52,6 +52,7 @@ export type AttemptExtra = Pick<
   | 'stoppable'
   | 'closeTurn'
   | 'closeResponse'
+  | 'reserve'
 >;
 export type ModelCallOptions = Options<AttemptExtra>;
 export type ModelCallResult = Result<CallProviderResult>;

@@ -61,6 +61,13 @@ export interface BatchLineDependencies {
   pool: Pool;
 }
 
+/** Every provider of a line's model was saturated or down to its reserve: the line runs again later. */
+interface NoCapacity {
+  noCapacity: true;
+  /** How long the provider said to wait, when it said. */
+  retryAfterSeconds?: number;
+}
+
 /** A failed line's answer: the platform's error body with its status, as the synchronous endpoint answers it. */
 function errorAnswer(requestId: string, type: ErrorType, message: string, param?: string | null): BatchLineAnswer {
   return {
@@ -206,6 +213,7 @@ export function createBatchLineActivities(dependencies: BatchLineDependencies) {
     journal: activities.journalEvents,
   };
   const creditFactor = plans.batches.credit_factor;
+  const reserve = plans.batches.provider_reserve;
 
   const accountOf = async (userId: string): Promise<RoutingAccount & { concurrency: number }> => {
     const { rows } = await pool.query<{ plan: PlanName; custom_limits: { models?: string[] | 'all' } | null }>(
@@ -227,7 +235,7 @@ export function createBatchLineActivities(dependencies: BatchLineDependencies) {
     { request, original }: Extract<ParsedLine, { endpoint: ChatEndpoint }>,
     caller: { userId: string; metered: boolean; account: RoutingAccount | null },
     door: ChatDoor,
-  ): Promise<BatchLineAnswer | 'no-capacity'> => {
+  ): Promise<BatchLineAnswer | NoCapacity> => {
     const requestId = batchLineRequestId(batchId, line);
     const errorAnswer = door.error;
     const planned = await router.plan(request, caller.account);
@@ -241,7 +249,7 @@ export function createBatchLineActivities(dependencies: BatchLineDependencies) {
       return errorAnswer(requestId, 'invalid_request', `The model '${planned.model}' cannot read images`, 'model');
     }
     // Every provider of the model has its circuit open: capacity, not the request, is missing.
-    if (planned.candidates.length === 0) return 'no-capacity';
+    if (planned.candidates.length === 0) return { noCapacity: true };
     const candidates = planned.candidates.map((candidate) =>
       candidate.creditRate === undefined
         ? candidate
@@ -254,7 +262,8 @@ export function createBatchLineActivities(dependencies: BatchLineDependencies) {
       const served = await callWithFailover(
         { requestId, userId: caller.userId, created, request, candidates, metered: caller.metered },
         // Every attempt holds its own worst case (no API held the first): `heldAttempt` 0 is no attempt's number.
-        { metered: caller.metered, attempts, workflowId, extra: { workflowId, heldAttempt: 0 } },
+        // It leaves each provider the reserve of its limits kept for requests someone waits on.
+        { metered: caller.metered, attempts, workflowId, extra: { workflowId, heldAttempt: 0, reserve } },
         steps,
       );
       const answer = { ...served, model: served.candidate.model };
@@ -266,7 +275,11 @@ export function createBatchLineActivities(dependencies: BatchLineDependencies) {
       };
     } catch (error) {
       if (!(error instanceof ApplicationFailure) || !error.type || !(error.type in errorStatus)) throw error;
-      if (allSaturated(attempts)) return 'no-capacity';
+      if (allSaturated(attempts)) {
+        // The wait a provider named (a 429's Retry-After, or the reset of the window its reserve is kept for).
+        const details = error.details?.[0] as { retryAfterSeconds?: number } | undefined;
+        return { noCapacity: true, retryAfterSeconds: details?.retryAfterSeconds };
+      }
       return errorAnswer(requestId, error.type as ErrorType, error.message);
     }
   };
@@ -276,7 +289,7 @@ export function createBatchLineActivities(dependencies: BatchLineDependencies) {
     line: number,
     request: Extract<ParsedLine, { endpoint: '/v1/embeddings' }>['request'],
     caller: { userId: string; metered: boolean; account: RoutingAccount | null },
-  ): Promise<BatchLineAnswer | 'no-capacity'> => {
+  ): Promise<BatchLineAnswer | NoCapacity> => {
     const requestId = batchLineRequestId(batchId, line);
     try {
       const embedded = await embeddings.run(
@@ -301,7 +314,9 @@ export function createBatchLineActivities(dependencies: BatchLineDependencies) {
     } catch (error) {
       if (!(error instanceof EmbeddingError)) throw error;
       // Every provider failed and the last one said when to come back (a 429's Retry-After): saturated.
-      if (error.type === 'upstream_error' && error.retryAfterSeconds !== undefined) return 'no-capacity';
+      if (error.type === 'upstream_error' && error.retryAfterSeconds !== undefined) {
+        return { noCapacity: true, retryAfterSeconds: error.retryAfterSeconds };
+      }
       return errorAnswer(requestId, error.type, error.message, error.param);
     }
   };
@@ -337,7 +352,11 @@ export function createBatchLineActivities(dependencies: BatchLineDependencies) {
           : parsed.endpoint === '/v1/embeddings'
             ? await embeddingLine(batchId, line, parsed.request, caller)
             : await chatLine(batchId, line, parsed, caller, chatDoors[parsed.endpoint]);
-      if (answer === 'no-capacity') return { outcome: 'no-capacity' };
+      if ('noCapacity' in answer) {
+        return answer.retryAfterSeconds === undefined
+          ? { outcome: 'no-capacity' }
+          : { outcome: 'no-capacity', retryAfterSeconds: answer.retryAfterSeconds };
+      }
       await batches.record(batchId, line, answer);
       return { outcome: 'recorded', ok: answer.statusCode === 200 };
     },

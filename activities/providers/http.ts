@@ -25,6 +25,8 @@ export interface UpstreamRequest {
   url: string;
   headers: Record<string, string>;
   body: unknown;
+  /** Sees the answer's headers as they arrive, whatever its status (CallOptions.onHeaders). */
+  onHeaders?: (headers: Headers) => void;
 }
 
 /** Resolves a provider config into transport settings, filling in the spec's default timeouts. */
@@ -164,6 +166,7 @@ async function openExchange(
   } catch (error) {
     throw guard.failure(error);
   }
+  request.onHeaders?.(response.headers);
   // An error body is read under the connect deadline too: a status without its message is still an answer.
   if (!response.ok) throw await httpFailure(upstream.provider, response);
   guard.stopTimer('connect');

@@ -53,6 +53,8 @@ export interface ProviderResponse {
 
 export interface CallOptions {
   signal?: AbortSignal;
+  /** Called with the headers of the provider's answer, a refusal's included (its rate limits: ./rate-limits.ts). */
+  onHeaders?: (headers: Headers) => void;
 }
 
 export interface ProviderAdapter {

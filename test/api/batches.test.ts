@@ -74,9 +74,9 @@ interface OutputLine {
   error: { code: string; message: string } | null;
 }
 
-const linesOf = async (fileId: string | null | undefined): Promise<OutputLine[]> => {
+const linesOf = async (fileId: string | null | undefined, from = client): Promise<OutputLine[]> => {
   if (!fileId) return [];
-  const text = await (await client.files.content(fileId)).text();
+  const text = await (await from.files.content(fileId)).text();
   return text
     .trim()
     .split('\n')
@@ -359,6 +359,65 @@ describe('batches', () => {
     ).toBeInstanceOf(OpenAI.NotFoundError);
     const done = await settled(batch.id);
     expect(await notFound(other.files.content(done.output_file_id!))).toBeInstanceOf(OpenAI.NotFoundError);
+  });
+});
+
+describe('a batch under a provider’s request limit', () => {
+  it('takes what the limit leaves: no 429, and the requests someone waits on keep being answered', async () => {
+    // An account on gpt-4o-mini alone (one candidate: OpenAI), and OpenAI allowing 8 requests per 2 s, stated on
+    // every answer. A batch leaves a fifth of that (plans.yaml, batches.provider_reserve) to synchronous requests.
+    const owner = await platform.createKey();
+    const changed = await platform.fetch(`/api/v1/account/${owner.user_id}`, {
+      method: 'PATCH',
+      key: platform.masterKey,
+      body: JSON.stringify({ custom_limits: { models: ['gpt-4o-mini'] } }),
+    });
+    expect(changed.status).toBe(200);
+    const mine = platform.openai(owner.key, { maxRetries: 0 });
+    await platform.simulator.setRateLimits([{ protocol: 'openai', requests: 8, window_ms: 2_000 }]);
+    await platform.simulator.resetRequests();
+    try {
+      const lines = Array.from({ length: 24 }, (_, index) => chatLine(`line-${index}`, `Say ${index}`));
+      const file = await upload(lines, mine);
+      const created = await mine.batches.create({
+        input_file_id: file.id,
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+      });
+      // While it runs, two synchronous requests of the account (as many as the reserve, 2 of 8, holds in one window):
+      // when the batch is first seen to have answered lines, and again past its half.
+      const answered: string[] = [];
+      let seen = 0;
+      const batch = await waitFor(
+        'the batch to end',
+        async () => {
+          const now = await mine.batches.retrieve(created.id);
+          const done = now.request_counts?.completed ?? 0;
+          if (done > seen && answered.length < 2 && now.status === 'in_progress') {
+            seen = Math.max(done, 12);
+            const completion = await mine.chat.completions.create({
+              model: 'gpt-4o-mini',
+              messages: [{ role: 'user', content: 'Someone waits for this' }],
+            });
+            answered.push(completion.model);
+          }
+          return ended.includes(now.status) ? now : null;
+        },
+        60_000,
+      );
+      expect(batch.status).toBe('completed');
+      expect(batch.request_counts).toEqual({ total: 24, completed: 24, failed: 0 });
+      expect(answered.length).toBeGreaterThan(0);
+      expect(answered.every((model) => model === 'gpt-4o-mini')).toBe(true);
+      // The provider never had to refuse: the batch waited for each window instead.
+      const requests = await platform.simulator.requests();
+      expect(requests.rate_limited).toBe(0);
+      expect(requests.total).toBe(24 + answered.length);
+      const output = await linesOf(batch.output_file_id, mine);
+      expect(output.map((line) => line.response.status_code)).toEqual(lines.map(() => 200));
+    } finally {
+      await platform.simulator.clearRateLimits();
+    }
   });
 });
 

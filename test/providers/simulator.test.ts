@@ -105,7 +105,13 @@ describe('simulator control API', () => {
     expect(summary.last).toMatchObject({ protocol: 'gemini', model: 'gemini-sim', body: geminiBody });
 
     await harness.control.resetRequests();
-    expect(await harness.control.requests()).toEqual({ total: 0, answered: 0, by_model: {}, last: null });
+    expect(await harness.control.requests()).toEqual({
+      total: 0,
+      answered: 0,
+      by_model: {},
+      last: null,
+      rate_limited: 0,
+    });
   });
 
   it('matches faults by protocol and model, in order, and clears them', async () => {

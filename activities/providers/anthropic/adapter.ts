@@ -17,12 +17,17 @@ export function createAnthropicAdapter(config: ProviderConfig): ProviderAdapter 
     protocol: 'anthropic',
     async generate(request, options) {
       const body = toAnthropicMessagesBody(request, false);
-      const message = await postForJson(upstream, { url, headers, body }, anthropicMessageSchema, options?.signal);
+      const message = await postForJson(
+        upstream,
+        { url, headers, body, onHeaders: options?.onHeaders },
+        anthropicMessageSchema,
+        options?.signal,
+      );
       return fromAnthropicMessage(message);
     },
     stream(request, options) {
       const body = toAnthropicMessagesBody(request, true);
-      const events = postForEvents(upstream, { url, headers, body }, options?.signal);
+      const events = postForEvents(upstream, { url, headers, body, onHeaders: options?.onHeaders }, options?.signal);
       return translateEvents(events, new AnthropicStreamTranslator(config.provider));
     },
   };

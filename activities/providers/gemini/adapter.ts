@@ -17,12 +17,21 @@ export function createGeminiAdapter(config: ProviderConfig): ProviderAdapter {
     async generate(request, options) {
       const url = generateContentUrl(config.baseUrl, request.model, false);
       const body = toGeminiBody(request);
-      const response = await postForJson(upstream, { url, headers, body }, geminiResponseSchema, options?.signal);
+      const response = await postForJson(
+        upstream,
+        { url, headers, body, onHeaders: options?.onHeaders },
+        geminiResponseSchema,
+        options?.signal,
+      );
       return fromGeminiResponse(response);
     },
     stream(request, options) {
       const url = generateContentUrl(config.baseUrl, request.model, true);
-      const events = postForEvents(upstream, { url, headers, body: toGeminiBody(request) }, options?.signal);
+      const events = postForEvents(
+        upstream,
+        { url, headers, body: toGeminiBody(request), onHeaders: options?.onHeaders },
+        options?.signal,
+      );
       return translateEvents(events, new GeminiStreamTranslator(config.provider));
     },
   };

@@ -17,12 +17,17 @@ export function createOpenAICompatibleAdapter(config: ProviderConfig): ProviderA
     protocol: 'openai',
     async generate(request, options) {
       const body = toOpenAIChatBody(config.provider, request, false);
-      const response = await postForJson(upstream, { url, headers, body }, openAIChatResponseSchema, options?.signal);
+      const response = await postForJson(
+        upstream,
+        { url, headers, body, onHeaders: options?.onHeaders },
+        openAIChatResponseSchema,
+        options?.signal,
+      );
       return fromOpenAIChatResponse(response);
     },
     stream(request, options) {
       const body = toOpenAIChatBody(config.provider, request, true);
-      const events = postForEvents(upstream, { url, headers, body }, options?.signal);
+      const events = postForEvents(upstream, { url, headers, body, onHeaders: options?.onHeaders }, options?.signal);
       return translateEvents(events, new OpenAIStreamTranslator(config.provider));
     },
   };
