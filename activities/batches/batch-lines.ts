@@ -353,6 +353,9 @@ export function createBatchLineActivities(dependencies: BatchLineDependencies) {
             ? await embeddingLine(batchId, line, parsed.request, caller)
             : await chatLine(batchId, line, parsed, caller, chatDoors[parsed.endpoint]);
       if ('noCapacity' in answer) {
+        // Counted among the batch's waiting lines (the capacity queue's gauges, the batch object), once.
+        const model = typeof row.body.model === 'string' ? row.body.model : null;
+        await batches.waiting(batchId, line, model);
         return answer.retryAfterSeconds === undefined
           ? { outcome: 'no-capacity' }
           : { outcome: 'no-capacity', retryAfterSeconds: answer.retryAfterSeconds };

@@ -52,6 +52,10 @@ export interface BatchRecord {
   expiredAt: Date | null;
   cancellingAt: Date | null;
   cancelledAt: Date | null;
+  /** Lines that found no capacity and wait to run again (`waiting`), since when, and the model the last one asked. */
+  linesWaiting: number;
+  waitingSince: Date | null;
+  waitingModel: string | null;
 }
 
 interface Row {
@@ -80,6 +84,9 @@ interface Row {
   expired_at: Date | null;
   cancelling_at: Date | null;
   cancelled_at: Date | null;
+  lines_waiting: number;
+  waiting_since: Date | null;
+  waiting_model: string | null;
 }
 
 const toRecord = (row: Row): BatchRecord => ({
@@ -108,6 +115,9 @@ const toRecord = (row: Row): BatchRecord => ({
   expiredAt: row.expired_at,
   cancellingAt: row.cancelling_at,
   cancelledAt: row.cancelled_at,
+  linesWaiting: row.lines_waiting,
+  waitingSince: row.waiting_since,
+  waitingModel: row.waiting_model,
 });
 
 /** A line as its run needs it, with what its batch says now. */
@@ -328,17 +338,43 @@ export class BatchStore {
     };
   }
 
-  /** Writes a line's answer once, and moves its batch's counts (and usage) with it; false when it was written before. */
+  /**
+   * A line found no capacity and waits in its batch's workflow to run again: counted once among the batch's waiting
+   * lines (the line's own mark makes a repeat, or a re-executed step, count nothing more), with the model it asked for.
+   */
+  async waiting(batchId: string, line: number, model: string | null): Promise<void> {
+    await this.pool.query(
+      `with marked as (
+         update batch_lines set waiting_since = now()
+         where batch_id = $1 and line = $2 and waiting_since is null and status_code is null
+         returning 1
+       )
+       update batches set lines_waiting = lines_waiting + 1, waiting_since = coalesce(waiting_since, now()),
+                          waiting_model = coalesce($3, waiting_model)
+       where id = $1 and exists (select 1 from marked)`,
+      [batchId, line, model],
+    );
+  }
+
+  /**
+   * Writes a line's answer once, and moves its batch's counts (and usage) with it, a line that waited leaving the
+   * waiting ones; false when it was written before.
+   */
   async record(batchId: string, line: number, answer: BatchLineAnswer): Promise<boolean> {
     const { rows } = await this.pool.query<{ recorded: boolean }>(
-      `with written as (
-         update batch_lines set status_code = $3, request_id = $4, response = $5, done_at = now()
+      `with before as (
+         select (waiting_since is not null)::int as waited from batch_lines where batch_id = $1 and line = $2
+       ), written as (
+         update batch_lines set status_code = $3, request_id = $4, response = $5, done_at = now(), waiting_since = null
          where batch_id = $1 and line = $2 and status_code is null
          returning status_code
        ), counted as (
          update batches set completed = completed + (case when $3 = 200 then 1 else 0 end),
                             failed = failed + (case when $3 = 200 then 0 else 1 end),
-                            input_tokens = input_tokens + $6, output_tokens = output_tokens + $7
+                            input_tokens = input_tokens + $6, output_tokens = output_tokens + $7,
+                            lines_waiting = greatest(0, lines_waiting - (select waited from before)),
+                            waiting_since = case when lines_waiting - (select waited from before) > 0
+                                                 then waiting_since end
          where id = $1 and exists (select 1 from written)
        )
        select exists (select 1 from written) as recorded`,
@@ -429,7 +465,7 @@ export class BatchStore {
       const errorFileId = await kept(errors, 'error');
       await this.pool.query(
         `update batches set status = $2, ${endingColumn[ending]} = coalesce(${endingColumn[ending]}, now()),
-                            output_file_id = $3, error_file_id = $4
+                            output_file_id = $3, error_file_id = $4, lines_waiting = 0, waiting_since = null
          where id = $1`,
         [batchId, ending, outputFileId, errorFileId],
       );

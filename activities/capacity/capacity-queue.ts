@@ -169,15 +169,39 @@ export class CapacityQueue {
        from capacity_waiters group by kind, model, priority, plan_rank order by kind, model, priority desc`,
     );
     const plans = Object.keys(this.plans.plans) as PlanName[];
-    return rows.map((row) => ({
-      kind: row.kind,
-      model: row.model,
-      priority: capacityPriorities[row.priority] ?? String(row.priority),
-      plan: plans.find((plan) => planRank(plan) === row.plan_rank) ?? String(row.plan_rank),
+    // A batch's lines wait in its own workflow rather than here, each batch counting its waiting ones (batches): shown
+    // beside the queue, as low priority (the operator's batches, with no account row, as the top plan's).
+    const { rows: lines } = await this.pool.query<{
+      model: string | null;
+      plan: string;
+      waiting: number;
+      oldest: number | null;
+    }>(
+      `select b.waiting_model as model, coalesce(u.plan, 'business') as plan, sum(b.lines_waiting)::int as waiting,
+              extract(epoch from now() - min(b.waiting_since))::float8 as oldest
+       from batches b left join users u on u.id = b.user_id
+       where b.lines_waiting > 0 group by 1, 2 order by 1, 2`,
+    );
+    const batchLines = lines.map((row) => ({
+      kind: 'batch-line',
+      model: row.model ?? 'unknown',
+      priority: 'low',
+      plan: row.plan,
       waiting: row.waiting,
-      holding: row.holding,
+      holding: 0,
       oldestWaitSeconds: row.oldest ?? 0,
     }));
+    return rows
+      .map((row) => ({
+        kind: row.kind,
+        model: row.model,
+        priority: capacityPriorities[row.priority] ?? String(row.priority),
+        plan: plans.find((plan) => planRank(plan) === row.plan_rank) ?? String(row.plan_rank),
+        waiting: row.waiting,
+        holding: row.holding,
+        oldestWaitSeconds: row.oldest ?? 0,
+      }))
+      .concat(batchLines);
   }
 
   /** Jobs in the queue longer than `graceMs` (the sweep asks whether each one's workflow still runs). */

@@ -38,6 +38,13 @@ export const Batch = defineEntity({
     expiredAt: p.datetime().nullable(),
     cancellingAt: p.datetime().nullable(),
     cancelledAt: p.datetime().nullable(),
+    /**
+     * Lines that found every provider of their model saturated (or down to its reserve) and wait in the workflow to
+     * run again; since when, and the model the last of them asked for (the capacity queue's gauges read these).
+     */
+    linesWaiting: p.integer().default(0),
+    waitingSince: p.datetime().nullable(),
+    waitingModel: p.string().nullable(),
   },
   indexes: [{ properties: ['userId', 'createdAt'] }],
 });
@@ -58,5 +65,7 @@ export const BatchLine = defineEntity({
     requestId: p.string().nullable(),
     response: p.json().nullable(),
     doneAt: p.datetime().nullable(),
+    /** Set while the line waits for capacity (counted once in its batch's `linesWaiting`). */
+    waitingSince: p.datetime().nullable(),
   },
 });

@@ -388,11 +388,26 @@ describe('a batch under a provider’s request limit', () => {
       // when the batch is first seen to have answered lines, and again past its half.
       const answered: string[] = [];
       let seen = 0;
+      // Lines that wait for the window are shown as waiting: on the batch, and on /metrics beside the capacity queue.
+      let waitingSeen = 0;
+      let gauge = '';
       const batch = await waitFor(
         'the batch to end',
         async () => {
           const now = await mine.batches.retrieve(created.id);
           const done = now.request_counts?.completed ?? 0;
+          const waiting = (now as { lines_waiting?: { count: number; model: string } }).lines_waiting;
+          if (waiting && !gauge) {
+            waitingSeen = waiting.count;
+            expect(waiting.model).toBe('gpt-4o-mini');
+            const metrics = await (await platform.fetch('/metrics')).text();
+            gauge =
+              metrics
+                .split('\n')
+                .find((row) =>
+                  row.startsWith('tessera_capacity_queue_waiting{kind="batch-line",model="gpt-4o-mini"'),
+                ) ?? '';
+          }
           if (done > seen && answered.length < 2 && now.status === 'in_progress') {
             seen = Math.max(done, 12);
             const completion = await mine.chat.completions.create({
@@ -407,6 +422,9 @@ describe('a batch under a provider’s request limit', () => {
       );
       expect(batch.status).toBe('completed');
       expect(batch.request_counts).toEqual({ total: 24, completed: 24, failed: 0 });
+      expect(waitingSeen).toBeGreaterThan(0);
+      expect(gauge).toMatch(/priority="low",plan="business"\} [1-9]/);
+      expect(batch).not.toHaveProperty('lines_waiting');
       expect(answered.length).toBeGreaterThan(0);
       expect(answered.every((model) => model === 'gpt-4o-mini')).toBe(true);
       // The provider never had to refuse: the batch waited for each window instead.

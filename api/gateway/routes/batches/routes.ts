@@ -60,6 +60,10 @@ export function presentBatch(batch: BatchRecord) {
       output_tokens_details: { reasoning_tokens: 0 },
     },
     metadata: batch.metadata,
+    // Not OpenAI's: lines waiting for capacity (docs/capacity-queue.md), shown only while some wait.
+    ...(batch.linesWaiting > 0
+      ? { lines_waiting: { count: batch.linesWaiting, since: unix(batch.waitingSince), model: batch.waitingModel } }
+      : {}),
   };
 }
 

@@ -76,6 +76,14 @@ export const batchObjectSchema = z
       output_tokens_details: z.strictObject({ reasoning_tokens: z.number().int() }),
     }),
     metadata: z.record(z.string(), z.string()).nullable(),
+    lines_waiting: z
+      .strictObject({ count: z.number().int(), since: seconds, model: z.string().nullable() })
+      .optional()
+      .meta({
+        description:
+          'Tessera’s own: while lines wait for capacity (every provider of their model saturated, or down to the ' +
+          'reserve of its limits), how many, since when, and the model the latest asked for',
+      }),
   })
   .meta({ id: 'Batch' });
 
