@@ -26,7 +26,8 @@ import type { StreamHub } from './streaming/stream-hub.ts';
 import type { StreamJournal } from './streaming/stream-journal.ts';
 import { toolByName } from './tools/index.ts';
 import { runTool } from './tools/runtime.ts';
-import { ToolError, type ToolProgress, type ToolServices, type ToolSettings } from './tools/tool.ts';
+import { ToolError, type ToolProgress, type ToolServices } from './tools/tool.ts';
+import { type ToolSettings } from '../config/tool-settings.ts';
 
 export interface ChatActivityDependencies {
   conversations: ConversationStore;

@@ -51,7 +51,7 @@ import {
   type StageTiming,
 } from './report.ts';
 import { startTemporalOnPostgres } from '../scripts/lib/temporal-postgres.ts';
-import { createDatabase, dropDatabase } from '../scripts/lib/database.ts';
+import { createDatabase, dropDatabase } from '../db/databases.ts';
 
 const withShipped = process.env.BENCH_SHIPPED !== '0';
 const withProduction = process.env.BENCH_PRODUCTION !== '0';

@@ -5,7 +5,7 @@
  * by the messengers' activity, keyed once per run and chat. What the workflows (workflows/agent-run.ts) and the
  * preparing activities (api/services/agent-runs/prepare.ts) share. Workflow-safe: no zod, no I/O.
  */
-import type { MessengerTarget } from '../activities/messengers/messenger.ts';
+import type { MessengerTarget } from './messengers.ts';
 import type { ChatTurnInput } from './chat-turn.ts';
 
 /** A prepared run: the turn, ready to run as a child workflow, and the chats its answer also goes to. */

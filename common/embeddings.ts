@@ -61,3 +61,9 @@ export interface EmbeddingResult {
   usageEstimated: boolean;
   attempts: Attempt[];
 }
+
+/**
+ * The embedding workflow's signature (workflows/embedding.workflow.ts `embedTexts`), for the code that starts it
+ * without importing the workflow's file (activities/embeddings/embedding-service.ts).
+ */
+export type EmbedTextsWorkflow = (input: EmbeddingInput) => Promise<EmbeddingResult>;

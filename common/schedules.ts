@@ -3,7 +3,7 @@
  * A task `tsk_…` fires through the Temporal Schedule `schedule-<task id>`, whose action starts `scheduledRun` with a
  * `ScheduledRunInput`; each run is a turn of the task's own session `schedule:<task id>`, owned by the task's owner.
  */
-import type { MessengerTarget } from '../activities/messengers/messenger.ts';
+import type { MessengerTarget } from './messengers.ts';
 import { runDeliveryId, type PreparedAgentTurn, type RefusedAgentTurn } from './agent-runs.ts';
 
 export const schedulePrefix = 'schedule-';

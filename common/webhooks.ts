@@ -10,7 +10,7 @@
  * - Slack: `<team id>.<event_id>` (and `slack` stands for the agent, which is routed later);
  * - automation: `<user id>.<Idempotency-Key>`, or a fresh id when the caller sends none.
  */
-import type { MessengerTarget } from '../activities/messengers/messenger.ts';
+import type { MessengerTarget } from './messengers.ts';
 import type { PreparedAgentTurn } from './agent-runs.ts';
 
 export type WebhookRunSource = 'standard' | 'github' | 'slack' | 'automation';

@@ -1,25 +1,17 @@
 /**
  * Reads the built-in agent catalogue (config/agents.yaml, or AGENT_CATALOGUE_PATH) and validates it at start-up:
- * the shape (zod, strict), unique ids, every tool a known tool name, every model in the model catalogue. A bad file
+ * the shape (zod, strict), unique ids, every tool a known tool name (the names its caller gives: the tool registry's,
+ * activities/tools/index.ts `knownToolNames`), every model in the model catalogue. A bad file
  * stops the process with the offending path, as the model catalogue does.
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { z } from 'zod';
-import { builtInTools } from '../activities/tools/index.ts';
 import { builtInAgentIdPattern, workspaceNames, type AgentDefinition } from '../common/agents.ts';
 import { resolveModel, type Catalogue } from '../common/catalogue.ts';
 
 export const defaultAgentCataloguePath = fileURLToPath(new URL('./agents.yaml', import.meta.url));
-
-/** Tools the agent service itself provides to agents (built elsewhere in the agent service, not in activities/tools/). */
-export const agentServiceToolNames = ['update_plan', 'send_email'] as const;
-
-/** Every tool name an agent may list: the tool registry's and the agent service's own. */
-export function knownToolNames(): Set<string> {
-  return new Set([...builtInTools.map((tool) => tool.name), ...agentServiceToolNames]);
-}
 
 /** Limits shared with the custom-agent request bodies (api/agents/routes/agents/schema.ts). */
 export const agentLimits = {
@@ -67,8 +59,8 @@ const fileSchema = z.object({ agents: z.array(agentSchema).min(1) }).strict();
 export function validateAgentCatalogue(
   document: unknown,
   catalogue: Catalogue,
+  toolNames: Set<string>,
   source = 'agent catalogue',
-  toolNames: Set<string> = knownToolNames(),
 ): AgentDefinition[] {
   const schema = fileSchema.superRefine((file, context) => {
     const seen = new Set<string>();
@@ -110,7 +102,12 @@ export function validateAgentCatalogue(
 }
 
 /** Loads config/agents.yaml (or `path`, i.e. AGENT_CATALOGUE_PATH) and validates it. */
-export function loadAgents(catalogue: Catalogue, path?: string): AgentDefinition[] {
+export function loadAgents(catalogue: Catalogue, toolNames: Set<string>, path?: string): AgentDefinition[] {
   const filePath = path ?? defaultAgentCataloguePath;
-  return validateAgentCatalogue(parse(readFileSync(filePath, 'utf8')), catalogue, `agent catalogue ${filePath}`);
+  return validateAgentCatalogue(
+    parse(readFileSync(filePath, 'utf8')),
+    catalogue,
+    toolNames,
+    `agent catalogue ${filePath}`,
+  );
 }

@@ -4,8 +4,8 @@ import type { Duration } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time.js';
 import { z } from 'zod';
 import { completionsTaskQueue } from '../common/completion.ts';
-import type { MessengerSettings } from '../activities/messengers/messenger.ts';
-import type { ToolSettings } from '../activities/tools/tool.ts';
+import type { MessengerSettings } from '../common/messengers.ts';
+import type { ToolSettings } from './tool-settings.ts';
 import { parseTrustedProxies } from './trusted-proxies.ts';
 
 /** An optional variable where an empty value (`STRIPE_SECRET_KEY=` in a copied .env) means unset. */

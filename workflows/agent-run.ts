@@ -7,7 +7,7 @@
  */
 import { ApplicationFailure, ChildWorkflowFailure, executeChild, patched, proxyActivities } from '@temporalio/workflow';
 import type { createMessengerActivities } from '../activities/messengers/messenger-activities.ts';
-import type { MessengerTarget } from '../activities/messengers/messenger.ts';
+import type { MessengerTarget } from '../common/messengers.ts';
 import type { ChatTurnInput } from '../common/chat-turn.ts';
 import { kindKey, modelKey, userKey } from '../common/search-attributes.ts';
 import type { chatTurn } from './chat-turn.workflow.ts';

@@ -13,7 +13,7 @@ import type { EmbeddingActivities } from '../activities/embeddings/embedding-act
 import type { CompletionActivities } from '../activities/completion-activities.ts';
 import type { Attempt } from '../common/completion.ts';
 import { embedWithFailover } from '../common/embedding-failover.ts';
-import type { EmbeddingInput, EmbeddingResult } from '../common/embeddings.ts';
+import type { EmbeddingInput, EmbeddingResult, EmbedTextsWorkflow } from '../common/embeddings.ts';
 import { untilStoresAnswer } from '../common/retry-policies.ts';
 import { modelKey } from '../common/search-attributes.ts';
 import { traceQuery } from './completion.workflow.ts';
@@ -42,3 +42,6 @@ export async function embedTexts(input: EmbeddingInput): Promise<EmbeddingResult
     servedBy: (model) => upsertSearchAttributes([{ key: modelKey, value: model }]),
   });
 }
+
+// The signature its starters use (common/embeddings.ts) is this workflow's: a change to either fails to compile.
+const _signature: EmbedTextsWorkflow = embedTexts;

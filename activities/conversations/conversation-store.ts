@@ -11,7 +11,7 @@ import { messageSearchConfig } from '../../db/entities/chat-message.entity.ts';
 import type { PoolClient } from 'pg';
 import { retryingDeadlocks, run, transaction, type Pool, type Queryable } from '../../db/pool.ts';
 import { storableJson, storableText } from '../../common/text.ts';
-import type { MessengerPlatform, MessengerTarget } from '../messengers/messenger.ts';
+import type { MessengerPlatform, MessengerTarget } from '../../common/messengers.ts';
 
 export interface SessionRef {
   sessionId: string;

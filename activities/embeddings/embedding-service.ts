@@ -32,6 +32,7 @@ import {
   type EmbeddingInput,
   type EmbeddingResult,
   type EmbeddingUsage,
+  type EmbedTextsWorkflow,
 } from '../../common/embeddings.ts';
 import { errorStatus, type ErrorType } from '../../common/errors.ts';
 import type { PlanName, PlansFile } from '../../common/plans.ts';
@@ -40,7 +41,6 @@ import { kindKey, modelKey, userKey } from '../../common/search-attributes.ts';
 import type { Pool } from '../../db/pool.ts';
 import type { LoadedCatalogue } from '../../config/load-catalogue.ts';
 import type { Settings } from '../../config/settings.ts';
-import type { embedTexts } from '../../workflows/embedding.workflow.ts';
 import type { CreditLedger, Reservation, ReservationOutcome } from '../credits/credit-ledger.ts';
 import { countTokens } from '../credits/tokens.ts';
 import { defaultEmbeddingModel, Router, type RoutingAccount } from '../routing/router.ts';
@@ -280,7 +280,7 @@ export class EmbeddingService {
       }
     }
     try {
-      const handle = await client.workflow.start<typeof embedTexts>('embedTexts', {
+      const handle = await client.workflow.start<EmbedTextsWorkflow>('embedTexts', {
         workflowId,
         taskQueue,
         args: [input],

@@ -11,7 +11,8 @@
  */
 import { createHash } from 'node:crypto';
 import { HTTPFetchError, messagingApi } from '@line/bot-sdk';
-import { MessengerRejection, type MessengerClient, type MessengerSettings } from './messenger.ts';
+import { MessengerRejection, type MessengerClient } from './messenger.ts';
+import { type MessengerSettings } from '../../common/messengers.ts';
 
 /** LINE's limits: characters of one text message, messages per push. */
 const maxMessageChars = 5000;

@@ -1,29 +1,10 @@
 /**
- * The messaging apps (LINE, Telegram and Slack) as the chat sees them: where an answer goes (`MessengerTarget`), how a
- * platform takes text (`MessengerClient`), and their settings. Each platform's wire protocol is in its own file;
+ * The messaging apps (LINE, Telegram and Slack) as the chat sees them: how a platform takes text (`MessengerClient`);
+ * where an answer goes (`MessengerTarget`) and their settings are shared types, in common/messengers.ts. Each platform's wire protocol is in its own file;
  * the webhooks that receive messages are in api/gateway/routes/webhooks/ (LINE, Telegram) and
  * api/agents/routes/webhooks/ (Slack's Events API), and the activity that sends answers in messenger-activities.ts.
  * Both the gateway and the agent service send through these.
  */
-export type MessengerPlatform = 'line' | 'telegram' | 'slack';
-
-export const messengerPlatforms: MessengerPlatform[] = ['line', 'telegram', 'slack'];
-
-/** Where an answer goes: a LINE user, group or room id, a Telegram chat id, or a Slack channel (DM or channel) id. */
-export interface MessengerTarget {
-  platform: MessengerPlatform;
-  to: string;
-  /** Slack: the thread the answer goes in (the `ts` of the thread's first message); other platforms have none. */
-  thread?: string;
-}
-
-export interface MessengerSettings {
-  line?: { channelSecret: string; channelAccessToken: string; apiBaseUrl: string };
-  telegram?: { botToken: string; webhookSecret: string; apiBaseUrl: string };
-  /** A Slack app installed in one workspace: its bot token (xoxb-), its signing secret, and Web API base URL. */
-  slack?: { botToken: string; signingSecret: string; apiBaseUrl: string };
-}
-
 export interface MessengerClient {
   /** Characters one message may carry; longer text is sent in parts. */
   readonly maxMessageChars: number;

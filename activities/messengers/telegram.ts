@@ -5,7 +5,8 @@
  * `secret_token`); see api/gateway/routes/webhooks/telegram.ts.
  */
 import { z } from 'zod';
-import { MessengerRejection, type MessengerClient, type MessengerSettings } from './messenger.ts';
+import { MessengerRejection, type MessengerClient } from './messenger.ts';
+import { type MessengerSettings } from '../../common/messengers.ts';
 
 const apiResponse = z.object({
   ok: z.boolean(),

@@ -112,7 +112,17 @@ export class StreamJournal {
     /** A failure that is not an outage: the journal's own, thrown by `close`. */
     let failure: { error: unknown } | null = null;
 
+    /** A write (or its outage back-off) is under way. */
+    let busy = false;
     const writeUnwritten = async () => {
+      busy = true;
+      try {
+        await writeAll();
+      } finally {
+        busy = false;
+      }
+    };
+    const writeAll = async () => {
       for (let delayMs = outageBackoffMs.first; unwritten.length > 0 && !failure;) {
         const count = unwritten.length;
         try {
@@ -148,7 +158,15 @@ export class StreamJournal {
       timer = null;
       closing = true;
       wake?.();
-      await Promise.race([writing, sleep(closeWaitMs)]);
+      if (busy) {
+        // A write under way: waited for, within closeWaitMs (its events are in `unwritten` until it succeeds).
+        const patience = new AbortController();
+        await Promise.race([
+          writing,
+          sleep(closeWaitMs, undefined, { signal: patience.signal }).catch(() => undefined),
+        ]);
+        patience.abort();
+      }
       if (failure) throw failure.error;
       const rest = unwritten;
       unwritten = [];

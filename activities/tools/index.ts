@@ -41,7 +41,16 @@ import { contactsSearchTool } from './google/contacts-search.ts';
 import { tasksListTool } from './google/tasks-list.ts';
 import { tasksAddTool } from './google/tasks-add.ts';
 import { tasksCompleteTool } from './google/tasks-complete.ts';
-import type { ToolDefinition, ToolSettings } from './tool.ts';
+import type { ToolDefinition } from './tool.ts';
+import type { ToolSettings } from '../../config/tool-settings.ts';
+
+/** Tools the agent service itself provides to agents (built in the agent service, and in the registry below). */
+export const agentServiceToolNames = ['update_plan', 'send_email'] as const;
+
+/** Every tool name an agent may list (config/load-agents.ts checks the catalogue against it). */
+export function knownToolNames(): Set<string> {
+  return new Set([...builtInTools.map((tool) => tool.name), ...agentServiceToolNames]);
+}
 
 export const builtInTools: ToolDefinition[] = [
   webSearchTool,

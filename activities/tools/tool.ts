@@ -8,38 +8,12 @@
 import type { z } from 'zod';
 import type { GoogleWorkspaceService } from '../google/google-api.ts';
 import type { FileServices } from '../rag/file-services.ts';
+import type { ToolSettings } from '../../config/tool-settings.ts';
 
 export interface ToolRetryPolicy {
   /** Attempts in all (1: never retried). */
   maximumAttempts: number;
   initialIntervalMs: number;
-}
-
-export interface ToolSettings {
-  /** Root directory of the per-session sandboxes (file tools, code_execute). */
-  sandboxRoot: string;
-  /** Bytes a session's sandbox may hold. */
-  sandboxQuotaBytes: number;
-  /** code_execute's languages whose runner starts with the process (default: JavaScript only). */
-  codeEnginesWarmAtStart?: Array<'javascript' | 'python'>;
-  geocodingApiUrl: string;
-  weatherApiUrl: string;
-  searxngUrl?: string;
-  braveSearchApiKey?: string;
-  braveSearchApiUrl: string;
-  tavilyApiKey?: string;
-  tavilyApiUrl: string;
-  /** Hosts web_fetch may reach although they are not public (tests and the bench point it at loopback). */
-  fetchAllowedHosts: string[];
-  /** An SMTP server is configured (send_email). */
-  mailConfigured?: boolean;
-  /** Remote A2A agents by name (A2A_REMOTE_AGENTS): the cards delegate_to_agent may use. */
-  a2aRemoteAgents?: Record<string, string>;
-  /** Google login is configured (client, secret, token key): the workspace tools are offered. */
-  google?: {
-    /** Where a user whose Google login is missing or revoked logs in (AGENT_PUBLIC_URL's /auth/google). */
-    loginUrl: string;
-  };
 }
 
 /**

@@ -9,7 +9,8 @@ import { braveEngine } from './search/brave.ts';
 import { plainText, type SearchEngine } from './search/engine.ts';
 import { searxngEngine } from './search/searxng.ts';
 import { tavilyEngine } from './search/tavily.ts';
-import { defineTool, ToolError, type ToolSettings } from './tool.ts';
+import { defineTool, ToolError } from './tool.ts';
+import { type ToolSettings } from '../../config/tool-settings.ts';
 
 const defaultCount = 5;
 

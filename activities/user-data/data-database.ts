@@ -32,7 +32,7 @@ import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import Cursor from 'pg-cursor';
 import { guardPool } from '../../db/pool.ts';
-import { createDatabase, databaseNameOf, dropDatabase, withDatabaseName } from '../../scripts/lib/database.ts';
+import { createDatabase, databaseNameOf, dropDatabase, withDatabaseName } from '../../db/databases.ts';
 import { checkReadOnlySql, SqlRefused } from './sql-guard.ts';
 
 export interface UserDataSettings {

@@ -29,6 +29,7 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import { Router as CompletionRouter } from '../../activities/routing/router.ts';
 import { loadAgents } from '../../config/load-agents.ts';
+import { knownToolNames } from '../../activities/tools/index.ts';
 import type { Settings } from '../../config/settings.ts';
 import { authenticateCaller, serviceOrigin, type CallerState } from '../auth.ts';
 import { errorRenderer } from '../errors.ts';
@@ -90,7 +91,7 @@ import type { WebhookActivities } from '../../workflows/webhook-run.workflow.ts'
 import type { RoutingActivities } from '../../workflows/chat-turn.workflow.ts';
 import type { RouteMessageInput } from '../../common/chat-turn.ts';
 import { Context } from '@temporalio/activity';
-import type { MessengerPlatform } from '../../activities/messengers/messenger.ts';
+import type { MessengerPlatform } from '../../common/messengers.ts';
 import { SlackClient } from '../../activities/messengers/slack.ts';
 import { messengerSettingsOf } from '../../config/settings.ts';
 import { agentsTaskQueue } from '../../common/schedules.ts';
@@ -261,7 +262,7 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
     pool: dependencies.pool,
     catalogue: dependencies.catalogue,
     plans: dependencies.plans,
-    builtIns: loadAgents(dependencies.catalogue.catalogue, settings.AGENT_CATALOGUE_PATH),
+    builtIns: loadAgents(dependencies.catalogue.catalogue, knownToolNames(), settings.AGENT_CATALOGUE_PATH),
     defaultModel: settings.AGENT_DEFAULT_MODEL,
   });
   routes.use(agentRoutes(agents).routes(), memoryRoutes(dependencies.memories).routes());

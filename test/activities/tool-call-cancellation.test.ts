@@ -12,7 +12,7 @@ import { createChatActivities } from '../../activities/chat-activities.ts';
 import type { ConversationStore } from '../../activities/conversations/conversation-store.ts';
 import type { StreamHub } from '../../activities/streaming/stream-hub.ts';
 import type { StreamJournal } from '../../activities/streaming/stream-journal.ts';
-import type { ToolSettings } from '../../activities/tools/tool.ts';
+import type { ToolSettings } from '../../config/tool-settings.ts';
 import type { SequencedStreamEvent } from '../../common/completion.ts';
 
 /** The turn's journal, in memory: what the activity reads back on a later attempt is what an earlier one wrote. */

@@ -6,6 +6,7 @@
  */
 import { expect, it } from '@jest/globals';
 import { loadAgents } from '../../config/load-agents.ts';
+import { knownToolNames } from '../../activities/tools/index.ts';
 import { loadCatalogue } from '../../config/load-catalogue.ts';
 import { decide, keywordScores } from '../../api/services/agents/agent-router.ts';
 
@@ -42,7 +43,10 @@ const labelled: Array<[string, string]> = [
 
 it('picks the labelled agent for most messages by keywords alone, more confident when right', () => {
   const catalogue = loadCatalogue({}).catalogue;
-  const agents = loadAgents(catalogue).map((agent) => ({ ...agent, keywords: agent.routing.keywords }));
+  const agents = loadAgents(catalogue, knownToolNames()).map((agent) => ({
+    ...agent,
+    keywords: agent.routing.keywords,
+  }));
   let right = 0;
   const confidence = { right: [] as number[], wrong: [] as number[] };
   const misses: string[] = [];

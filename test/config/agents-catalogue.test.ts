@@ -9,13 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { loadCatalogue } from '../../config/load-catalogue.ts';
-import {
-  agentServiceToolNames,
-  defaultAgentCataloguePath,
-  knownToolNames,
-  loadAgents,
-  validateAgentCatalogue,
-} from '../../config/load-agents.ts';
+import { defaultAgentCataloguePath, loadAgents, validateAgentCatalogue } from '../../config/load-agents.ts';
+import { agentServiceToolNames, knownToolNames } from '../../activities/tools/index.ts';
 
 const { catalogue } = loadCatalogue({});
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -23,7 +18,7 @@ const shipped = (): { agents: any[] } => parse(readFileSync(defaultAgentCatalogu
 
 describe('config/agents.yaml', () => {
   it('loads: the built-in agents, workspace agents marked, every tool known and every model in the catalogue', () => {
-    const agents = loadAgents(catalogue);
+    const agents = loadAgents(catalogue, knownToolNames());
     const ids = agents.map((agent) => agent.id);
     expect(ids).toEqual(
       expect.arrayContaining(['general', 'researcher', 'coder', 'writer', 'analyst', 'translator', 'planner']),
@@ -65,7 +60,7 @@ describe('config/agents.yaml', () => {
     const path = join(mkdtempSync(join(tmpdir(), 'agents-')), 'agents.yaml');
     const file = shipped();
     writeFileSync(path, stringify({ agents: [file.agents[0]] }));
-    expect(loadAgents(catalogue, path).map((agent) => agent.id)).toEqual([file.agents[0].id]);
+    expect(loadAgents(catalogue, knownToolNames(), path).map((agent) => agent.id)).toEqual([file.agents[0].id]);
   });
 });
 
@@ -73,7 +68,7 @@ describe('an invalid catalogue', () => {
   const refused = (mutate: (file: { agents: Record<string, unknown>[] }) => void) => {
     const file = shipped();
     mutate(file);
-    return () => validateAgentCatalogue(file, catalogue);
+    return () => validateAgentCatalogue(file, catalogue, knownToolNames());
   };
 
   it('names an unknown tool', () => {
@@ -100,6 +95,6 @@ describe('an invalid catalogue', () => {
       'agents.0.routing.keywords.0: keywords are lowercase',
     );
     expect(refused((file) => void (file.agents[0]!.id = 'custom'))).toThrow('agents.0.id');
-    expect(() => validateAgentCatalogue({ agents: [] }, catalogue)).toThrow('agents');
+    expect(() => validateAgentCatalogue({ agents: [] }, catalogue, knownToolNames())).toThrow('agents');
   });
 });

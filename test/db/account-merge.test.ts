@@ -10,7 +10,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { openOrm } from '../../db/orm.ts';
-import { createDatabase, dropDatabase } from '../../scripts/lib/database.ts';
+import { createDatabase, dropDatabase } from '../../db/databases.ts';
 import { withDatabase } from '../helpers/databases.ts';
 
 const migration = 'Migration20261127100000_one-account-per-address';

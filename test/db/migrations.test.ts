@@ -2,7 +2,7 @@
 import { afterAll, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { migrate, openOrm } from '../../db/orm.ts';
-import { createDatabase, dropDatabase } from '../../scripts/lib/database.ts';
+import { createDatabase, dropDatabase } from '../../db/databases.ts';
 import { withDatabase } from '../helpers/databases.ts';
 
 const adminUrl = process.env.TESSERA_TEST_DATABASE_URL!;

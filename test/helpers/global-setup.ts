@@ -4,7 +4,8 @@
  */
 import { resolve } from 'node:path';
 import { migrate, openOrm } from '../../db/orm.ts';
-import { createDatabase, dropDatabase, ensureDatabase } from '../../scripts/lib/database.ts';
+import { ensureDatabase } from '../../scripts/lib/database.ts';
+import { createDatabase, dropDatabase } from '../../db/databases.ts';
 import { ensureTemporalServer } from '../../scripts/lib/temporal-server.ts';
 import { buildWorkflowBundleFile } from '../../worker/create-worker.ts';
 import { testTemplateDatabase, withDatabase } from './databases.ts';

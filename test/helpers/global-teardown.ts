@@ -1,5 +1,5 @@
 import { rm } from 'node:fs/promises';
-import { dropDatabase } from '../../scripts/lib/database.ts';
+import { dropDatabase } from '../../db/databases.ts';
 import { testTemplateDatabase } from './databases.ts';
 
 interface Services {

@@ -3,7 +3,7 @@
  * simulator is given (then its Open-Meteo, Brave and Tavily, as scripts/lib/simulated-providers.ts points them).
  * Each test overrides what it is about.
  */
-import type { ToolSettings } from '../../activities/tools/tool.ts';
+import type { ToolSettings } from '../../config/tool-settings.ts';
 
 const nowhere = 'http://127.0.0.1:9';
 

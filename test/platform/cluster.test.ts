@@ -13,7 +13,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { dropDatabase, withDatabaseName } from '../../scripts/lib/database.ts';
+import { dropDatabase, withDatabaseName } from '../../db/databases.ts';
 import { freePortRange, isRunning, processTree, startChild, type Child } from '../../scripts/lib/processes.ts';
 import { simulatedMediaProviders, simulatedProviders } from '../../scripts/lib/simulated-providers.ts';
 import { ensureTemporalPostgresBinaries } from '../../scripts/lib/temporal-postgres.ts';

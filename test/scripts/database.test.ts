@@ -2,7 +2,7 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { createDatabase, databaseNameOf, dropDatabase, withDatabaseName } from '../../scripts/lib/database.ts';
+import { createDatabase, databaseNameOf, dropDatabase, withDatabaseName } from '../../db/databases.ts';
 
 const serverUrl = process.env.DATABASE_URL?.trim() || 'postgres://postgres@127.0.0.1:5432/postgres';
 const adminUrl = withDatabaseName(serverUrl, 'postgres');

@@ -13,7 +13,7 @@ import type { ConversationStore } from '../../activities/conversations/conversat
 import type { StreamHub } from '../../activities/streaming/stream-hub.ts';
 import type { StreamJournal } from '../../activities/streaming/stream-journal.ts';
 import type { ChatTurnInput } from '../../common/chat-turn.ts';
-import type { ToolSettings } from '../../activities/tools/tool.ts';
+import type { ToolSettings } from '../../config/tool-settings.ts';
 import { workflowBundle } from '../../worker/create-worker.ts';
 import { useWorkerConnection } from '../helpers/temporal.ts';
 

@@ -14,7 +14,7 @@ import type { CallProviderInput } from '../../activities/completion-activities.t
 import type { ConversationStore } from '../../activities/conversations/conversation-store.ts';
 import type { StreamHub } from '../../activities/streaming/stream-hub.ts';
 import type { StreamJournal } from '../../activities/streaming/stream-journal.ts';
-import type { ToolSettings } from '../../activities/tools/tool.ts';
+import type { ToolSettings } from '../../config/tool-settings.ts';
 import type { ChatTurnInput, RouteMessageInput, RouteMessageResult } from '../../common/chat-turn.ts';
 import type { Candidate } from '../../common/completion.ts';
 import { workflowBundle } from '../../worker/create-worker.ts';

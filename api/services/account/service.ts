@@ -7,7 +7,7 @@ import type { AccountPlans } from '../../../activities/credits/accounts.ts';
 import { ApiError } from '../../errors.ts';
 import type { CustomLimits } from '../apikeys/service.ts';
 import { messengerChannels, type ConversationStore } from '../../../activities/conversations/conversation-store.ts';
-import type { MessengerPlatform } from '../../../activities/messengers/messenger.ts';
+import type { MessengerPlatform } from '../../../common/messengers.ts';
 
 interface AccountRow {
   id: string;

@@ -6,7 +6,7 @@
  * (api/services/webhooks/activities.ts) prepare through here.
  */
 import type { ConversationStore } from '../../../activities/conversations/conversation-store.ts';
-import type { MessengerPlatform, MessengerTarget } from '../../../activities/messengers/messenger.ts';
+import type { MessengerPlatform, MessengerTarget } from '../../../common/messengers.ts';
 import { runDeliveryId, type PreparedAgentTurn, type RefusedAgentTurn } from '../../../common/agent-runs.ts';
 import type { Pool } from '../../../db/pool.ts';
 import { ApiError } from '../../errors.ts';

@@ -16,7 +16,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { toolByName } from '../../../activities/tools/index.ts';
 import type { WorkspaceName } from '../../../common/agents.ts';
 import { resolveModel, type Catalogue } from '../../../common/catalogue.ts';
-import type { ToolSettings } from '../../../activities/tools/tool.ts';
+import type { ToolSettings } from '../../../config/tool-settings.ts';
 import { turnOfApproval } from '../../../common/agent-turn.ts';
 import {
   turnStartEvent,

@@ -16,9 +16,10 @@
  */
 import type { ConversationStore, SessionRef } from '../../../activities/conversations/conversation-store.ts';
 import { linkableKeyPattern, linkCodeLifetimeMs } from '../../../activities/conversations/conversation-store.ts';
-import type { MessengerClient, MessengerPlatform } from '../../../activities/messengers/messenger.ts';
+import type { MessengerClient } from '../../../activities/messengers/messenger.ts';
+import type { MessengerPlatform } from '../../../common/messengers.ts';
 import { mergeSandbox } from '../../../activities/tools/sandbox.ts';
-import type { ToolSettings } from '../../../activities/tools/tool.ts';
+import type { ToolSettings } from '../../../config/tool-settings.ts';
 import type { RateLimits, Subject } from '../../rate-limit.ts';
 
 /** Link codes a chat or account may try. */

@@ -33,7 +33,7 @@ import type { StreamJournal } from '../../../activities/streaming/stream-journal
 import { configuredTools } from '../../../activities/tools/index.ts';
 import { toolJsonSchema } from '../../../activities/tools/runtime.ts';
 import { deleteSandbox } from '../../../activities/tools/sandbox.ts';
-import type { ToolSettings } from '../../../activities/tools/tool.ts';
+import type { ToolSettings } from '../../../config/tool-settings.ts';
 import type { LoadedCatalogue } from '../../../config/load-catalogue.ts';
 import type { chatTurn } from '../../../workflows/chat-turn.workflow.ts';
 import { ApiError, visionRefusal } from '../../errors.ts';

@@ -17,7 +17,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { ConversationStore } from '../../../activities/conversations/conversation-store.ts';
 import { CallbackSecrets } from '../../../activities/media/callbacks.ts';
-import type { MessengerTarget } from '../../../activities/messengers/messenger.ts';
+import type { MessengerTarget } from '../../../common/messengers.ts';
 import { postSignedWebhook } from '../../../activities/net/standard-webhooks.ts';
 import { UrlRefusedError } from '../../../activities/net/url-guard.ts';
 import { textProblem } from '../../../common/text.ts';

@@ -11,7 +11,8 @@ import { fileReadTool } from '../../../activities/tools/file-read.ts';
 import { fileWriteTool } from '../../../activities/tools/file-write.ts';
 import { runTool } from '../../../activities/tools/runtime.ts';
 import { deleteSandbox, openSandbox, sandboxDirectory } from '../../../activities/tools/sandbox.ts';
-import type { ToolDefinition, ToolSettings } from '../../../activities/tools/tool.ts';
+import type { ToolDefinition } from '../../../activities/tools/tool.ts';
+import type { ToolSettings } from '../../../config/tool-settings.ts';
 import { testToolSettings } from '../../helpers/tool-settings.ts';
 
 let root: string;

@@ -4,7 +4,8 @@
  * allows it is checked by the directory (404 model_not_found, 403 permission_denied).
  */
 import { z } from 'zod';
-import { agentLimits, knownToolNames } from '../../../../config/load-agents.ts';
+import { agentLimits } from '../../../../config/load-agents.ts';
+import { knownToolNames } from '../../../../activities/tools/index.ts';
 
 const known = knownToolNames();
 

@@ -27,7 +27,7 @@ import Router from '@koa/router';
 import { verifyWithFallback } from '@octokit/webhooks-methods';
 import type { Context } from 'koa';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { MessengerSettings } from '../../../../activities/messengers/messenger.ts';
+import type { MessengerSettings } from '../../../../common/messengers.ts';
 import type { SlackClient } from '../../../../activities/messengers/slack.ts';
 import { verifyStandardWebhook, webhookToleranceSeconds } from '../../../../activities/net/standard-webhooks.ts';
 import type { DeliveryWebhook, WebhookStore } from '../../../../activities/webhooks/webhook-store.ts';

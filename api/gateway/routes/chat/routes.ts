@@ -21,7 +21,7 @@ import type { Usage } from '../../../../common/chat.ts';
 import type { ConversationStore } from '../../../../activities/conversations/conversation-store.ts';
 import { builtInTools } from '../../../../activities/tools/index.ts';
 import { toolJsonSchema } from '../../../../activities/tools/runtime.ts';
-import type { ToolSettings } from '../../../../activities/tools/tool.ts';
+import type { ToolSettings } from '../../../../config/tool-settings.ts';
 import type { AuthState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
 import type { RateLimits } from '../../../rate-limit.ts';

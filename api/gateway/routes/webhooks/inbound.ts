@@ -17,7 +17,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { ConversationStore } from '../../../../activities/conversations/conversation-store.ts';
-import type { MessengerPlatform } from '../../../../activities/messengers/messenger.ts';
+import type { MessengerPlatform } from '../../../../common/messengers.ts';
 import { kindKey, userKey } from '../../../../common/search-attributes.ts';
 import type { Pool } from '../../../../db/pool.ts';
 import type { Logger } from '../../../../process/logger.ts';

@@ -8,7 +8,7 @@
 import Router from '@koa/router';
 import { validateSignature } from '@line/bot-sdk';
 import type { z } from 'zod';
-import type { MessengerSettings } from '../../../../activities/messengers/messenger.ts';
+import type { MessengerSettings } from '../../../../common/messengers.ts';
 import { ApiError } from '../../../errors.ts';
 import type { lineSourceSchema as sourceSchema } from './schema.ts';
 import { lineCallbackSchema as callbackSchema } from './schema.ts';

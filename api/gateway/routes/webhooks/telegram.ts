@@ -7,7 +7,7 @@
  */
 import Router from '@koa/router';
 import { timingSafeEqual } from 'node:crypto';
-import type { MessengerSettings } from '../../../../activities/messengers/messenger.ts';
+import type { MessengerSettings } from '../../../../common/messengers.ts';
 import { ApiError } from '../../../errors.ts';
 import { parseJsonBody, readRawBody } from '../../../raw-body.ts';
 import type { MessengerInbox } from './inbound.ts';
