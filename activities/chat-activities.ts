@@ -27,7 +27,7 @@ import type { StreamJournal } from './streaming/stream-journal.ts';
 import { toolByName } from './tools/index.ts';
 import { runTool } from './tools/runtime.ts';
 import { ToolError, type ToolProgress, type ToolServices } from './tools/tool.ts';
-import { type ToolSettings } from '../config/tool-settings.ts';
+import type { ToolSettings } from '../config/tool-settings.ts';
 
 export interface ChatActivityDependencies {
   conversations: ConversationStore;

@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { HTTPFetchError, messagingApi } from '@line/bot-sdk';
 import { MessengerRejection, type MessengerClient } from './messenger.ts';
-import { type MessengerSettings } from '../../common/messengers.ts';
+import type { MessengerSettings } from '../../common/messengers.ts';
 
 /** LINE's limits: characters of one text message, messages per push. */
 const maxMessageChars = 5000;

@@ -9,7 +9,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Pool } from '../../db/pool.ts';
 import { LineClient } from './line.ts';
 import { MessengerRejection, splitMessage, type MessengerClient } from './messenger.ts';
-import { type MessengerPlatform, type MessengerSettings, type MessengerTarget } from '../../common/messengers.ts';
+import type { MessengerPlatform, MessengerSettings, MessengerTarget } from '../../common/messengers.ts';
 import { SlackClient } from './slack.ts';
 import { TelegramClient } from './telegram.ts';
 

@@ -14,7 +14,7 @@
  */
 import { ErrorCode, LogLevel, WebClient, type WebAPICallError } from '@slack/web-api';
 import { MessengerRejection, type MessengerClient } from './messenger.ts';
-import { type MessengerSettings } from '../../common/messengers.ts';
+import type { MessengerSettings } from '../../common/messengers.ts';
 
 /** Slack truncates a message's text past 40,000 characters and advises far less; parts of 4,000 read well. */
 const maxMessageChars = 4000;

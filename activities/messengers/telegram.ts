@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { MessengerRejection, type MessengerClient } from './messenger.ts';
-import { type MessengerSettings } from '../../common/messengers.ts';
+import type { MessengerSettings } from '../../common/messengers.ts';
 
 const apiResponse = z.object({
   ok: z.boolean(),

@@ -18,7 +18,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { ConversationStore } from '../conversations/conversation-store.ts';
 import { MessengerRejection, splitMessage, type MessengerClient } from '../messengers/messenger.ts';
-import { type MessengerPlatform } from '../../common/messengers.ts';
+import type { MessengerPlatform } from '../../common/messengers.ts';
 import type { Pool } from '../../db/pool.ts';
 
 /** The channel tag of broadcast messages, and the prefix of each member's team session key. */

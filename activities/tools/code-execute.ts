@@ -32,7 +32,7 @@ import type { RunnerCall } from './code-runner.ts';
 import { RunnerPool, runnerSlot, type Execution, type Language, type Runner } from './runner-pool.ts';
 import { formatBytes, openSandbox, SANDBOX_MAX_ENTRIES, walkSandbox, type SandboxEntry } from './sandbox.ts';
 import { defineTool, ENGINE_STARTUP_TIMEOUT_MS, ToolError, type ToolContext } from './tool.ts';
-import { type ToolSettings } from '../../config/tool-settings.ts';
+import type { ToolSettings } from '../../config/tool-settings.ts';
 
 export interface CodeLimits {
   /** CPU time the code may use, from when it is sent to a ready runner (the engine's start-up not counted). */

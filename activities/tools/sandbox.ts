@@ -17,7 +17,7 @@ import { constants } from 'node:fs';
 import { lstat, mkdir, open, readdir, realpath, rename, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from './tool.ts';
-import { type ToolSettings } from '../../config/tool-settings.ts';
+import type { ToolSettings } from '../../config/tool-settings.ts';
 
 /** Files and directories a sandbox may hold, whatever their size. */
 export const SANDBOX_MAX_ENTRIES = 10_000;

@@ -10,7 +10,7 @@ import { plainText, type SearchEngine } from './search/engine.ts';
 import { searxngEngine } from './search/searxng.ts';
 import { tavilyEngine } from './search/tavily.ts';
 import { defineTool, ToolError } from './tool.ts';
-import { type ToolSettings } from '../../config/tool-settings.ts';
+import type { ToolSettings } from '../../config/tool-settings.ts';
 
 const defaultCount = 5;
 

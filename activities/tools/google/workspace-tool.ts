@@ -12,7 +12,7 @@
 import { z } from 'zod';
 import type { GoogleWorkspaceService } from '../../google/google-api.ts';
 import { ToolError, type ToolContext, type ToolRetryPolicy } from '../tool.ts';
-import { type ToolSettings } from '../../../config/tool-settings.ts';
+import type { ToolSettings } from '../../../config/tool-settings.ts';
 
 /** Reads and writes alike: Google's 429s and 5xx pass, so try three times (writes are once-only by call key). */
 export const workspaceRetry: ToolRetryPolicy = { maximumAttempts: 3, initialIntervalMs: 1_000 };

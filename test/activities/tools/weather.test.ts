@@ -7,7 +7,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { runTool } from '../../../activities/tools/runtime.ts';
 import { ToolError } from '../../../activities/tools/tool.ts';
-import { type ToolSettings } from '../../../config/tool-settings.ts';
+import type { ToolSettings } from '../../../config/tool-settings.ts';
 import { weatherTool } from '../../../activities/tools/weather.ts';
 import { startSimulator, type RunningSimulator } from '../../../simulator/server.ts';
 import { testToolSettings } from '../../helpers/tool-settings.ts';

@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { runTool, toolJsonSchema } from '../../../activities/tools/runtime.ts';
 import { ToolError } from '../../../activities/tools/tool.ts';
-import { type ToolSettings } from '../../../config/tool-settings.ts';
+import type { ToolSettings } from '../../../config/tool-settings.ts';
 import { webFetchTool, type WebFetchResult } from '../../../activities/tools/web-fetch.ts';
 import { startSimulator, type RunningSimulator } from '../../../simulator/server.ts';
 import { testToolSettings } from '../../helpers/tool-settings.ts';

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { runTool, toolJsonSchema } from '../../../activities/tools/runtime.ts';
 import { ToolError } from '../../../activities/tools/tool.ts';
-import { type ToolSettings } from '../../../config/tool-settings.ts';
+import type { ToolSettings } from '../../../config/tool-settings.ts';
 import { webSearchTool } from '../../../activities/tools/web-search.ts';
 import { startSimulator, type RunningSimulator } from '../../../simulator/server.ts';
 import { testToolSettings } from '../../helpers/tool-settings.ts';
