@@ -17,7 +17,7 @@ import {
   type SequencedStreamEvent,
   type StreamEvent,
 } from '../common/completion.ts';
-import type { CreditLedger } from './credits/credit-ledger.ts';
+import type { CreditLedger, SettledWrite } from './credits/credit-ledger.ts';
 import { countPromptTokens, countTokens, countToolCallTokens, worstCaseCredits } from './credits/tokens.ts';
 import { creditsFor } from '../common/credits.ts';
 import { createProviderAdapter } from './providers/index.ts';
@@ -93,9 +93,12 @@ export interface ProviderCallInput {
   reserve?: number;
 }
 
-/** Writes a Response's end on a transaction's client (activities/responses/response-store.ts). */
+/** Writes a Response's end (activities/responses/response-store.ts). */
 export interface ResponseCloser {
-  finish(end: ResponseEnd, executor: PoolClient): Promise<void>;
+  /** On a transaction's client. */
+  finish(end: ResponseEnd, executor?: PoolClient): Promise<void>;
+  /** As a write riding in the settlement's statement. */
+  settledEnd(end: ResponseEnd): SettledWrite;
 }
 
 /** What closing a turn with its last model call needs (ProviderCallInput.closeTurn). */
@@ -395,10 +398,20 @@ export class ProviderCalls {
     const write = this.ledgerWrite(input, outcome);
     const closeTurn = this.turnClosing(input, outcome);
     const closeResponse = this.responseClosing(input, outcome);
+    if (closeResponse && !closeTurn && !writer) {
+      // Nothing journalled (a non-streamed answer): the settlement and the Response's end in one statement, or the
+      // end alone when nothing is charged. When it fails, the workflow writes both (its saga, then its own record).
+      try {
+        await closeResponse.alone(write?.settlement);
+        return { ledgerDone: true, turnClosed: false, responseClosed: true };
+      } catch {
+        return { ledgerDone: !write, turnClosed: false, responseClosed: false };
+      }
+    }
     if (closeTurn || closeResponse) {
       const closed = await this.closeWith(input, writer, async (client) => {
         await write?.(client);
-        if (closeResponse) await closeResponse(client);
+        if (closeResponse) await closeResponse.on(client);
         return closeTurn ? closeTurn(client) : () => undefined;
       });
       if (closed) return { ledgerDone: true, turnClosed: !!closeTurn, responseClosed: !!closeResponse };
@@ -432,7 +445,12 @@ export class ProviderCalls {
   private responseClosing(
     input: ProviderCallInput,
     outcome: ProviderCallOutcome,
-  ): ((client: PoolClient) => Promise<void>) | null {
+  ): {
+    /** In the caller's transaction. */
+    on(client: PoolClient): Promise<void>;
+    /** On its own: riding in the settlement's statement when there is one, else alone. */
+    alone(settlement?: Settlement): Promise<void>;
+  } | null {
     const closing = input.closeResponse;
     const closer = this.dependencies.responses;
     if (!closing || !closer || outcome.outcome !== 'succeeded') return null;
@@ -445,36 +463,35 @@ export class ProviderCalls {
       usage: outcome.usage,
       stopped: !!outcome.stopped,
     };
-    return (client) => closer.finish(end, client);
+    return {
+      on: (client) => closer.finish(end, client),
+      alone: (settlement) =>
+        settlement
+          ? this.dependencies.ledger.settle(settlement, undefined, closer.settledEnd(end))
+          : closer.finish(end),
+    };
   }
 
   /** The attempt's ledger write: its settlement when it succeeded, else the release of its hold; null when unmetered. */
   private ledgerWrite(
     input: ProviderCallInput,
     outcome: ProviderCallOutcome,
-  ): ((on?: PoolClient) => Promise<void>) | null {
+  ): (((on?: PoolClient) => Promise<void>) & { settlement?: Settlement }) | null {
     const { candidate } = input;
     const creditRate = candidate.creditRate;
     if (!input.metered || !input.userId || creditRate === undefined) return null;
     const { ledger } = this.dependencies;
     const key = { userId: input.userId, workflowId: ledgerWorkflowId(input), attempt: input.attempt };
-    return async (on) => {
-      if (outcome.outcome === 'succeeded') {
-        await ledger.settle(
-          {
-            ...key,
-            amount: creditsFor(outcome.usage.total_tokens, creditRate),
-            model: candidate.model,
-            promptTokens: outcome.usage.prompt_tokens,
-            completionTokens: outcome.usage.completion_tokens,
-            estimated: outcome.usageEstimated,
-          },
-          on,
-        );
-      } else {
-        await ledger.release(key, on);
-      }
+    if (outcome.outcome !== 'succeeded') return (on) => ledger.release(key, on).then(() => undefined);
+    const settlement: Settlement = {
+      ...key,
+      amount: creditsFor(outcome.usage.total_tokens, creditRate),
+      model: candidate.model,
+      promptTokens: outcome.usage.prompt_tokens,
+      completionTokens: outcome.usage.completion_tokens,
+      estimated: outcome.usageEstimated,
     };
+    return Object.assign((on?: PoolClient) => ledger.settle(settlement, on), { settlement });
   }
 
   /**
@@ -745,6 +762,9 @@ function fitsHistory(events: SequencedStreamEvent[]): boolean {
   }
   return true;
 }
+
+/** An attempt's settlement as the ledger takes it. */
+type Settlement = Parameters<CreditLedger['settle']>[0];
 
 /** The ledger's key base of an attempt: the workflow that made it. */
 function ledgerWorkflowId(input: ProviderCallInput): string {

@@ -115,20 +115,37 @@ const reserveStatement = {
  * attempt's own saga or the sweep of abandoned holds) is charged without a hold to lift. Deleting the hold row is the
  * lift: of a settle and a release racing for one attempt, the second waits on the row and finds it gone.
  */
-const settleStatement = {
-  name: 'ledger-settle',
-  text: `with entry as (
+const settleCtes = `entry as (
       insert into credit_ledger (key, user_id, kind, amount, workflow_id, attempt, model, prompt_tokens,
                                  completion_tokens, estimated, created_at)
       values ($2::text, $3::text, 'settle', $4::int, $5::text, $6::int, $7::text, $8::int, $9::int, $10::boolean, now())
       on conflict (key) do nothing returning id
     ), held as (
       delete from credit_holds where key = $1::text and exists (select 1 from entry) returning amount
-    )
-    update users set credits_balance = credits_balance - $4::int,
+    )`;
+const settleCharge = `update users set credits_balance = credits_balance - $4::int,
                      credits_held = credits_held - coalesce((select amount from held), 0)
-    where id = $3::text and exists (select 1 from entry)`,
-};
+    where id = $3::text and exists (select 1 from entry)`;
+const settleStatement = { name: 'ledger-settle', text: `with ${settleCtes} ${settleCharge}` };
+
+/**
+ * A write that rides in an attempt's settlement statement: a named data-modifying CTE numbered from its first
+ * parameter (11), happening whether or not the settlement was new (a Response's end: activities/responses/). One
+ * statement instead of a transaction of two: no BEGIN and COMMIT round trips for a call that ends a stored Response.
+ */
+export type SettledWrite = Pick<AdmittedWrite, 'name' | 'cte' | 'values'>;
+
+const settleStatements = new Map<string, { name: string; text: string }>();
+function settleStatementWith(alongside: SettledWrite): { name: string; text: string } {
+  let statement = settleStatements.get(alongside.name);
+  if (!statement) {
+    // The settlement's steps as CTEs, then the write beside it.
+    const text = `with ${settleCtes}, charged as (${settleCharge} returning 1), ${alongside.cte(11)} select 1`;
+    statement = { name: `ledger-settle+${alongside.name}`, text };
+    settleStatements.set(alongside.name, statement);
+  }
+  return statement;
+}
 
 /** Lifts the open hold and records the release, once; nothing when the attempt was settled or released already. */
 const releaseStatement = {
@@ -239,7 +256,10 @@ export class CreditLedger {
     }
   }
 
-  /** Charges the real usage and lifts the attempt's hold, once (one statement; `on`: in the caller's transaction). */
+  /**
+   * Charges the real usage and lifts the attempt's hold, once (one statement; `on`: in the caller's transaction;
+   * `alongside`: a write riding in the same statement).
+   */
   async settle(
     key: AttemptKey & {
       amount: number;
@@ -249,8 +269,9 @@ export class CreditLedger {
       estimated: boolean;
     },
     on?: Queryable,
+    alongside?: SettledWrite,
   ): Promise<void> {
-    await run(on ?? this.hotPath, settleStatement, [
+    await run(on ?? this.hotPath, alongside ? settleStatementWith(alongside) : settleStatement, [
       attemptKey(key, 'reserve'),
       attemptKey(key, 'settle'),
       key.userId,
@@ -261,6 +282,7 @@ export class CreditLedger {
       key.promptTokens,
       key.completionTokens,
       key.estimated,
+      ...(alongside?.values ?? []),
     ]);
   }
 

@@ -8,7 +8,7 @@
  * `in_progress`: a response ends one way, whichever write comes twice.
  */
 import { run, type Pool, type Queryable } from '../../db/pool.ts';
-import type { AdmittedWrite } from '../credits/credit-ledger.ts';
+import type { AdmittedWrite, SettledWrite } from '../credits/credit-ledger.ts';
 import type { Usage } from '../../common/chat.ts';
 import type { CompletionMessage } from '../../common/completion.ts';
 import { finishedStatus, outputItems, responseUsage, type ResponseRow } from '../../common/responses.ts';
@@ -156,20 +156,47 @@ export class ResponseStore {
    * pool, or the transaction of the call's settlement (activities/provider-calls.ts, `closeResponse`).
    */
   async finish(end: ResponseEnd, executor: Queryable = this.pool): Promise<void> {
-    const values = endValues(end);
-    await run(executor, finishStatement, [
-      end.responseId,
-      values.status,
-      values.servedModel,
-      JSON.stringify(values.output),
-      values.usage ? JSON.stringify(values.usage) : null,
-      values.error ? JSON.stringify(values.error) : null,
-      values.incompleteDetails ? JSON.stringify(values.incompleteDetails) : null,
-    ]);
+    await run(executor, finishStatement, endParameters(end));
+  }
+
+  /**
+   * The response's end as a write riding in its call's settlement statement (activities/credits/credit-ledger.ts,
+   * `SettledWrite`): a non-streamed answer's settlement and its Response's end in one statement and commit.
+   */
+  settledEnd(end: ResponseEnd): SettledWrite {
+    return {
+      name: 'response-end',
+      cte: (first) => {
+        const [id, status, served, output, usage, error, incomplete] = Array.from(
+          { length: 7 },
+          (_, offset) => `$${first + offset}`,
+        );
+        return `response_end as (
+          update model_responses set status = ${status}::text, served_model = coalesce(${served}::text, served_model),
+            output = ${output}::jsonb, usage = ${usage}::jsonb, error = ${error}::jsonb,
+            incomplete_details = ${incomplete}::jsonb, completed_at = now()
+          where id = ${id}::text and status in ('queued', 'in_progress'))`;
+      },
+      values: endParameters(end),
+    };
   }
 }
 
-/** A response's end (prepared: every synchronous Response writes it, in its model call's settlement). */
+/** The values of a response's end, in the order of `finishStatement`'s parameters. */
+function endParameters(end: ResponseEnd): unknown[] {
+  const values = endValues(end);
+  return [
+    end.responseId,
+    values.status,
+    values.servedModel,
+    JSON.stringify(values.output),
+    values.usage ? JSON.stringify(values.usage) : null,
+    values.error ? JSON.stringify(values.error) : null,
+    values.incompleteDetails ? JSON.stringify(values.incompleteDetails) : null,
+  ];
+}
+
+/** A response's end (prepared: a Response whose call could not write it with its settlement). */
 const finishStatement = {
   name: 'response-finish',
   text: `update model_responses set status = $2, served_model = coalesce($3, served_model), output = $4, usage = $5,
