@@ -80,8 +80,9 @@ export interface ProviderCallInput {
   closeTurn?: TurnClosing;
   /**
    * The Response (of the Responses door) this call answers: when it succeeds (or is stopped by a cancel), the
-   * response's end is written in the transaction of the call's settlement and last journal batch (`responseClosed`
-   * says so), and a non-streamed answer reaches its waiting request only after that commit, so a client that reads the
+   * response's end is written with the call's settlement, in its statement when nothing was streamed, else in the
+   * transaction of the settlement and the last journal batch (`responseClosed` says so), and a non-streamed answer
+   * reaches its waiting request only after that commit, so a client that reads the
    * response at once reads it ended. The workflow records the end itself when the call did not.
    */
   closeResponse?: { responseId: string };

@@ -1,9 +1,10 @@
 /**
  * The Responses door's rows (`model_responses`, db/entities/model-response.entity.ts), for the API and for the
  * workflow of each response. The API creates a row before the response's workflow starts and reads, chains and
- * deletes rows; the workflow moves a background one to `in_progress`; its end is written by its model call, in the
- * transaction of the call's settlement (activities/provider-calls.ts, `closeResponse`), or, when the call could not
- * (it failed, or that transaction did), by the workflow (`createResponseActivities`, local activities of the
+ * deletes rows; the workflow moves a background one to `in_progress`; its end is written by its model call with the
+ * call's settlement (activities/provider-calls.ts, `closeResponse`: riding in the settlement's statement when nothing
+ * was streamed, `settledEnd`, else in the transaction of the settlement and the journal's last batch), or, when the
+ * call could not (it failed, or that write did), by the workflow (`createResponseActivities`, local activities of the
  * completion workflow, retried until the database answers). Every end is written only from `queued` or
  * `in_progress`: a response ends one way, whichever write comes twice.
  */
