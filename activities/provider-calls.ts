@@ -282,11 +282,21 @@ export class ProviderCalls {
   }
 
   private async call(input: ProviderCallInput, signal: AbortSignal): Promise<ProviderCallOutcome> {
-    const reserved = this.yieldsToReserve(input) ?? (await this.reserve(input));
+    const { headroom } = this.dependencies;
+    const tokens = headroom ? estimatedTokens(input.request) : 0;
+    const yielded = this.yieldsToReserve(input, tokens);
+    // Counted in flight from the moment it may go (before its hold is taken), so that calls deciding meanwhile see it.
+    const ended = yielded ? undefined : headroom?.started(input.candidate.provider, tokens);
     // A streamed attempt leaves its journal writer open: its last batch is written with the settlement, in one
     // transaction (for an answer shorter than the flush interval, the call's only write).
     const journal: { writer?: JournalWriter } = {};
-    let outcome = reserved ?? (await this.attempt(input, signal, journal));
+    let outcome: ProviderCallOutcome;
+    try {
+      const reserved = yielded ?? (await this.reserve(input));
+      outcome = reserved ?? (await this.attempt(input, signal, journal));
+    } finally {
+      ended?.();
+    }
     try {
       const closed = await this.closeLedger(input, outcome, journal.writer);
       outcome.ledgerDone = closed.ledgerDone;
@@ -347,11 +357,11 @@ export class ProviderCalls {
    * someone waits on (activities/routing/provider-headroom.ts), before anything is held: the outcome that skips it,
    * with the seconds until its window resets, or null to go on.
    */
-  private yieldsToReserve(input: ProviderCallInput): ProviderCallOutcome | null {
+  private yieldsToReserve(input: ProviderCallInput, tokens: number): ProviderCallOutcome | null {
     const { headroom } = this.dependencies;
     if (!headroom || input.reserve === undefined) return null;
     const { provider } = input.candidate;
-    const short = headroom.shortUntil(provider, input.reserve, estimatedTokens(input.request));
+    const short = headroom.shortUntil(provider, input.reserve, tokens);
     if (short === null) return null;
     return {
       outcome: 'skipped',
@@ -553,19 +563,13 @@ export class ProviderCalls {
     if (candidate.probe && !(await breaker.claimProbe(candidate.provider))) {
       return { outcome: 'skipped', reason: 'circuit open; another replica holds the half-open probe' };
     }
-    const headroom = this.dependencies.headroom;
-    const tokens = headroom ? estimatedTokens(request) : 0;
+    const { headroom } = this.dependencies;
     const adapter = this.adapterFor(endpoint);
     const providerRequest = toProviderRequest(candidate, request, takesReasoningEffort(catalogue, candidate, endpoint));
-    const ended = headroom?.started(candidate.provider, tokens);
     const onHeaders = headroom
       ? (headers: Headers) => headroom.heard(candidate.provider, readRateLimits(endpoint.protocol, headers))
       : undefined;
-    try {
-      return await this.callAdapter(input, signal, journalHolder, adapter, providerRequest, onHeaders);
-    } finally {
-      ended?.();
-    }
+    return this.callAdapter(input, signal, journalHolder, adapter, providerRequest, onHeaders);
   }
 
   /** The attempt's call of its provider, streamed or not, once it may go (`attempt`). */

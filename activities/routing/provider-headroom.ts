@@ -7,7 +7,7 @@
  *
  * Per process, in memory: every process that calls a provider hears its limits on each answer, and a provider's
  * remaining count is the key's, whichever process asked. Within one window the lowest remaining count heard wins (the
- * answers of calls in flight arrive in any order); a reading past its reset says nothing.
+ * answers of calls in flight arrive in any order); past its reset, a reading counts as the whole limit again.
  */
 import type { LimitState, RateLimitReading } from '../providers/rate-limits.ts';
 
@@ -61,17 +61,28 @@ export class ProviderHeadroom {
     const heard = this.providers.get(provider);
     if (!heard) return null;
     let until: number | null = null;
-    const { requests, tokens: tokenLimit } = heard;
-    if (requests && requests.resetAt > now) {
+    const requests = current(heard.requests, now);
+    const tokenLimit = current(heard.tokens, now);
+    if (requests) {
       const left = requests.remaining - heard.inFlight - 1;
       if (left < Math.ceil(requests.limit * reserve)) until = requests.resetAt;
     }
-    if (tokenLimit && tokenLimit.resetAt > now) {
+    if (tokenLimit) {
       const left = tokenLimit.remaining - heard.tokensInFlight - tokens;
       if (left < Math.ceil(tokenLimit.limit * reserve)) until = Math.max(until ?? 0, tokenLimit.resetAt);
     }
     return until;
   }
+}
+
+/**
+ * A limit as it stands now: past its reset, the window is whole again (its whole limit remaining, less what is in
+ * flight), not unknown: else every line waiting for the reset would call at once, before any answer of the new window
+ * told its state, and overrun it. Such a reading's next look is a second away.
+ */
+function current(state: LimitState | undefined, now: number): LimitState | undefined {
+  if (!state || state.resetAt > now) return state;
+  return { limit: state.limit, remaining: state.limit, resetAt: now + 1_000 };
 }
 
 /** The reading to keep: a new window's, or within the same window the lower remaining count. */
