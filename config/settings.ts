@@ -240,10 +240,12 @@ const settingsSchema = z.object({
     .positive()
     .default(50 * 1024 * 1024),
   /**
-   * code_execute's languages whose runner each process starts at start-up, so even a process's first call finds its
-   * engine loaded (activities/tools/code-execute.ts); others start at their first call. Comma-separated.
+   * The tool engines each process starts with itself, so even its first call finds them loaded: `calculator` (mathjs
+   * in a thread), `javascript` and `python` (code_execute's runners; activities/tools/code-execute.ts).
+   * Comma-separated; default none: an engine starts at its process's first call and is kept warm from then on, so a
+   * process whose requests use none of them does not carry them (issue 29: a Pyodide runner is 190 MiB per process).
    */
-  CODE_ENGINES_WARM_AT_START: commaList('javascript,python').pipe(z.array(z.enum(['javascript', 'python']))),
+  ENGINES_WARM_AT_START: commaList('').pipe(z.array(z.enum(['calculator', 'javascript', 'python']))),
   GEOCODING_API_URL: z.url().default('https://geocoding-api.open-meteo.com'),
   WEATHER_API_URL: z.url().default('https://api.open-meteo.com'),
   SEARXNG_URL: optionalText(z.url()),
@@ -394,7 +396,7 @@ export function toolSettingsOf(settings: Settings): ToolSettings {
   return {
     sandboxRoot: settings.SANDBOX_DIR,
     sandboxQuotaBytes: settings.SANDBOX_QUOTA_BYTES,
-    codeEnginesWarmAtStart: settings.CODE_ENGINES_WARM_AT_START,
+    enginesWarmAtStart: settings.ENGINES_WARM_AT_START,
     geocodingApiUrl: settings.GEOCODING_API_URL,
     weatherApiUrl: settings.WEATHER_API_URL,
     searxngUrl: settings.SEARXNG_URL,

@@ -7,8 +7,8 @@ export interface ToolSettings {
   sandboxRoot: string;
   /** Bytes a session's sandbox may hold. */
   sandboxQuotaBytes: number;
-  /** code_execute's languages whose runner starts with the process (default: JavaScript only). */
-  codeEnginesWarmAtStart?: Array<'javascript' | 'python'>;
+  /** The tool engines that start with the process (ENGINES_WARM_AT_START; default none: each at its first call). */
+  enginesWarmAtStart?: Array<'calculator' | 'javascript' | 'python'>;
   geocodingApiUrl: string;
   weatherApiUrl: string;
   searxngUrl?: string;

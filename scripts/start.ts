@@ -11,19 +11,15 @@ import { fileURLToPath } from 'node:url';
 import { stopOnSignals } from '../process/signals.ts';
 import { version } from '../process/version.ts';
 import { loadCatalogue } from '../config/load-catalogue.ts';
-import { localEngineProviderId } from '../common/catalogue.ts';
-import { defaultEmbeddingModel } from '../activities/routing/router.ts';
 import { readSettings } from '../config/settings.ts';
-import { createMediaEngines, mediaAvailability } from '../activities/media/local/index.ts';
-import { createHostedMediaEngines } from '../activities/media/providers/index.ts';
-import { migrate, openOrm } from '../db/orm.ts';
-import { startSimulator } from '../simulator/server.ts';
 import { dataDirectory } from './lib/data-dir.ts';
 import { ensureDatabase } from './lib/database.ts';
 import { nodeProgram, supervise } from './lib/supervisor.ts';
 import { ensureTemporalServer, type TemporalServerHandle } from './lib/temporal-server.ts';
 import type { DatabaseHandle } from './lib/database.ts';
-import { generatedSecrets, localDirectories, sharedWorkflowBundle, simulateProviders } from './lib/local-state.ts';
+import { generatedSecrets, localDirectories, simulateProviders } from './lib/local-state.ts';
+import { prepareInChild } from './lib/prepare.ts';
+import type { startSimulator } from '../simulator/server.ts';
 import { ensureWebBuild } from './lib/web-build.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -65,23 +61,24 @@ const databasePart = await supervise({
   },
 });
 environment.DATABASE_URL = database!.url;
-const orm = await openOrm(environment.DATABASE_URL, { poolMax: 1 });
-const applied = await migrate(orm);
-await orm.close();
-log(applied.length ? `applied migrations: ${applied.join(', ')}` : 'database schema is up to date');
 
 // With no provider key at all, every provider is played by the simulator, and the banner says so.
+// (Imported only then: a platform with keys does not carry the simulator's modules.)
 let simulator: Awaited<ReturnType<typeof startSimulator>> | null = null;
 const anyKey = loadCatalogue(environment).endpoints.size > 0;
 if (!anyKey) {
-  simulator = await startSimulator({ port: Number(environment.SIMULATOR_PORT ?? 4010) });
+  const simulation = await import('../simulator/server.ts');
+  simulator = await simulation.startSimulator({ port: Number(environment.SIMULATOR_PORT ?? 4010) });
   simulateProviders(environment, simulator.url);
 }
 generatedSecrets(environment, dataDir);
 
 // The web app the agent service serves at / (web/): built when its output is missing or older than its sources.
 await ensureWebBuild(log);
-await sharedWorkflowBundle(environment, dataDir, log);
+// Migrations, the shared workflow bundle and the banner's media and embedding lines, in a child process
+// (scripts/lib/prepare.ts): this process outlives the work, and would keep its modules resident.
+const prepared = await prepareInChild(environment, dataDir);
+if (prepared.bundlePath) environment.WORKFLOW_BUNDLE_PATH = prepared.bundlePath;
 // The API process and the worker run with this process's Node flags (bootstrap.sh sets the heap's young generation).
 const settings = readSettings(environment);
 const host = settings.HOST === '0.0.0.0' ? '127.0.0.1' : settings.HOST;
@@ -122,7 +119,7 @@ const banner = [
   `  Embeddings         ${embeddingLine()}`,
   `  Messaging apps     ${messagingAppsLine()}`,
   `  Inbound webhooks   ${webhooksLine()}`,
-  `  Media              ${mediaAvailability(createMediaEngines(createHostedMediaEngines(readSettings(environment), environment)))}${simulator ? '; hosted engines SIMULATED' : ''}`,
+  `  Media              ${prepared.media}${simulator ? '; hosted engines SIMULATED' : ''}`,
   `  Master key         ${environment.MASTER_KEY}${process.env.MASTER_KEY ? '' : `   (generated, kept in ${dataDir}/master-key)`}`,
   '',
   `  Try: curl -s ${gateway.url}/v1/chat/completions -H "Authorization: Bearer $MASTER_KEY" \\`,
@@ -151,10 +148,9 @@ function googleLine(): string {
 
 /** The banner's line on embeddings: the default model (RAG's), and whether it runs here. */
 function embeddingLine(): string {
-  const model = defaultEmbeddingModel(loadCatalogue(environment).catalogue, environment.EMBEDDING_MODEL);
+  const model = prepared.embedding;
   if (!model) return `none: EMBEDDING_MODEL names no embedding model (${environment.EMBEDDING_MODEL})`;
-  const local = model.servedBy[0]?.provider === localEngineProviderId;
-  return `default ${model.id}${local ? ' (local engine, Universal Sentence Encoder Lite: no key needed)' : ''}`;
+  return `default ${model.id}${model.local ? ' (local engine, Universal Sentence Encoder Lite: no key needed)' : ''}`;
 }
 
 /** The banner's line on LINE, Telegram and Slack: real, simulated (with the simulator's delivery URLs), or off. */

@@ -4,10 +4,10 @@
  * 256 MiB heap and a 2-second deadline (calculator-worker.ts, run by threads/deadline-worker.ts): a runaway is killed
  * and the worker started again, so the calling process never stalls.
  *
- * The thread is warm: started when the process starts (`warm`), and started again at once after a runaway is
- * killed, so a calculation does not wait for mathjs to load (about 0.7 s on a quiet machine, over a second on a
- * busy one). The 2 s count from when the expression reaches the thread; a start-up is waited for, up to
- * ENGINE_STARTUP_TIMEOUT_MS.
+ * The thread starts at the process's first calculation (or with the process, when ENGINES_WARM_AT_START names
+ * `calculator`) and is kept warm from then on: started again at once after a runaway is killed, so a calculation does
+ * not wait for mathjs to load (about 0.7 s on a quiet machine, over a second on a busy one). The 2 s count from when
+ * the expression reaches the thread; a start-up is waited for, up to ENGINE_STARTUP_TIMEOUT_MS.
  */
 import { z } from 'zod';
 import { DeadlineWorker, WorkerCallError } from '../threads/deadline-worker.ts';
@@ -56,10 +56,12 @@ export function createCalculatorTool({ startupDelayMs }: CalculatorOptions = {})
     retry: { maximumAttempts: 1, initialIntervalMs: 0 },
     maxOutputChars: 2_000,
     configured: () => true,
-    warm: async () => {
+    warm: async (settings) => {
+      if (!settings.enginesWarmAtStart?.includes('calculator')) return;
       if (!(await evaluator.warm())) throw new Error('the calculator did not start');
     },
     async run({ expression }) {
+      void evaluator.warm();
       try {
         return { expression, result: await evaluator.call({ expression }) };
       } catch (error) {

@@ -62,13 +62,13 @@ const filesWrittenListed = 100;
 /** Characters of stdout and of stderr quoted in an error. */
 const quotedOutputChars = 10_000;
 /**
- * The languages whose runner a process starts when it starts, unless the deployment says otherwise
- * (CODE_ENGINES_WARM_AT_START, default both in config/settings.ts). Measured on a two-core machine, a waiting QuickJS
- * runner costs 0.25 s of CPU to start and 90 MiB; a Pyodide one 3.3 s of CPU (4–5 s on a busy machine) and 190 MiB.
- * A language not warmed at start is kept warm from its first call on (that call waits for its start-up, outside its
- * limits). The tests' platforms warm JavaScript only: dozens of them start, and few run Python.
+ * A process starts the runners of the languages in ENGINES_WARM_AT_START when it starts (default none:
+ * config/settings.ts); any other language's pool is kept warm from its first call on (that call waits for its
+ * start-up, outside its limits). Measured on a two-core machine, a waiting QuickJS runner costs 0.25 s of CPU to start
+ * and 90 MiB; a Pyodide one 3.3 s of CPU (4–5 s on a busy machine) and 190 MiB: in every process at start, they were
+ * over a third of the platform's idle memory (docs/benchmarks.md, "Memory"). The tests' platforms warm JavaScript.
  */
-const defaultWarmAtStart: Language[] = ['javascript'];
+const languages: Language[] = ['javascript', 'python'];
 
 const Input = z.object({
   language: z.enum(['python', 'javascript']).describe('python (3.14, standard library only) or javascript (ES2023)'),
@@ -119,12 +119,13 @@ export function createCodeExecuteTool(overrides: Partial<CodeLimits> = {}, optio
     maxOutputChars: limits.outputChars + limits.resultChars + 10_000,
     configured: () => true,
     warm: async (settings) => {
-      const languages = settings.codeEnginesWarmAtStart ?? defaultWarmAtStart;
-      await Promise.all(languages.map((language) => pool(settings, language).warm()));
+      const warmed = languages.filter((language) => settings.enginesWarmAtStart?.includes(language));
+      await Promise.all(warmed.map((language) => pool(settings, language).warm()));
     },
     run: (input, context) => {
       const runners = pool(context.settings, input.language);
-      if (input.language === 'python') void runners.warm().catch(() => undefined);
+      // Kept warm from its first call on; this call takes the runner that starts now.
+      void runners.warm().catch(() => undefined);
       return execute(input, context, limits, runners);
     },
   });

@@ -30,8 +30,16 @@ export class SqlRefused extends Error {
   }
 }
 
-/** The parser's WebAssembly module, loaded once per process (a few milliseconds) before the first check. */
-export const sqlParserReady: Promise<void> = loadModule();
+/**
+ * The parser's WebAssembly module: loaded at a process's first check (a few milliseconds), not at its start, since
+ * its memory (about 130 MiB of WebAssembly heap) would otherwise sit in every process that never sees a query.
+ */
+let sqlParserReady: Promise<void> | null = null;
+const sqlParser = () =>
+  (sqlParserReady ??= loadModule().catch((error: unknown) => {
+    sqlParserReady = null;
+    throw error;
+  }));
 
 /**
  * Functions without side effects a query may call (lower-case; PostgreSQL folds unquoted names). Anything else is
@@ -374,7 +382,7 @@ function checkNode(value: unknown): void {
  * with PostgreSQL's own message. Answers what was allowed: `select` or `explain`.
  */
 export async function checkReadOnlySql(sql: string): Promise<'select' | 'explain'> {
-  await sqlParserReady;
+  await sqlParser();
   let tree: { stmts?: Array<{ stmt?: Record<string, unknown> }> };
   try {
     tree = parseSync(sql) as typeof tree;

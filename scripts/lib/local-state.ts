@@ -6,7 +6,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildWorkflowBundleFile } from '../../worker/create-worker.ts';
 import { simulatedGoogle, simulatedProviders, simulatedToolServices } from './simulated-providers.ts';
 
 type Environment = Record<string, string | undefined>;
@@ -55,6 +54,8 @@ export async function sharedWorkflowBundle(
   if (environment.WORKFLOW_BUNDLE_PATH?.trim()) return;
   const path = join(dataDir, 'workflow-bundle.json');
   log('bundling the workflow code once for every process');
+  // Imported here: the worker's modules are loaded only by the process that bundles (scripts/lib/prepare.ts).
+  const { buildWorkflowBundleFile } = await import('../../worker/create-worker.ts');
   await buildWorkflowBundleFile(path);
   environment.WORKFLOW_BUNDLE_PATH = path;
 }

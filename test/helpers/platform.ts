@@ -51,7 +51,7 @@ export async function startTestPlatform(
     SHUTDOWN_GRACE_MS: '5000',
     // Dozens of test platforms start in a run and few run Python: it loads at its first call
     // (docs/session-chat-and-tools.md, "Built-in tools").
-    CODE_ENGINES_WARM_AT_START: 'javascript',
+    ENGINES_WARM_AT_START: 'calculator,javascript',
     // Every answer of both services is checked against their OpenAPI documents (api/openapi/response-check.ts).
     OPENAPI_RESPONSE_CHECK: 'true',
     ...simulatedProviders(simulator.url),

@@ -514,7 +514,7 @@ attempts
     // Runners that take 8 s to start: a call that finds one ready does not wait for that.
     const startupDelayMs = 8_000;
     const warmTool = createCodeExecuteTool({ cpuMs: 2_000 }, { startupDelayMs });
-    const settings = context().settings;
+    const settings = { ...context().settings, enginesWarmAtStart: ['javascript' as const] };
     await warmTool.warm!(settings);
     const started = performance.now();
     expect((await succeeds('javascript', '6 * 7', { tool: warmTool })).result).toBe(42);

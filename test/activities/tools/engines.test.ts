@@ -1,6 +1,7 @@
 /**
- * Tool engines start ahead of calls (`warmToolEngines`, which every process that runs turns calls when its worker
- * starts): the calculator's thread and a JavaScript runner are running and waiting before any call comes.
+ * Tool engines and the process's start (`warmToolEngines`, which every process that runs turns calls when its worker
+ * starts): by default nothing is loaded (an engine starts at its first call), and the engines ENGINES_WARM_AT_START
+ * names (here the calculator's thread and a JavaScript runner) are running and waiting before any call comes.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -36,7 +37,7 @@ function children(): string[] {
 }
 
 describe('tool engines', () => {
-  it('start when the worker starts, before any call', async () => {
+  it('are not loaded when the worker starts unless ENGINES_WARM_AT_START names them', async () => {
     const threads: unknown[] = [];
     const onThread = (message: unknown) => threads.push(message);
     subscribe('worker_threads', onThread);
@@ -45,10 +46,36 @@ describe('tool engines', () => {
       warmToolEngines(testToolSettings({ sandboxRoot: root, sandboxQuotaBytes: 1024 * 1024 }), (tool, error) =>
         failures.push(`${tool}: ${String(error)}`),
       );
+      // A thread or a runner is created synchronously when an engine starts, so a turn of the event loop is enough
+      // to know that none did.
+      await new Promise((resolve) => setImmediate(resolve));
+      const ours = `--allow-fs-write=${path.join(await realpath(root), '.runners')}/`;
+      expect(threads).toEqual([]);
+      expect(children().filter((command) => command.includes(ours))).toEqual([]);
+      expect(failures).toEqual([]);
+    } finally {
+      unsubscribe('worker_threads', onThread);
+    }
+  });
+
+  it('named in ENGINES_WARM_AT_START start when the worker starts, before any call', async () => {
+    const threads: unknown[] = [];
+    const onThread = (message: unknown) => threads.push(message);
+    subscribe('worker_threads', onThread);
+    const failures: string[] = [];
+    try {
+      warmToolEngines(
+        testToolSettings({
+          sandboxRoot: root,
+          sandboxQuotaBytes: 1024 * 1024,
+          enginesWarmAtStart: ['calculator', 'javascript'],
+        }),
+        (tool, error) => failures.push(`${tool}: ${String(error)}`),
+      );
       // The calculator's evaluator thread.
       await waitFor('the calculator thread', async () => threads.length >= 1);
-      // A JavaScript runner, waiting for a call with a staging directory of its own (Python's starts with its first
-      // call). Only runners of this test's sandbox root count: the same Jest worker may have run other test files.
+      // A JavaScript runner, waiting for a call with a staging directory of its own (Python, not named, starts with
+      // its first call). Only runners of this test's sandbox root count: the same Jest worker may have run other test files.
       const ours = `--allow-fs-write=${path.join(await realpath(root), '.runners')}/`;
       const runners = () => children().filter((command) => command.includes(ours));
       const [runner] = await waitFor('a waiting runner', async () => runners().length > 0 && runners());
