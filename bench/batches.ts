@@ -168,7 +168,7 @@ interface WorkflowTaskWarnings {
 const directResults: ArmResult[] = [];
 const syncResults: SyncResult[] = [];
 const batchResults: BatchResult[] = [];
-const memoryRows: Array<{ label: string; memory: Map<Role, number> }> = [];
+const memoryRows: Array<{ label: string; rss: Map<Role, number>; pss: Map<Role, number> }> = [];
 
 /** A JSON call to the gateway (setup and reads, not measured): the body, or an error naming the call. */
 async function call<T>(platform: Platform, key: string, path: string, init: RequestInit = {}): Promise<T> {
@@ -419,8 +419,9 @@ const postgresPss: number[] = [];
 
 const memoryNow = async (platform: Platform, label: string) => {
   const processes = await shippedProcesses(platform);
-  memoryRows.push({ label, memory: await memoryByRole(processes) });
-  postgresPss.push((await memoryByRole(processes, true)).get('PostgreSQL') ?? Number.NaN);
+  const pss = await memoryByRole(processes, true);
+  memoryRows.push({ label, rss: await memoryByRole(processes), pss });
+  postgresPss.push(pss.get('PostgreSQL') ?? Number.NaN);
 };
 
 const startedAt = Date.now();
@@ -517,7 +518,7 @@ if (syncResults.length || batchResults.length) {
   const batchRate = batchLines / batchSeconds;
   const syncCpu = sumOf(syncResults.map(({ result }) => total(result.usage!.cpu) * 1000)) / Math.max(1, syncLines);
   const batchCpu = sumOf(batchResults.map((batch) => total(batch.usage.cpu) * 1000)) / Math.max(1, batchLines);
-  const lastMemory = memoryRows.at(-1)?.memory;
+  const lastMemory = memoryRows.at(-1)?.rss;
 
   const rows = [
     '| arm | round | lines answered | errors | seconds | **lines/s** | % of sync (same round) | % of direct | CPU ms per line | latency p50 / p99 (ms) |',

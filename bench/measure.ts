@@ -2,7 +2,10 @@
  * One arm's turn within a cell, the same for every bench: a warm-up at the cell's concurrency (connections open,
  * code paths compiled, pools filled), then the measured load; for a platform arm, what its processes spent over it.
  */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import type { ProcessInfo } from '../scripts/lib/processes.ts';
+import { profileProcess } from './profile.ts';
 import type { Sample } from './http-client.ts';
 import { runLoad, summarize, type LoadOptions } from './load.ts';
 import type { ArmResult } from './report.ts';
@@ -35,6 +38,14 @@ export async function measureArm(
     /** Called right before and right after the measured load (after the warm-up), e.g. to read counters. */
     beforeLoad?: () => Promise<void>;
     afterLoad?: () => Promise<void>;
+    /**
+     * Records the arm's processes with Linux perf over the measured load (call graphs, 499 Hz) into this file: for
+     * JavaScript frames, start the Node processes with --perf-basic-prof (BENCH_NODE_OPTIONS). docs/benchmarks.md
+     * says how the flame graphs are drawn from it.
+     */
+    perfFile?: string;
+    /** A CPU profile of this process's main thread over the measured load, into `file` (bench/profile.ts). */
+    cpuProfile?: { pid: () => Promise<number | undefined>; file: string };
   },
 ): Promise<MeasuredResult> {
   const { load } = options;
@@ -46,7 +57,23 @@ export async function measureArm(
   await runLoad(warmUp, arm.warmUpCall ?? arm.call);
   await options.beforeLoad?.();
   const before = arm.processes ? await snapshot(await arm.processes()) : undefined;
+  const perf = options.perfFile && arm.processes ? await startPerf(options.perfFile, await arm.processes()) : null;
+  const profiledPid = await options.cpuProfile?.pid();
+  const cpuProfile = profiledPid ? await profileProcess(profiledPid, options.cpuProfile!.file) : null;
   const result = await runLoad(load, arm.call);
+  await perf?.stop();
+  const profiled = await cpuProfile?.stop();
+  if (profiled) {
+    const top = (rows: Array<{ name: string; ms: number }>) =>
+      rows
+        .slice(0, 25)
+        .map((row) => `    ${((row.ms / profiled.totalMs) * 100).toFixed(1).padStart(5)} %  ${row.name}`)
+        .join('\n');
+    options.log?.(`  CPU profile of process ${profiledPid} (${options.cpuProfile!.file}), self time by package:`);
+    options.log?.(top(profiled.byPackage));
+    options.log?.('  by function:');
+    options.log?.(top(profiled.byFunction));
+  }
   let usage: Usage | undefined;
   if (before && arm.processes) {
     // Processes started meanwhile (a new PostgreSQL backend) are counted from zero.
@@ -60,4 +87,19 @@ export async function measureArm(
   );
   const serverTimings = result.samples.flatMap((sample) => (sample.serverTiming ? [sample.serverTiming] : []));
   return { arm: arm.name, summary, usage, serverTimings };
+}
+
+async function startPerf(file: string, processes: ProcessInfo[]): Promise<{ stop(): Promise<void> }> {
+  const pids = processes.map((info) => info.pid).join(',');
+  const child = spawn('perf', ['record', '-F', '499', '-g', '-o', file, '-p', pids], { stdio: 'ignore' });
+  // perf attaches within a moment; a load begun before would go partly unrecorded, which a profile tolerates.
+  await Promise.race([once(child, 'spawn'), once(child, 'error')]);
+  return {
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = once(child, 'exit');
+      child.kill('SIGINT');
+      await exited;
+    },
+  };
 }

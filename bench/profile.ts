@@ -88,3 +88,57 @@ export function summarizeProfile(profile: Profile): ProfileSummary {
     byFunction: sorted(byFunction),
   };
 }
+
+/**
+ * A CPU profile of another Node process's main thread: its inspector is opened with SIGUSR1 (Node's documented way
+ * to start it in a running process, on 127.0.0.1:9229), and the profiler driven over the DevTools protocol. One
+ * process at a time (the port is fixed). `stop()` writes the profile (a .cpuprofile: speedscope and Chrome's DevTools
+ * draw its flame graph) and summarizes it.
+ */
+export async function profileProcess(
+  pid: number,
+  file: string,
+): Promise<{ stop(): Promise<ProfileSummary & { profile: Profile }> }> {
+  process.kill(pid, 'SIGUSR1');
+  let url: string | undefined;
+  for (let tries = 0; !url && tries < 100; tries++) {
+    try {
+      const targets = (await (await fetch('http://127.0.0.1:9229/json/list')).json()) as Array<{
+        webSocketDebuggerUrl: string;
+      }>;
+      url = targets[0]?.webSocketDebuggerUrl;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  if (!url) throw new Error(`the inspector of process ${pid} did not open`);
+  const socket = new WebSocket(url);
+  await new Promise((resolve, reject) => {
+    socket.onopen = resolve;
+    socket.onerror = reject;
+  });
+  let nextId = 1;
+  const pending = new Map<number, (result: unknown) => void>();
+  socket.onmessage = (event) => {
+    const message = JSON.parse(String(event.data)) as { id?: number; result?: unknown };
+    if (message.id !== undefined) pending.get(message.id)?.(message.result);
+  };
+  const send = (method: string, params: Record<string, unknown> = {}) =>
+    new Promise<unknown>((resolve) => {
+      const id = nextId++;
+      pending.set(id, resolve);
+      socket.send(JSON.stringify({ id, method, params }));
+    });
+  await send('Profiler.enable');
+  await send('Profiler.setSamplingInterval', { interval: 500 });
+  await send('Profiler.start');
+  return {
+    async stop() {
+      const { profile } = (await send('Profiler.stop')) as { profile: Profile };
+      // The inspector stays open until the process ends; only this session closes.
+      socket.close();
+      await writeFile(file, JSON.stringify(profile));
+      return { ...summarizeProfile(profile), profile };
+    },
+  };
+}

@@ -78,7 +78,10 @@ export function costTable(
   }>,
   unit = 'completion',
 ): string {
-  const shown: Role[] = roles.filter((role) => role !== 'other');
+  // The roles some arm spent CPU in (Portkey's arm is metered too: its process is its whole cost).
+  const shown: Role[] = roles.filter(
+    (role) => role !== 'other' && results.some(({ arms }) => arms.some(({ usage }) => usage?.cpu.get(role))),
+  );
   const written: Role[] = ['API', 'Temporal', 'PostgreSQL'];
   const lines = [
     `| cell | arm | ${unit}s/s | CPU ms per ${unit}: ${shown.join(' / ')} | **CPU ms total** | CPU busy (of 2 cores) | KB written per ${unit} by the processes: ${written.join(' / ')} | **machine disk KB per ${unit}** |`,
@@ -114,11 +117,20 @@ export function threadTable(result: ArmResult, unit = 'completion'): string {
   return lines.join('\n');
 }
 
-export function memoryTable(rows: Array<{ label: string; memory: Map<Role, number> }>): string {
-  const shown: Role[] = ['API', 'worker', 'Temporal'];
-  const lines = [`| when | RSS MiB: ${shown.join(' / ')} |`, '|---|---|'];
-  for (const { label, memory } of rows) {
-    lines.push(`| ${label} | ${shown.map((role) => (memory.get(role) ?? 0).toFixed(0)).join(' / ')} |`);
+/**
+ * Resident memory of every platform process by role, RSS and PSS (shared pages divided among the processes mapping
+ * them: PostgreSQL's shared buffers once, not once per backend), with the sum of each: the PSS sum is what the
+ * platform takes from the machine.
+ */
+export function memoryTable(rows: Array<{ label: string; rss: Map<Role, number>; pss: Map<Role, number> }>): string {
+  const shown: Role[] = roles.filter((role) => rows.some(({ rss }) => rss.get(role)));
+  const lines = [
+    `| when | RSS MiB: ${shown.join(' / ')} | **RSS sum** | PSS MiB: ${shown.join(' / ')} | **PSS sum** |`,
+    '|---|---|---:|---|---:|',
+  ];
+  for (const { label, rss, pss } of rows) {
+    const of = (memory: Map<Role, number>) => shown.map((role) => (memory.get(role) ?? 0).toFixed(0)).join(' / ');
+    lines.push(`| ${label} | ${of(rss)} | **${total(rss).toFixed(0)}** | ${of(pss)} | **${total(pss).toFixed(0)}** |`);
   }
   return lines.join('\n');
 }

@@ -8,8 +8,8 @@ import type { ProcessInfo } from '../scripts/lib/processes.ts';
 
 const clockTicksPerSecond = 100;
 
-export type Role = 'API' | 'worker' | 'Temporal' | 'PostgreSQL' | 'npm' | 'other';
-export const roles: Role[] = ['API', 'worker', 'Temporal', 'PostgreSQL', 'npm', 'other'];
+export type Role = 'API' | 'worker' | 'Temporal' | 'PostgreSQL' | 'npm' | 'code runners' | 'Portkey' | 'other';
+export const roles: Role[] = ['API', 'worker', 'Temporal', 'PostgreSQL', 'npm', 'code runners', 'Portkey', 'other'];
 
 /** The role of a platform process, from its command line. */
 export function roleOf(info: ProcessInfo): Role {
@@ -18,6 +18,9 @@ export function roleOf(info: ProcessInfo): Role {
   if (/\btemporal\b.*\bstart-dev\b/.test(cmdline) || /temporal-server|\/server --root/.test(cmdline)) {
     return 'Temporal';
   }
+  // code_execute's runners (activities/tools/runner-pool.ts), children of the API process or the worker.
+  if (cmdline.includes('code-runner.ts')) return 'code runners';
+  if (cmdline.includes('@portkey-ai/gateway')) return 'Portkey';
   if (cmdline.includes('worker/main.ts')) return 'worker';
   if (cmdline.includes('api/server.ts')) return 'API';
   // `npm start`'s own process supervises the others (and plays the providers when no key is set): a launcher.

@@ -35,7 +35,7 @@ import {
 import { benchLog, endBench, quick, shrink } from './bench-process.ts';
 import { measureArm } from './measure.ts';
 import { listProcesses, processTree, type ProcessInfo } from '../scripts/lib/processes.ts';
-import { memoryByRole, type Role } from './resources.ts';
+import { memoryByRole, roleOf, waitUntilIdle, type Role } from './resources.ts';
 import {
   cellTable,
   costTable,
@@ -152,6 +152,14 @@ function call(arm: Arm, stream: boolean): () => Promise<Sample> {
   return () => post(arm.target, payload, stream);
 }
 
+/** BENCH_PERF=1: the Tessera arms of the 64-client, 300 ms cell recorded with perf (bench/measure.ts) into logs/. */
+const perfCell = process.env.BENCH_PERF === '1' ? 'slow-64' : null;
+/**
+ * BENCH_PROFILE=API (or worker): a CPU profile of that process's main thread over the Tessera arms of the 64-client,
+ * 300 ms cell, into logs/ (bench/profile.ts), summarized in the bench's log.
+ */
+const profiledRole = process.env.BENCH_PROFILE as Role | undefined;
+
 async function runArm(arm: Arm, cell: CellSpec, collectTimings: string[] | null): Promise<ArmResult> {
   const { serverTimings, ...result } = await measureArm(
     { name: arm.name, call: call(arm, cell.stream), processes: arm.processes },
@@ -163,6 +171,17 @@ async function runArm(arm: Arm, cell: CellSpec, collectTimings: string[] | null)
       },
       pick: (sample) => (cell.stream ? sample.firstTokenMs : sample.totalMs),
       log,
+      ...(cell.id === perfCell && arm.name.startsWith('tessera')
+        ? { perfFile: join(logDir, `perf-${arm.name}-${cell.id}.data`) }
+        : {}),
+      ...(profiledRole && cell.id === 'slow-64' && arm.processes && arm.name.startsWith('tessera')
+        ? {
+            cpuProfile: {
+              pid: async () => (await arm.processes!()).find((info) => roleOf(info) === profiledRole)?.pid,
+              file: join(logDir, `${profiledRole}-${arm.name}-${cell.id}.cpuprofile`),
+            },
+          }
+        : {}),
     },
   );
   collectTimings?.push(...serverTimings);
@@ -216,17 +235,22 @@ async function shippedPhase(upstream: Upstream, direct: Arm, portkeyArm: Arm, ma
   });
   let shippedResults: CellResult[];
   let shippedTimings: Map<string, StageTiming[]>;
-  const shippedMemory: Array<{ label: string; memory: Map<Role, number> }> = [];
+  const shippedMemory: Array<{ label: string; rss: Map<Role, number>; pss: Map<Role, number> }> = [];
+  const memoryNow = async (label: string) => {
+    const processes = await shippedProcesses(shipped);
+    shippedMemory.push({ label, rss: await memoryByRole(processes), pss: await memoryByRole(processes, true) });
+  };
   try {
     const key = await createBenchKey(shipped);
     const arm = tesseraArm('tessera', shipped, key, () => shippedProcesses(shipped));
-    shippedMemory.push({ label: 'after start-up', memory: await memoryByRole(await shippedProcesses(shipped)) });
+    await waitUntilIdle(() => shippedProcesses(shipped), { maxBusy: 0.1, timeoutMs: 60_000 });
+    await memoryNow('idle after start-up');
     ({ results: shippedResults, timings: shippedTimings } = await runPhase('npm start', upstream, [
       direct,
       portkeyArm,
       arm,
     ]));
-    shippedMemory.push({ label: 'after the cells', memory: await memoryByRole(await shippedProcesses(shipped)) });
+    await memoryNow('after the cells');
   } finally {
     log('stopping `npm start`');
     await shipped.stop();
@@ -262,7 +286,9 @@ async function shippedPhase(upstream: Upstream, direct: Arm, portkeyArm: Arm, ma
 }
 
 function threadSection(results: CellResult[]): string[] {
-  const usage = results.find((result) => result.cell.id === 'slow-64')?.arms.find((arm) => arm.usage);
+  const usage = results
+    .find((result) => result.cell.id === 'slow-64')
+    ?.arms.find((arm) => arm.usage && arm.arm.startsWith('tessera'));
   if (!usage) return [];
   return ['### Where the Node processes spend it (64 clients, upstream 300 ms)', '', threadTable(usage), ''];
 }
@@ -380,6 +406,8 @@ try {
       },
     },
     model: upstreamModel,
+    // Metered like Tessera's arms: Portkey's CPU per request beside Tessera's, in the same run.
+    processes: () => processTree(portkey!.process.pid!),
   };
 
   const masterKey = `te_bench_${randomBytes(16).toString('hex')}`;
