@@ -12,7 +12,7 @@
  * another send of the key is in flight, the call fails (retryable), never sends beside it.
  */
 import { randomUUID } from 'node:crypto';
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Pool } from '../../db/pool.ts';
 
 export interface OutgoingMail {
@@ -49,17 +49,21 @@ export function createMailer(options: {
   log: (line: string) => void;
 }): Mailer {
   const { pool, from, log } = options;
-  const transporter = options.smtpUrl ? nodemailer.createTransport(options.smtpUrl) : null;
-  const transport = transporter ? 'smtp' : 'log';
+  const { smtpUrl } = options;
+  // nodemailer is imported at the first mail, not at the process's start (issue 29).
+  let transporter: Promise<Transporter> | null = null;
+  const smtp = (url: string) =>
+    (transporter ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(url)));
+  const transport = smtpUrl ? 'smtp' : 'log';
   const domain = /@([^>\s]+)>?\s*$/.exec(from)?.[1] ?? 'tessera.local';
 
   const deliver = async (mail: OutgoingMail, messageId: string) => {
-    if (!transporter) {
+    if (!smtpUrl) {
       const text = mail.text.replace(/\s*\n\s*/g, ' | ');
       log(`[mail] no SMTP_URL, so this mail is logged instead of sent: to ${mail.to}, "${mail.subject}": ${text}`);
       return;
     }
-    await transporter.sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text, messageId });
+    await (await smtp(smtpUrl)).sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text, messageId });
   };
 
   return {
@@ -102,7 +106,7 @@ export function createMailer(options: {
       return { id: messageId };
     },
     close() {
-      transporter?.close();
+      void transporter?.then((opened) => opened.close());
     },
   };
 }

@@ -10,9 +10,9 @@
  * or a `data:` image is noise, or megabytes of base64, to a model. The content is cut so that the whole result,
  * as JSON, fits the output cap: the runtime's cut would otherwise break the JSON.
  */
-import { Readability } from '@mozilla/readability';
-import { parseHTML } from 'linkedom';
-import TurndownService from 'turndown';
+import type { Readability } from '@mozilla/readability';
+import type { parseHTML } from 'linkedom';
+import type TurndownService from 'turndown';
 import { z } from 'zod';
 import { FetchGuardError, guardedFetch, type GuardedResponse } from '../net/url-guard.ts';
 import { defineTool, ToolError } from './tool.ts';
@@ -29,7 +29,30 @@ export interface WebFetchResult {
   content: string;
 }
 
-const turndown = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
+/** What reading a page takes: the HTML parser, Readability and the Markdown converter. */
+interface PageReaders {
+  parseHTML: typeof parseHTML;
+  Readability: typeof Readability;
+  turndown: TurndownService;
+}
+
+/**
+ * Imported at the process's first HTML page, not at its start: a process that never fetches a page does not carry
+ * them (about 30 MiB; issue 29).
+ */
+let pageReaders: Promise<PageReaders> | null = null;
+const loadPageReaders = () =>
+  (pageReaders ??= Promise.all([import('linkedom'), import('@mozilla/readability'), import('turndown')]).then(
+    ([linkedom, readability, turndownModule]) => ({
+      parseHTML: linkedom.parseHTML,
+      Readability: readability.Readability,
+      turndown: new turndownModule.default({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' }),
+    }),
+    (error: unknown) => {
+      pageReaders = null;
+      throw error;
+    },
+  ));
 
 export const webFetchTool = defineTool({
   name: 'web_fetch',
@@ -76,7 +99,7 @@ export const webFetchTool = defineTool({
       });
     }
     const result = htmlTypes.includes(response.contentType)
-      ? readable(decode(response, true), response.url)
+      ? readable(decode(response, true), response.url, await loadPageReaders())
       : { url: response.url, title: null, content: decode(response, false) };
     return fitted(result, input.max_chars ?? maxOutputChars);
   },
@@ -98,8 +121,9 @@ function decode(response: GuardedResponse, html: boolean): string {
 }
 
 /** The page's article as Markdown, or its body text when readability finds none. */
-function readable(html: string, url: string): WebFetchResult {
-  const document = parsePage(html);
+function readable(html: string, url: string, readers: PageReaders): WebFetchResult {
+  const { Readability, turndown } = readers;
+  const document = parsePage(html, readers.parseHTML);
   absolutizeLinks(document, url);
   const pageTitle = document.title.trim() || null;
   let article: ReturnType<Readability['parse']> = null;
@@ -111,7 +135,7 @@ function readable(html: string, url: string): WebFetchResult {
   const markdown = article?.content ? turndown.turndown(article.content).trim() : '';
   if (markdown !== '') return { url, title: article?.title?.trim() || pageTitle, content: markdown };
   // Readability changes the document it reads, so the fallback reads a fresh copy.
-  const fresh = parsePage(html);
+  const fresh = parsePage(html, readers.parseHTML);
   for (const element of fresh.querySelectorAll('script, style, noscript, template')) element.remove();
   const text = (fresh.body?.textContent ?? '')
     .replace(/[ \t\f\v\r]+/g, ' ')
@@ -126,7 +150,7 @@ type LinkedomDocument = ReturnType<typeof parseHTML>['document'];
  * Parses a page. linkedom adds no implied `<html>`, `<head>` or `<body>`, so a page that leaves them out (HTML allows
  * it) would have an empty body: such a page is parsed again inside a body, its title and base moved to the head.
  */
-function parsePage(html: string): LinkedomDocument {
+function parsePage(html: string, parseHTML: PageReaders['parseHTML']): LinkedomDocument {
   const parsed = parseHTML(html).document;
   if (parsed.documentElement !== null && parsed.body.hasChildNodes()) return parsed;
   const { document } = parseHTML(`<!doctype html><html><head></head><body>${html}</body></html>`);

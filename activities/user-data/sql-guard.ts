@@ -18,7 +18,7 @@
  * pg_catalog`). The second line is the database itself (data-database.ts): the query runs logged in as a role that can
  * read only the caller's tables, in a read-only transaction that is always rolled back, with a statement timeout.
  */
-import { parseSync, loadModule } from 'libpg-query';
+import type { parseSync } from 'libpg-query';
 
 /** Why a statement was refused: `kind` names it (`insert`, `several statements`, `function pg_sleep`). */
 export class SqlRefused extends Error {
@@ -31,12 +31,17 @@ export class SqlRefused extends Error {
 }
 
 /**
- * The parser's WebAssembly module: loaded at a process's first check (a few milliseconds), not at its start, since
- * its memory (about 130 MiB of WebAssembly heap) would otherwise sit in every process that never sees a query.
+ * PostgreSQL's parser, imported at a process's first check (a few milliseconds), not at its start: the package
+ * instantiates its WebAssembly module as soon as it is imported, and that module's memory (128 MiB) would otherwise
+ * sit in every process whether or not it ever sees a query (issue 29).
  */
-let sqlParserReady: Promise<void> | null = null;
+let sqlParserReady: Promise<typeof parseSync> | null = null;
 const sqlParser = () =>
-  (sqlParserReady ??= loadModule().catch((error: unknown) => {
+  (sqlParserReady ??= (async () => {
+    const parser = await import('libpg-query');
+    await parser.loadModule();
+    return parser.parseSync;
+  })().catch((error: unknown) => {
     sqlParserReady = null;
     throw error;
   }));
@@ -382,10 +387,10 @@ function checkNode(value: unknown): void {
  * with PostgreSQL's own message. Answers what was allowed: `select` or `explain`.
  */
 export async function checkReadOnlySql(sql: string): Promise<'select' | 'explain'> {
-  await sqlParser();
+  const parse = await sqlParser();
   let tree: { stmts?: Array<{ stmt?: Record<string, unknown> }> };
   try {
-    tree = parseSync(sql) as typeof tree;
+    tree = parse(sql) as typeof tree;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     throw new SqlRefused('syntax error', `The SQL does not parse: ${message}`);
