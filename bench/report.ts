@@ -89,8 +89,9 @@ export function costTable(
   ];
   for (const { cell, arms } of results) {
     for (const { arm, summary, usage } of arms) {
-      if (!usage) continue;
-      const completions = Math.max(1, summary.n);
+      // An arm that answered nothing (Portkey's streamed requests) has no cost per request to show.
+      if (!usage || summary.n === 0) continue;
+      const completions = summary.n;
       const cpuMs = (role: Role) => ((usage.cpu.get(role) ?? 0) * 1000) / completions;
       const cpuTotal = (total(usage.cpu) * 1000) / completions;
       const writtenKb = (role: Role) => (usage.written.get(role) ?? 0) / 1024 / completions;
