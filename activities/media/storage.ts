@@ -3,8 +3,8 @@
  * otherwise the local disk under `MEDIA_DIR`; kept `MEDIA_FILE_TTL_DAYS` days either way (activities/media/files.ts).
  */
 import type { Settings } from '../../config/settings.ts';
-import { dayMs, MediaFiles } from './files.ts';
-import { S3MediaStore } from './s3-store.ts';
+import { dayMs, MediaFiles, type MediaStore } from './files.ts';
+import type { S3MediaStore, S3StoreOptions } from './s3-store.ts';
 
 export type MediaStorageSettings = Pick<
   Settings,
@@ -25,7 +25,7 @@ export function createMediaFiles(settings: MediaStorageSettings): MediaFiles {
   if (Boolean(settings.MEDIA_S3_ACCESS_KEY_ID) !== Boolean(settings.MEDIA_S3_SECRET_ACCESS_KEY)) {
     throw new Error('set both MEDIA_S3_ACCESS_KEY_ID and MEDIA_S3_SECRET_ACCESS_KEY, or neither');
   }
-  const store = new S3MediaStore({
+  const store = new LazyS3Store({
     bucket: settings.MEDIA_S3_BUCKET,
     region: settings.MEDIA_S3_REGION,
     forcePathStyle: settings.MEDIA_S3_FORCE_PATH_STYLE ?? settings.MEDIA_S3_ENDPOINT !== undefined,
@@ -35,4 +35,44 @@ export function createMediaFiles(settings: MediaStorageSettings): MediaFiles {
     ...(settings.MEDIA_S3_SECRET_ACCESS_KEY ? { secretAccessKey: settings.MEDIA_S3_SECRET_ACCESS_KEY } : {}),
   });
   return new MediaFiles(store, { ttlMs });
+}
+
+/**
+ * The bucket, with the S3 SDK (about 30 MiB) imported at the first file stored or served, not at the process's start
+ * (issue 29): the store's calls wait for it once.
+ */
+class LazyS3Store implements MediaStore {
+  readonly description: string;
+  private readonly options: S3StoreOptions;
+  private store: Promise<S3MediaStore> | null = null;
+
+  constructor(options: S3StoreOptions) {
+    this.options = options;
+    this.description = `S3 bucket ${options.bucket}${options.endpoint ? ` at ${options.endpoint}` : ''}`;
+  }
+
+  private opened(): Promise<S3MediaStore> {
+    this.store ??= import('./s3-store.ts').then(({ S3MediaStore }) => new S3MediaStore(this.options));
+    return this.store;
+  }
+
+  async put(key: string, bytes: Uint8Array, contentType: string): Promise<void> {
+    await (await this.opened()).put(key, bytes, contentType);
+  }
+
+  async putFile(key: string, path: string, contentType: string): Promise<void> {
+    await (await this.opened()).putFile(key, path, contentType);
+  }
+
+  async get(key: string) {
+    return (await this.opened()).get(key);
+  }
+
+  async delete(key: string): Promise<void> {
+    await (await this.opened()).delete(key);
+  }
+
+  async *list(folder: string): AsyncIterable<{ key: string; storedAt: Date }> {
+    yield* (await this.opened()).list(folder);
+  }
 }

@@ -10,7 +10,7 @@
  * sends: linking way 2 of spec 4.9.
  */
 import { createHash } from 'node:crypto';
-import { HTTPFetchError, messagingApi } from '@line/bot-sdk';
+import type * as LineSdk from '@line/bot-sdk';
 import { MessengerRejection, type MessengerClient } from './messenger.ts';
 import type { MessengerSettings } from '../../common/messengers.ts';
 
@@ -20,14 +20,24 @@ const messagesPerPush = 5;
 
 export class LineClient implements MessengerClient {
   readonly maxMessageChars = maxMessageChars;
-  private readonly client: messagingApi.MessagingApiClient;
+  private readonly settings: NonNullable<MessengerSettings['line']>;
+  /** The SDK and its client, imported and made at the first call (the SDK is about 20 MiB; issue 29). */
+  private loaded: Promise<{ sdk: typeof LineSdk; client: LineSdk.messagingApi.MessagingApiClient }> | null = null;
   private basicId: Promise<string> | null = null;
 
   constructor(settings: NonNullable<MessengerSettings['line']>) {
-    this.client = new messagingApi.MessagingApiClient({
-      channelAccessToken: settings.channelAccessToken,
-      baseURL: settings.apiBaseUrl,
-    });
+    this.settings = settings;
+  }
+
+  private load() {
+    this.loaded ??= import('@line/bot-sdk').then((sdk) => ({
+      sdk,
+      client: new sdk.messagingApi.MessagingApiClient({
+        channelAccessToken: this.settings.channelAccessToken,
+        baseURL: this.settings.apiBaseUrl,
+      }),
+    }));
+    return this.loaded;
   }
 
   async send(
@@ -37,21 +47,22 @@ export class LineClient implements MessengerClient {
     idempotencyKey: string,
     sent: (delivered: number) => Promise<void>,
   ): Promise<void> {
+    const { sdk, client } = await this.load();
     for (let index = firstPart; index < parts.length; index += messagesPerPush) {
       const batch = parts.slice(index, index + messagesPerPush);
       const retryKey = retryKeyOf(`${idempotencyKey}:${index}`);
       try {
-        await this.client.pushMessage({ to, messages: batch.map((text) => ({ type: 'text', text })) }, retryKey);
+        await client.pushMessage({ to, messages: batch.map((text) => ({ type: 'text', text })) }, retryKey);
       } catch (error) {
         // 409: this retry key was accepted before (the earlier attempt's answer was lost): delivered.
-        if (!(error instanceof HTTPFetchError && error.status === 409)) throw classify(error);
+        if (!(error instanceof sdk.HTTPFetchError && error.status === 409)) throw classify(sdk, error);
       }
       await sent(index + batch.length);
     }
   }
 
   async deepLink(payload: string): Promise<string | null> {
-    this.basicId ??= this.client.getBotInfo().then((info) => info.basicId);
+    this.basicId ??= this.load().then(({ client }) => client.getBotInfo().then((info) => info.basicId));
     try {
       return `https://line.me/R/oaMessage/${encodeURIComponent(await this.basicId)}/?${encodeURIComponent(payload)}`;
     } catch (error) {
@@ -68,8 +79,8 @@ function retryKeyOf(name: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
-function classify(error: unknown): Error {
-  if (error instanceof HTTPFetchError) {
+function classify(sdk: typeof LineSdk, error: unknown): Error {
+  if (error instanceof sdk.HTTPFetchError) {
     const message = `LINE answered ${error.status}: ${error.body}`;
     if (error.status >= 400 && error.status < 500 && error.status !== 429) return new MessengerRejection(message);
     return new Error(message);

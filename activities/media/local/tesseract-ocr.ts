@@ -12,7 +12,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import sharp, { type Metadata } from 'sharp';
-import { createWorker, OEM, type Worker as TesseractWorker } from 'tesseract.js';
+import type { Worker as TesseractWorker } from 'tesseract.js';
 import { EngineError, type EngineOptions, type MediaFile, type OcrEngine } from '../engine.ts';
 import { maxInputPixels } from './media-input.ts';
 
@@ -95,16 +95,21 @@ export class TesseractOcrEngine implements OcrEngine {
   private worker(language: 'eng' | 'jpn'): Promise<TesseractWorker> {
     let worker = this.workers.get(language);
     if (!worker) {
-      worker = createWorker(language, OEM.LSTM_ONLY, {
-        langPath: langPath(language),
-        gzip: true,
-        // No cache: nothing read from or written to the working directory; the packaged file is read each start.
-        cacheMethod: 'none',
-      }).then(async (started) => {
-        // Screenshots and rendered images carry no or odd resolutions (72, 25 dpi); Tesseract is tuned for 300.
-        await started.setParameters({ user_defined_dpi: '300' });
-        return started;
-      });
+      // tesseract.js is imported with the first OCR job, not at the process's start (issue 29).
+      worker = import('tesseract.js')
+        .then(({ createWorker, OEM }) =>
+          createWorker(language, OEM.LSTM_ONLY, {
+            langPath: langPath(language),
+            gzip: true,
+            // No cache: nothing read from or written to the working directory; the packaged file is read each start.
+            cacheMethod: 'none',
+          }),
+        )
+        .then(async (started) => {
+          // Screenshots and rendered images carry no or odd resolutions (72, 25 dpi); Tesseract is tuned for 300.
+          await started.setParameters({ user_defined_dpi: '300' });
+          return started;
+        });
       this.workers.set(language, worker);
       worker.catch(() => {
         if (this.workers.get(language) === worker) this.workers.delete(language);

@@ -35,7 +35,7 @@
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import { AccountPlans } from '../../../activities/credits/accounts.ts';
 import { CreditLedger } from '../../../activities/credits/credit-ledger.ts';
 import type { PlanName, PlansFile } from '../../../common/plans.ts';
@@ -103,21 +103,19 @@ export class BillingService {
   private readonly plans: PlansFile;
   private readonly settings: BillingSettings;
   private readonly logger: Logger;
-  private readonly stripe: Stripe | null;
+  /** The Stripe client, made (and the SDK imported: about 30 MiB) at the first call that needs it (issue 29). */
+  private stripe: Promise<Stripe> | null = null;
 
   constructor(options: { orm: MikroORM; plans: PlansFile; settings: BillingSettings; logger: Logger }) {
     this.orm = options.orm;
     this.plans = options.plans;
     this.settings = options.settings;
     this.logger = options.logger;
-    this.stripe = options.settings.STRIPE_SECRET_KEY
-      ? new Stripe(options.settings.STRIPE_SECRET_KEY, stripeConfig(options.settings.STRIPE_API_BASE))
-      : null;
   }
 
   /** A Checkout Session for a subscription to `plan`: `{checkout_url, session_id}`. */
   async checkout(userId: string, plan: PurchasablePlan): Promise<{ checkout_url: string; session_id: string }> {
-    const stripe = this.client();
+    const stripe = await this.client();
     const price = this.priceOf(plan);
     if (!price) throw new ApiError('service_unavailable', `billing is not configured for the ${plan} plan`);
     const customer = await this.customerFor(stripe, userId);
@@ -142,7 +140,7 @@ export class BillingService {
 
   /** A customer-portal session for the account's Stripe customer: `{portal_url}`. */
   async portal(userId: string): Promise<{ portal_url: string }> {
-    const stripe = this.client();
+    const stripe = await this.client();
     const account = await this.account(this.orm.em.fork(), userId);
     if (!account.stripe_customer_id) {
       throw new ApiError(
@@ -168,7 +166,7 @@ export class BillingService {
    * exact.
    */
   async validateCoupon(code: string): Promise<CouponAnswer> {
-    const stripe = this.client();
+    const stripe = await this.client();
     const promotions = await this.call('coupon', () => stripe.promotionCodes.list({ code, active: true, limit: 1 }));
     const promotion = promotions.data.find(
       (candidate) => candidate.active && candidate.code.toLowerCase() === code.toLowerCase(),
@@ -194,7 +192,8 @@ export class BillingService {
     if (!signature) throw new ApiError('invalid_request', 'Missing Stripe-Signature header');
     let event: Stripe.Event;
     try {
-      event = Stripe.webhooks.constructEvent(rawBody, signature, secret);
+      const { default: StripeSdk } = await import('stripe');
+      event = StripeSdk.webhooks.constructEvent(rawBody, signature, secret);
     } catch (error) {
       this.logger.warn({ err: error }, 'rejected a Stripe webhook');
       throw new ApiError('invalid_request', 'Invalid Stripe signature or payload');
@@ -387,8 +386,12 @@ export class BillingService {
     return value === 'starter' || value === 'pro' ? value : null;
   }
 
-  private client(): Stripe {
-    if (!this.stripe) throw new ApiError('service_unavailable', 'billing is not configured');
+  private client(): Promise<Stripe> {
+    const key = this.settings.STRIPE_SECRET_KEY;
+    if (!key) throw new ApiError('service_unavailable', 'billing is not configured');
+    this.stripe ??= import('stripe').then(
+      ({ default: StripeSdk }) => new StripeSdk(key, stripeConfig(this.settings.STRIPE_API_BASE)),
+    );
     return this.stripe;
   }
 
@@ -432,7 +435,8 @@ export class BillingService {
     try {
       return await stripe.coupons.retrieve(id);
     } catch (error) {
-      if (error instanceof Stripe.errors.StripeInvalidRequestError) return null; // no such coupon
+      const { default: StripeSdk } = await import('stripe'); // loaded with the client already
+      if (error instanceof StripeSdk.errors.StripeInvalidRequestError) return null; // no such coupon
       throw this.unavailable('coupon', error);
     }
   }

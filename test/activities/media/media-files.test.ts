@@ -135,14 +135,20 @@ describe('the local disk', () => {
 });
 
 describe('createMediaFiles', () => {
-  it('picks the store from the settings, with the TTL in days', () => {
+  it('picks the store from the settings, with the TTL in days', async () => {
     const base = { DATABASE_URL: 'postgres://x', MEDIA_DIR: directory, MEDIA_FILE_TTL_DAYS: '0.5' };
     const local = createMediaFiles(readSettings(base));
     expect(local.store).toBeInstanceOf(LocalMediaStore);
     expect(local.ttlMs).toBe(12 * 60 * 60_000);
     const s3 = createMediaFiles(readSettings({ ...base, ...s3Settings(server.url) }));
-    expect(s3.store).toBeInstanceOf(S3MediaStore);
+    // The bucket's store imports the S3 SDK at its first call (activities/media/storage.ts): it is the bucket it names.
+    expect(s3.store).not.toBeInstanceOf(LocalMediaStore);
     expect(s3.store.description).toBe(`S3 bucket ${testBucket} at ${server.url}`);
+    await s3.store.put('picked/one.txt', new TextEncoder().encode('stored'), 'text/plain');
+    const stored = await s3.store.get('picked/one.txt');
+    stored?.stream.destroy();
+    expect(stored?.size).toBe(6);
+    await s3.store.delete('picked/one.txt');
     expect(() =>
       createMediaFiles(readSettings({ ...base, MEDIA_S3_BUCKET: 'b', MEDIA_S3_ACCESS_KEY_ID: 'only-the-id' })),
     ).toThrow('MEDIA_S3_SECRET_ACCESS_KEY');

@@ -16,7 +16,6 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import busboy from 'busboy';
 import { fileTypeFromBuffer } from 'file-type';
-import { parseBuffer } from 'music-metadata';
 import type { MediaFiles } from '../../../../activities/media/files.ts';
 import { sniffImage } from '../../../../activities/media/local/media-input.ts';
 import { FetchGuardError, guardedFetch, ResponseTooLargeError } from '../../../../activities/net/url-guard.ts';
@@ -147,6 +146,8 @@ export async function storeAudioUpload(
   if (!contentType) throw refuse('audio', 'audio is not an MP3, WAV or M4A file');
   let durationSeconds: number | undefined;
   try {
+    // Imported at the first transcription, not at the process's start (issue 29).
+    const { parseBuffer } = await import('music-metadata');
     durationSeconds = (await parseBuffer(audio, { mimeType: contentType }, { duration: true })).format.duration;
   } catch {
     durationSeconds = undefined;

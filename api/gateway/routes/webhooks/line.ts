@@ -6,7 +6,6 @@
  * 200. Events are deduplicated by `webhookEventId` (inbound.ts), which LINE keeps across redeliveries.
  */
 import Router from '@koa/router';
-import { validateSignature } from '@line/bot-sdk';
 import type { z } from 'zod';
 import type { MessengerSettings } from '../../../../common/messengers.ts';
 import { ApiError } from '../../../errors.ts';
@@ -29,6 +28,8 @@ export function lineWebhookRoutes(settings: MessengerSettings['line'], inbox: Me
     }
     const raw = await readRawBody(context.req, bodyLimit);
     const signature = context.get('x-line-signature');
+    // The SDK is imported at the first delivery, not at the process's start (issue 29).
+    const { validateSignature } = await import('@line/bot-sdk');
     if (!signature || !validateSignature(raw, settings.channelSecret, signature)) {
       throw new ApiError('authentication_error', 'X-Line-Signature is missing or does not match the body');
     }
