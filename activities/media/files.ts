@@ -64,6 +64,11 @@ export interface MediaStore {
   list(folder: string): AsyncIterable<{ key: string; storedAt: Date }>;
 }
 
+/** How a bucket names itself in logs and errors (the S3 store's `description`, before and after its SDK is loaded). */
+export function bucketDescription(options: { bucket: string; endpoint?: string }): string {
+  return `S3 bucket ${options.bucket}${options.endpoint ? ` at ${options.endpoint}` : ''}`;
+}
+
 /** A file opened for serving. */
 export interface MediaFile {
   stream: Readable;

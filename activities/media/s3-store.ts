@@ -21,7 +21,7 @@ import {
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
-import type { MediaStore, StoredObject } from './files.ts';
+import { bucketDescription, type MediaStore, type StoredObject } from './files.ts';
 
 export interface S3StoreOptions {
   bucket: string;
@@ -46,7 +46,7 @@ export class S3MediaStore implements MediaStore {
   constructor(options: S3StoreOptions) {
     this.bucket = options.bucket;
     this.prefix = options.prefix ?? '';
-    this.description = `S3 bucket ${options.bucket}${options.endpoint ? ` at ${options.endpoint}` : ''}`;
+    this.description = bucketDescription(options);
     this.client = new S3Client({
       region: options.region,
       ...(options.endpoint ? { endpoint: options.endpoint } : {}),

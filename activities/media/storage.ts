@@ -3,7 +3,8 @@
  * otherwise the local disk under `MEDIA_DIR`; kept `MEDIA_FILE_TTL_DAYS` days either way (activities/media/files.ts).
  */
 import type { Settings } from '../../config/settings.ts';
-import { dayMs, MediaFiles, type MediaStore } from './files.ts';
+import { bucketDescription, dayMs, MediaFiles, type MediaStore } from './files.ts';
+import { loadOnce } from '../../process/load-once.ts';
 import type { S3MediaStore, S3StoreOptions } from './s3-store.ts';
 
 export type MediaStorageSettings = Pick<
@@ -43,17 +44,11 @@ export function createMediaFiles(settings: MediaStorageSettings): MediaFiles {
  */
 class LazyS3Store implements MediaStore {
   readonly description: string;
-  private readonly options: S3StoreOptions;
-  private store: Promise<S3MediaStore> | null = null;
+  private readonly opened: () => Promise<S3MediaStore>;
 
   constructor(options: S3StoreOptions) {
-    this.options = options;
-    this.description = `S3 bucket ${options.bucket}${options.endpoint ? ` at ${options.endpoint}` : ''}`;
-  }
-
-  private opened(): Promise<S3MediaStore> {
-    this.store ??= import('./s3-store.ts').then(({ S3MediaStore }) => new S3MediaStore(this.options));
-    return this.store;
+    this.description = bucketDescription(options);
+    this.opened = loadOnce(() => import('./s3-store.ts').then(({ S3MediaStore }) => new S3MediaStore(options)));
   }
 
   async put(key: string, bytes: Uint8Array, contentType: string): Promise<void> {

@@ -12,6 +12,7 @@
 import { createHash } from 'node:crypto';
 import type * as LineSdk from '@line/bot-sdk';
 import { MessengerRejection, type MessengerClient } from './messenger.ts';
+import { loadOnce } from '../../process/load-once.ts';
 import type { MessengerSettings } from '../../common/messengers.ts';
 
 /** LINE's limits: characters of one text message, messages per push. */
@@ -20,24 +21,19 @@ const messagesPerPush = 5;
 
 export class LineClient implements MessengerClient {
   readonly maxMessageChars = maxMessageChars;
-  private readonly settings: NonNullable<MessengerSettings['line']>;
   /** The SDK and its client, imported and made at the first call (the SDK is about 20 MiB; issue 29). */
-  private loaded: Promise<{ sdk: typeof LineSdk; client: LineSdk.messagingApi.MessagingApiClient }> | null = null;
+  private readonly load: () => Promise<{ sdk: typeof LineSdk; client: LineSdk.messagingApi.MessagingApiClient }>;
   private basicId: Promise<string> | null = null;
 
   constructor(settings: NonNullable<MessengerSettings['line']>) {
-    this.settings = settings;
-  }
-
-  private load() {
-    this.loaded ??= import('@line/bot-sdk').then((sdk) => ({
-      sdk,
-      client: new sdk.messagingApi.MessagingApiClient({
-        channelAccessToken: this.settings.channelAccessToken,
-        baseURL: this.settings.apiBaseUrl,
-      }),
-    }));
-    return this.loaded;
+    this.load = loadOnce(async () => {
+      const sdk = await import('@line/bot-sdk');
+      const client = new sdk.messagingApi.MessagingApiClient({
+        channelAccessToken: settings.channelAccessToken,
+        baseURL: settings.apiBaseUrl,
+      });
+      return { sdk, client };
+    });
   }
 
   async send(

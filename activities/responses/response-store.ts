@@ -167,17 +167,7 @@ export class ResponseStore {
   settledEnd(end: ResponseEnd): SettledWrite {
     return {
       name: 'response-end',
-      cte: (first) => {
-        const [id, status, served, output, usage, error, incomplete] = Array.from(
-          { length: 7 },
-          (_, offset) => `$${first + offset}`,
-        );
-        return `response_end as (
-          update model_responses set status = ${status}::text, served_model = coalesce(${served}::text, served_model),
-            output = ${output}::jsonb, usage = ${usage}::jsonb, error = ${error}::jsonb,
-            incomplete_details = ${incomplete}::jsonb, completed_at = now()
-          where id = ${id}::text and status in ('queued', 'in_progress'))`;
-      },
+      cte: (first) => `response_end as (${endUpdate(first)})`,
       values: endParameters(end),
     };
   }
@@ -197,13 +187,23 @@ function endParameters(end: ResponseEnd): unknown[] {
   ];
 }
 
+/**
+ * A response's end, from `queued` or `in_progress` only, its parameters numbered from `first` in `endParameters`'
+ * order: alone (`finishStatement`) or riding in a settlement (`settledEnd`).
+ */
+function endUpdate(first: number): string {
+  const [id, status, served, output, usage, error, incomplete] = Array.from(
+    { length: 7 },
+    (_, offset) => `$${first + offset}`,
+  );
+  return `update model_responses set status = ${status}::text, served_model = coalesce(${served}::text, served_model),
+           output = ${output}::jsonb, usage = ${usage}::jsonb, error = ${error}::jsonb,
+           incomplete_details = ${incomplete}::jsonb, completed_at = now()
+         where id = ${id}::text and status in ('queued', 'in_progress')`;
+}
+
 /** A response's end (prepared: a Response whose call could not write it with its settlement). */
-const finishStatement = {
-  name: 'response-finish',
-  text: `update model_responses set status = $2, served_model = coalesce($3, served_model), output = $4, usage = $5,
-           error = $6, incomplete_details = $7, completed_at = now()
-         where id = $1 and status in ('queued', 'in_progress')`,
-};
+const finishStatement = { name: 'response-finish', text: endUpdate(1) };
 
 function endValues(end: ResponseEnd) {
   if (end.outcome === 'failed') {

@@ -16,6 +16,7 @@ import type TurndownService from 'turndown';
 import { z } from 'zod';
 import { FetchGuardError, guardedFetch, type GuardedResponse } from '../net/url-guard.ts';
 import { defineTool, ToolError } from './tool.ts';
+import { loadOnce } from '../../process/load-once.ts';
 
 const maxOutputChars = 20_000;
 const htmlTypes = ['text/html', 'application/xhtml+xml'];
@@ -40,19 +41,18 @@ interface PageReaders {
  * Imported at the process's first HTML page, not at its start: a process that never fetches a page does not carry
  * them (about 30 MiB; issue 29).
  */
-let pageReaders: Promise<PageReaders> | null = null;
-const loadPageReaders = () =>
-  (pageReaders ??= Promise.all([import('linkedom'), import('@mozilla/readability'), import('turndown')]).then(
-    ([linkedom, readability, turndownModule]) => ({
-      parseHTML: linkedom.parseHTML,
-      Readability: readability.Readability,
-      turndown: new turndownModule.default({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' }),
-    }),
-    (error: unknown) => {
-      pageReaders = null;
-      throw error;
-    },
-  ));
+const loadPageReaders = loadOnce(async (): Promise<PageReaders> => {
+  const [linkedom, readability, turndownModule] = await Promise.all([
+    import('linkedom'),
+    import('@mozilla/readability'),
+    import('turndown'),
+  ]);
+  return {
+    parseHTML: linkedom.parseHTML,
+    Readability: readability.Readability,
+    turndown: new turndownModule.default({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' }),
+  };
+});
 
 export const webFetchTool = defineTool({
   name: 'web_fetch',

@@ -19,6 +19,7 @@
  * read only the caller's tables, in a read-only transaction that is always rolled back, with a statement timeout.
  */
 import type { parseSync } from 'libpg-query';
+import { loadOnce } from '../../process/load-once.ts';
 
 /** Why a statement was refused: `kind` names it (`insert`, `several statements`, `function pg_sleep`). */
 export class SqlRefused extends Error {
@@ -35,16 +36,11 @@ export class SqlRefused extends Error {
  * instantiates its WebAssembly module as soon as it is imported, and that module's memory (128 MiB) would otherwise
  * sit in every process whether or not it ever sees a query (issue 29).
  */
-let sqlParserReady: Promise<typeof parseSync> | null = null;
-const sqlParser = () =>
-  (sqlParserReady ??= (async () => {
-    const parser = await import('libpg-query');
-    await parser.loadModule();
-    return parser.parseSync;
-  })().catch((error: unknown) => {
-    sqlParserReady = null;
-    throw error;
-  }));
+const sqlParser = loadOnce(async (): Promise<typeof parseSync> => {
+  const parser = await import('libpg-query');
+  await parser.loadModule();
+  return parser.parseSync;
+});
 
 /**
  * Functions without side effects a query may call (lower-case; PostgreSQL folds unquoted names). Anything else is

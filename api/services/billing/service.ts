@@ -42,6 +42,7 @@ import type { PlanName, PlansFile } from '../../../common/plans.ts';
 import type { Settings } from '../../../config/settings.ts';
 import { ApiError } from '../../errors.ts';
 import type { Logger } from '../../../process/logger.ts';
+import { loadOnce } from '../../../process/load-once.ts';
 import type { CouponAnswer, PurchasablePlan } from './schema.ts';
 
 export type BillingSettings = Pick<
@@ -104,7 +105,12 @@ export class BillingService {
   private readonly settings: BillingSettings;
   private readonly logger: Logger;
   /** The Stripe client, made (and the SDK imported: about 30 MiB) at the first call that needs it (issue 29). */
-  private stripe: Promise<Stripe> | null = null;
+  private readonly stripe = loadOnce(() =>
+    import('stripe').then(
+      ({ default: StripeSdk }) =>
+        new StripeSdk(this.settings.STRIPE_SECRET_KEY!, stripeConfig(this.settings.STRIPE_API_BASE)),
+    ),
+  );
 
   constructor(options: { orm: MikroORM; plans: PlansFile; settings: BillingSettings; logger: Logger }) {
     this.orm = options.orm;
@@ -387,12 +393,8 @@ export class BillingService {
   }
 
   private client(): Promise<Stripe> {
-    const key = this.settings.STRIPE_SECRET_KEY;
-    if (!key) throw new ApiError('service_unavailable', 'billing is not configured');
-    this.stripe ??= import('stripe').then(
-      ({ default: StripeSdk }) => new StripeSdk(key, stripeConfig(this.settings.STRIPE_API_BASE)),
-    );
-    return this.stripe;
+    if (!this.settings.STRIPE_SECRET_KEY) throw new ApiError('service_unavailable', 'billing is not configured');
+    return this.stripe();
   }
 
   private async account(em: Transaction, userId: string) {

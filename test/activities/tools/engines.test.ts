@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { warmToolEngines } from '../../../activities/tools/index.ts';
+import type { ToolSettings } from '../../../config/tool-settings.ts';
 import { testToolSettings } from '../../helpers/tool-settings.ts';
 import { waitFor } from '../../helpers/wait.ts';
 
@@ -36,54 +37,53 @@ function children(): string[] {
   return found;
 }
 
+/**
+ * Warms the tool engines with this test's sandbox root (and `enginesWarmAtStart`), watching the threads started
+ * meanwhile, then hands `check` what it saw: the threads, this test's runners, and the engines' start-up failures.
+ */
+async function warmWatched(
+  enginesWarmAtStart: ToolSettings['enginesWarmAtStart'],
+  check: (seen: { threads: unknown[]; runners: () => string[]; failures: string[] }) => Promise<void>,
+): Promise<void> {
+  const threads: unknown[] = [];
+  const onThread = (message: unknown) => threads.push(message);
+  subscribe('worker_threads', onThread);
+  const failures: string[] = [];
+  // Only runners of this test's sandbox root count: the same Jest worker may have run other test files.
+  const ours = `--allow-fs-write=${path.join(await realpath(root), '.runners')}/`;
+  try {
+    warmToolEngines(
+      testToolSettings({ sandboxRoot: root, sandboxQuotaBytes: 1024 * 1024, enginesWarmAtStart }),
+      (tool, error) => failures.push(`${tool}: ${String(error)}`),
+    );
+    await check({ threads, runners: () => children().filter((command) => command.includes(ours)), failures });
+  } finally {
+    unsubscribe('worker_threads', onThread);
+  }
+}
+
 describe('tool engines', () => {
   it('are not loaded when the worker starts unless ENGINES_WARM_AT_START names them', async () => {
-    const threads: unknown[] = [];
-    const onThread = (message: unknown) => threads.push(message);
-    subscribe('worker_threads', onThread);
-    const failures: string[] = [];
-    try {
-      warmToolEngines(testToolSettings({ sandboxRoot: root, sandboxQuotaBytes: 1024 * 1024 }), (tool, error) =>
-        failures.push(`${tool}: ${String(error)}`),
-      );
+    await warmWatched(undefined, async ({ threads, runners, failures }) => {
       // A thread or a runner is created synchronously when an engine starts, so a turn of the event loop is enough
       // to know that none did.
       await new Promise((resolve) => setImmediate(resolve));
-      const ours = `--allow-fs-write=${path.join(await realpath(root), '.runners')}/`;
       expect(threads).toEqual([]);
-      expect(children().filter((command) => command.includes(ours))).toEqual([]);
+      expect(runners()).toEqual([]);
       expect(failures).toEqual([]);
-    } finally {
-      unsubscribe('worker_threads', onThread);
-    }
+    });
   });
 
   it('named in ENGINES_WARM_AT_START start when the worker starts, before any call', async () => {
-    const threads: unknown[] = [];
-    const onThread = (message: unknown) => threads.push(message);
-    subscribe('worker_threads', onThread);
-    const failures: string[] = [];
-    try {
-      warmToolEngines(
-        testToolSettings({
-          sandboxRoot: root,
-          sandboxQuotaBytes: 1024 * 1024,
-          enginesWarmAtStart: ['calculator', 'javascript'],
-        }),
-        (tool, error) => failures.push(`${tool}: ${String(error)}`),
-      );
+    await warmWatched(['calculator', 'javascript'], async ({ threads, runners, failures }) => {
       // The calculator's evaluator thread.
       await waitFor('the calculator thread', async () => threads.length >= 1);
       // A JavaScript runner, waiting for a call with a staging directory of its own (Python, not named, starts with
-      // its first call). Only runners of this test's sandbox root count: the same Jest worker may have run other test files.
-      const ours = `--allow-fs-write=${path.join(await realpath(root), '.runners')}/`;
-      const runners = () => children().filter((command) => command.includes(ours));
+      // its first call).
       const [runner] = await waitFor('a waiting runner', async () => runners().length > 0 && runners());
       expect(runner).toContain('/node_modules/quickjs-emscripten');
       expect(runners()).toHaveLength(1);
       expect(failures).toEqual([]);
-    } finally {
-      unsubscribe('worker_threads', onThread);
-    }
+    });
   });
 });
