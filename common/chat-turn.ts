@@ -97,6 +97,11 @@ export interface TurnRouting {
   classifier: { model: string; candidates: Candidate[] } | null;
   /** The agent service's task queue, where the step runs when the turn's worker does not serve the agent service. */
   taskQueue: string;
+  /**
+   * The conversation's previous turn had ended when this one opened (or there was none): the routing step may read the
+   * history and the memories itself, in its transaction, and start the routed agent's first call (RouteMessageInput.turn).
+   */
+  previousEnded?: boolean;
   /** The request as the agent service took it, for preparing the routed agent's part of the turn. */
   request: {
     /** The message has images (the turn's `images`): an agent whose model cannot see answers on the vision model. */
@@ -146,10 +151,20 @@ export interface RouteMessageInput {
   metered: boolean;
   message: string;
   routing: TurnRouting;
+  /**
+   * The turn's own input, given to the step when it runs in the turn's process (the local activity): with
+   * `routing.previousEnded`, the step reads the history and the memories in its transaction, hands them back in the
+   * setup (the turn then has no first step of its own), and starts the routed agent's first model call for the turn's
+   * next local activity to adopt (workflows/turn-call.ts). Absent on the agent service's task queue.
+   */
+  turn?: ChatTurnInput;
 }
 
 /** The routed agent's part of the turn, merged into the turn's input. */
-export type TurnSetup = Pick<ChatTurnInput, 'requestedModel' | 'candidates' | 'tools' | 'historyBudgetTokens'> & {
+export type TurnSetup = Pick<
+  ChatTurnInput,
+  'requestedModel' | 'candidates' | 'tools' | 'historyBudgetTokens' | 'history' | 'openingMemories'
+> & {
   agent: NonNullable<ChatTurnInput['agent']>;
 };
 
@@ -288,6 +303,11 @@ export interface ChatTurnInput {
    * previous turn and reads it.
    */
   history?: ChatMessage[];
+  /**
+   * The memories relevant to the message, when the opening loaded them with the history (`memories` asked, the
+   * previous turn ended): its `memories-loaded` event is journalled at position 1, and the agent's prompt shows them.
+   */
+  openingMemories?: Array<{ id: string; content: string; importance: number }>;
   /**
    * Routed inside the turn: the first step picks the agent (`requestedModel`, `candidates`, `tools`, `agent` and
    * `historyBudgetTokens` are then the routed agent's; until then `requestedModel` is `auto` and the rest empty).

@@ -36,13 +36,8 @@ import {
 import { waitingOutStoreOutages } from './store-outages.ts';
 import type { ChatActivities } from '../activities/chat-activities.ts';
 import type { StoredMessage } from '../activities/conversations/conversation-store.ts';
-import type { ChatCompletionRequest, ChatMessage, Tool, ToolCall, Usage } from '../common/chat.ts';
-import {
-  approvalId as approvalIdOf,
-  loopContinuePrompt,
-  loopMarker,
-  loopSystemInstruction,
-} from '../common/agent-turn.ts';
+import type { ChatMessage, ToolCall, Usage } from '../common/chat.ts';
+import { approvalId as approvalIdOf, loopContinuePrompt, loopMarker } from '../common/agent-turn.ts';
 import type {
   ApprovalDecision,
   ChatTurnEvent,
@@ -62,6 +57,15 @@ import type { Attempt, CompletionFailureDetails } from '../common/completion.ts'
 import { addModelCall, turnDoneEvent } from '../common/turn-totals.ts';
 import { callWithFailover, modelCallFailure, releaseUnusedHold } from './model-call.ts';
 import { releaseCapacity, waitForCapacity } from './capacity.ts';
+import {
+  offeredTools,
+  openingMessages,
+  openingNextSeq,
+  systemPrompt,
+  turnCall,
+  turnTarget,
+  withImages,
+} from './turn-call.ts';
 
 // Beginning waits for the previous turn of the conversation (bounded by that turn's own bounds); the rest are
 // idempotent writes, retried until the database answers.
@@ -194,13 +198,7 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
   // step it stopped (which may end before the update reaches the workflow).
   let stoppedByUser = false;
   const stopped = () => (stoppedByUser ||= stopNow());
-  const target = {
-    turnId: input.turnId,
-    conversationId: input.conversationId,
-    sessionId: input.sessionId,
-    channel: input.channel,
-    turn: input.turn,
-  };
+  const target = turnTarget(input);
   // Messages of this turn not stored yet, and how many are (a loop stores each iteration as it ends).
   let added: StoredMessage[] = [];
   let stored = carry?.storedMessages ?? 0;
@@ -226,6 +224,7 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
         metered: input.metered,
         message: input.message,
         routing: input.routing,
+        ...(input.routing.previousEnded ? { turn: input } : {}),
       });
       routing = { ...routed.routed, ...routed.routing };
       nextAttempt = routed.firstAttempt;
@@ -256,9 +255,10 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
       }));
     } else if (input.history) {
       // Opened with its history (the previous turn had ended): no first step. The API gave the waiting response the
-      // start event, journalled by the opening.
-      messages = [...input.history];
-      if (input.images?.length) attachImages(messages, input.images);
+      // start event (and the memories found), journalled by the opening, and started the first call (turn-call.ts).
+      messages = openingMessages({ ...input, history: input.history });
+      memories = input.openingMemories ?? [];
+      seq = openingNextSeq(input);
     } else {
       const begun = await beginTurn({
         ...target,
@@ -282,15 +282,12 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
       });
       seq = begun.nextSeq;
       unjournaled = begun.unjournaled ?? [];
-      messages = [...begun.messages];
-      if (input.images?.length) attachImages(messages, input.images);
+      messages = input.images?.length ? withImages(begun.messages, input.images) : [...begun.messages];
       memories = begun.memories.map(({ content }) => ({ content }));
+      if (input.agent) messages.unshift({ role: 'system', content: systemPrompt(input, memories) });
     }
-    if (input.agent) messages.unshift({ role: 'system', content: systemPrompt(input, memories) });
-    const offered: Tool[] = Object.values(input.tools).map((tool) => ({
-      type: 'function',
-      function: { name: tool.name, description: tool.description, parameters: tool.parameters },
-    }));
+    if (carry && input.agent) messages.unshift({ role: 'system', content: systemPrompt(input, memories) });
+    const offered = offeredTools(input);
     let credits = carry?.credits ?? 0;
     let costUsd = carry?.costUsd ?? 0;
     let usage: Usage = carry?.usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
@@ -314,17 +311,20 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
         return { content: '', toolCalls: [] };
       }
       calledModel = true;
-      const request: ChatCompletionRequest = {
-        model: input.requestedModel,
-        messages,
-        // Always streamed from the provider, whether or not the client streams: the journal then records every
-        // answer, so a call re-executed after a worker died reuses it (provider-calls.ts) and the tool calls it
-        // asked for keep their ids, which is how a tool that ran is recognised and not run again.
-        stream: true,
-        ...(withTools ? { tools: offered } : {}),
-        ...(input.reasoningEffort === undefined ? {} : { reasoning_effort: input.reasoningEffort }),
-        ...(input.agent?.temperature === undefined ? {} : { temperature: input.agent.temperature }),
-      };
+      const { request, extra } = turnCall(
+        input,
+        {
+          messages,
+          withTools,
+          seq,
+          heldAttempt,
+          unjournaled,
+          added,
+          firstSeq: stored + 1,
+          totals: { model, usage, credits, costUsd },
+        },
+        offered,
+      );
       const served = await callWithFailover(
         {
           requestId: input.turnId,
@@ -339,27 +339,7 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
           attempts,
           workflowId: input.turnId,
           firstAttempt: nextAttempt,
-          extra: {
-            seqBase: seq,
-            collectMessage: true,
-            workflowId: input.turnId,
-            ...(heldAttempt !== 1 ? { heldAttempt } : {}),
-            ...(unjournaled.length ? { journalFirst: unjournaled } : {}),
-            ...(input.loop
-              ? {}
-              : {
-                  stoppable: true,
-                  // When the answer ends the turn, the call closes it in its own transaction (turn-closer.ts).
-                  closeTurn: {
-                    target,
-                    sessionKey: input.sessionKey,
-                    messages: added,
-                    firstSeq: stored + 1,
-                    ...(input.agent ? { agentId: input.agent.id } : {}),
-                    totals: { model, usage, credits, costUsd },
-                  },
-                }),
-          },
+          extra,
         },
       );
       if (served.stopped) stoppedByUser = true;
@@ -664,31 +644,10 @@ async function routeStep(request: RouteMessageInput): Promise<RouteMessageResult
       startToCloseTimeout: '5 minutes',
       retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
     });
-    return remote(request);
+    // There the step neither reads the history nor starts the agent's call: the turn's process does both.
+    const { turn: _turn, ...elsewhere } = request;
+    return remote(elsewhere);
   }
-}
-
-/** The agent's system prompt: its own, the loop's rule, and what it remembers about the user. */
-function systemPrompt(input: ChatTurnInput, memories: Array<{ content: string }>): string {
-  const parts = [input.agent!.systemPrompt];
-  if (input.loop) parts.push(loopSystemInstruction);
-  if (memories.length) {
-    parts.push(
-      `What you remember about the user (most relevant first):\n${memories.map((memory) => `- ${memory.content}`).join('\n')}`,
-    );
-  }
-  return parts.join('\n\n');
-}
-
-/** Puts the message's images beside its text, in the last (current) user message. */
-function attachImages(messages: ChatMessage[], images: string[]): void {
-  const last = messages.at(-1);
-  if (!last || last.role !== 'user') return;
-  const text = typeof last.content === 'string' ? last.content : '';
-  (last as { content: unknown }).content = [
-    { type: 'text', text },
-    ...images.map((url) => ({ type: 'image_url', image_url: { url } })),
-  ];
 }
 
 /**

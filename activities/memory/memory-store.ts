@@ -18,7 +18,7 @@
  *   `ts_rank × (1 + importance)`.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { run, type Pool } from '../../db/pool.ts';
+import { run, type Pool, type Queryable } from '../../db/pool.ts';
 
 export type MemorySource = 'user' | 'agent';
 
@@ -189,12 +189,20 @@ export class MemoryStore {
     return rows.map((row) => ({ ...view(row), rank: 0 }));
   }
 
-  /** The memories most relevant to a chat message (any of its words, rank weighted by importance). */
-  async relevant(userId: string, message: string, limit = 5): Promise<SearchedMemory[]> {
+  /**
+   * The memories most relevant to a chat message (any of its words, rank weighted by importance); on `executor`, a
+   * transaction's client, when given (a turn's opening).
+   */
+  async relevant(
+    userId: string,
+    message: string,
+    limit = 5,
+    executor: Queryable = this.pool,
+  ): Promise<SearchedMemory[]> {
     const words = anyWordQuery(message);
     if (words === '') return [];
     // A message of stop words alone makes an empty query, which matches nothing (PostgreSQL notes it and goes on).
-    const rows = await run<MemoryRow>(this.pool, statements.relevant, [userId, words, limit]);
+    const rows = await run<MemoryRow>(executor, statements.relevant, [userId, words, limit]);
     return rows.map((row) => ({ ...view(row), rank: row.rank! }));
   }
 

@@ -278,6 +278,8 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
     toolSettings: dependencies.toolSettings,
     defaultModel: settings.AGENT_DEFAULT_MODEL,
     maxToolRounds: dependencies.chat.maxToolRounds,
+    calls: dependencies.calls,
+    memories: dependencies.memories,
   });
   const agentChat = new AgentChat({
     client: dependencies.client,
@@ -290,6 +292,8 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
     hub: dependencies.hub,
     stops: dependencies.stops,
     conversations: dependencies.conversations,
+    memories: dependencies.memories,
+    calls: dependencies.calls,
     agentsTaskQueue: agentsTaskQueue(dependencies.taskQueue),
     agents: {
       list: async (principal) =>

@@ -138,6 +138,7 @@ export function createApp(dependencies: AppDependencies): Koa {
     toolSettings: dependencies.toolSettings,
     defaultModel: dependencies.chat.defaultModel,
     maxToolRounds: dependencies.chat.maxToolRounds,
+    calls: dependencies.calls,
   });
   const linking = new Linking({
     conversations: dependencies.conversations,

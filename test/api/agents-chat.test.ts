@@ -159,6 +159,11 @@ describe('routed chat', () => {
       'The quarterly budget review happens in March',
     );
     expect(events.find((event) => event.tool === 'calculator' && event.status === 'done')).toMatchObject({ ok: true });
+    // The memories found are in what the agent read: its system prompt, sent with every call of the turn.
+    const prompt = ((await platform.simulator.requests()).last?.body as { messages?: Json[] } | undefined)
+      ?.messages?.[0];
+    expect(prompt).toMatchObject({ role: 'system' });
+    expect(prompt!.content).toContain('The quarterly budget review happens in March');
     const cost = events.at(-1)!;
     expect(cost.input_tokens).toBeGreaterThan(0);
     expect(cost.output_tokens).toBeGreaterThan(0);

@@ -82,10 +82,14 @@ const describeAll = (written: WriteTransaction[]) => written.map((transaction) =
 describe('write transactions per turn without tools', () => {
   it('session chat: 2 per turn (at most 4), a new session or a reused one, streamed or not', async () => {
     const sessionId = `api:${randomUUID()}`;
+    await platform.simulator.resetRequests();
     const first = await measure(() => sessionTurn(sessionId));
     const reused = await measure(() => sessionTurn(sessionId));
     const streamed = await measure(() => sessionTurn(sessionId, true));
     const fresh = await measure(() => sessionTurn(`api:${randomUUID()}`, true));
+    // One upstream call per turn: each turn's first call, started by the API beside the turn's start, was adopted by
+    // the workflow's model call rather than made again (workflows/turn-call.ts).
+    expect((await platform.simulator.requests()).total).toBe(4);
     console.log(
       'session chat write transactions',
       JSON.stringify({
@@ -138,15 +142,23 @@ describe('write transactions per turn without tools', () => {
     );
     expect(rows).toEqual([]);
     // Two upstream calls: the classifier's (started beside the turn's start and adopted by its routing step, not made
-    // twice) and the routed agent's answer.
-    expect((await platform.simulator.requests()).total).toBe(2);
+    // twice) and the routed agent's answer (started by the routing step, which read the history and the memories in
+    // its transaction, and adopted by the turn's model call).
+    const requests = await platform.simulator.requests();
+    expect(requests.total).toBe(2);
+    // The agent's call read the history: the earlier turn of the session is in it.
+    expect(JSON.stringify(requests.last)).toContain('Please debug my python function');
   });
 
   it('agent service: 2 per turn with a named agent (at most 4)', async () => {
     const sessionId = `web:${randomUUID()}`;
     const body = { message: 'Hello there', session_id: sessionId, agent_id: 'writer' };
     await measure(() => agentTurn('/api/v1/chat', body));
+    await platform.simulator.resetRequests();
     const named = await measure(() => agentTurn('/api/v1/chat', body));
+    // One upstream call: the API started it beside the turn's start, with the history and memories it read in the
+    // turn's opening, and the turn's model call adopted it.
+    expect((await platform.simulator.requests()).total).toBe(1);
     console.log('agent turn write transactions', JSON.stringify({ named: describeAll(named) }));
     expect(describeAll(named).length).toBeLessThanOrEqual(2);
   });

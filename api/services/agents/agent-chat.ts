@@ -38,7 +38,11 @@ import type { Router } from '../../../activities/routing/router.ts';
 import type { StreamHub } from '../../../activities/streaming/stream-hub.ts';
 import type { TurnStops } from '../../../activities/streaming/turn-stops.ts';
 import type { StreamJournal } from '../../../activities/streaming/stream-journal.ts';
-import { transaction, type Pool } from '../../../db/pool.ts';
+import { transaction, type Pool, type Queryable } from '../../../db/pool.ts';
+import { modelHistory } from '../../../activities/conversations/history.ts';
+import type { MemoryStore } from '../../../activities/memory/memory-store.ts';
+import type { ProviderCalls } from '../../../activities/provider-calls.ts';
+import { openingCall } from '../../../workflows/turn-call.ts';
 import type { ErrorType } from '../../../common/errors.ts';
 import { errorStatus } from '../../../common/errors.ts';
 import { cancelTurnUpdate, decideApprovalUpdate } from '../../../workflows/chat-turn.workflow.ts';
@@ -135,6 +139,10 @@ export class AgentChat {
     /** Stop, told to the step a turn is in, wherever it runs (activities/streaming/turn-stops.ts). */
     stops: TurnStops;
     conversations: ConversationStore;
+    /** The memories a turn loads, read by the routing step with the history (RouteMessageInput.turn). */
+    memories?: Pick<MemoryStore, 'relevant'>;
+    /** Where the routing step starts the routed agent's first call. */
+    calls: ProviderCalls;
     /** The agent service's task queue: the routing step runs there when the turn's worker cannot (see `route`). */
     agentsTaskQueue: string;
     /** Whether the user's Google login is connected and granted the workspace's scope (absent: never). */
@@ -377,11 +385,20 @@ export class AgentChat {
         refusal = { errorType: error.type, message: error.message };
       } else throw error;
     }
+    // The turn's process runs this step and the conversation's previous turn has ended: the step reads what the turn's
+    // first step would (the history, the memories), and starts the agent's first call once its hold is committed.
+    const opening = prepared && input.turn && routing.previousEnded ? input.turn : null;
     if (known) {
-      // The transaction below committed in the step's earlier run: nothing to write again.
-      return prepared
-        ? { routed, routing: record, firstAttempt, setup: prepared.setup }
-        : { routed, routing: record, firstAttempt, refusal: refusal! };
+      // The transaction below committed in the step's earlier run: nothing to write again (the memories it found are
+      // in the journal).
+      if (!prepared) return { routed, routing: record, firstAttempt, refusal: refusal! };
+      if (opening) {
+        const found = (await journal.at(input.turnId, 1))?.event as ChatTurnEvent | undefined;
+        const memories = found?.type === 'memories-loaded' ? found.memories : undefined;
+        prepared.setup = { ...prepared.setup, ...(await this.openingOf(opening, prepared.setup, pool, memories)) };
+        this.speculate(opening, prepared.setup, firstAttempt);
+      }
+      return { routed, routing: record, firstAttempt, setup: prepared.setup };
     }
     const start = prepared
       ? turnStartEvent({
@@ -392,6 +409,7 @@ export class AgentChat {
           routing: record,
         })
       : null;
+    let events: SequencedStreamEvent[] = [];
     await transaction(pool, async (client) => {
       if (routing.classifier && input.metered) {
         if (settle) await ledger.settle(settle(), client);
@@ -412,13 +430,56 @@ export class AgentChat {
       }
       if (prepared && start) {
         await conversations.setTurnAgent(input.turnId, routed.id, client);
-        await journal.write(client, input.turnId, [{ seq: 0, event: start }]);
+        if (opening) prepared.setup = { ...prepared.setup, ...(await this.openingOf(opening, prepared.setup, client)) };
+        events = [{ seq: 0, event: start }];
+        const memories = prepared.setup.openingMemories;
+        if (memories) events.push({ seq: 1, event: { type: 'memories-loaded', memories } satisfies ChatTurnEvent });
+        await journal.write(client, input.turnId, events);
       }
     });
-    if (prepared && start) hub.publish(input.turnId, { seq: 0, event: start });
+    if (prepared && start) {
+      for (const event of events) hub.publish(input.turnId, event);
+      if (opening) this.speculate(opening, prepared.setup, firstAttempt);
+    }
     return prepared
       ? { routed, routing: record, firstAttempt, setup: prepared.setup }
       : { routed, routing: record, firstAttempt, refusal: refusal! };
+  }
+
+  /**
+   * What a turn's first step would read, read by its routing step (on `executor`, its transaction's client): the
+   * history trimmed to the routed agent's budget, and the memories relevant to the message when the turn loads them
+   * (`found`: those an earlier run of the step journalled).
+   */
+  private async openingOf(
+    turn: ChatTurnInput,
+    setup: TurnSetup,
+    executor: Queryable,
+    found?: NonNullable<ChatTurnInput['openingMemories']>,
+  ): Promise<Pick<TurnSetup, 'history' | 'openingMemories'>> {
+    const { conversations, memories } = this.dependencies;
+    const stored = turn.turn === 1 ? [] : await conversations.history(turn.conversationId, turn.turn, executor);
+    const history = modelHistory(stored, turn.message, setup.historyBudgetTokens);
+    const asked = turn.memories;
+    if (!asked || !memories) return { history };
+    const openingMemories =
+      found ??
+      (await memories.relevant(asked.userId, turn.message, asked.limit, executor)).map(
+        ({ id, content, importance }) => ({ id, content, importance }),
+      );
+    return { history, openingMemories };
+  }
+
+  /**
+   * Starts the routed agent's first model call, as the turn will make it once routed (the workflow merges the setup
+   * into its input the same way), for the turn's next local activity to adopt instead of calling again.
+   */
+  private speculate(turn: ChatTurnInput, setup: TurnSetup, firstAttempt: number): void {
+    const { routing: _routing, ...rest } = turn;
+    const routedTurn: ChatTurnInput = { ...rest, ...setup };
+    if (!routedTurn.history) return;
+    const call = openingCall({ ...routedTurn, history: routedTurn.history }, firstAttempt);
+    if (call) void this.dependencies.calls.startSpeculative(call).catch(() => undefined);
   }
 
   /** The routed agent's part of a turn routed inside it, and its first call's hold. Refusals are ApiErrors. */

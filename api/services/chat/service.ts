@@ -36,6 +36,9 @@ import { deleteSandbox } from '../../../activities/tools/sandbox.ts';
 import type { ToolSettings } from '../../../config/tool-settings.ts';
 import type { LoadedCatalogue } from '../../../config/load-catalogue.ts';
 import type { chatTurn } from '../../../workflows/chat-turn.workflow.ts';
+import { openingCall } from '../../../workflows/turn-call.ts';
+import type { ProviderCalls } from '../../../activities/provider-calls.ts';
+import type { MemoryStore } from '../../../activities/memory/memory-store.ts';
 import { ApiError, visionRefusal } from '../../errors.ts';
 import type { StageMarks } from '../../server-timing.ts';
 import type { Principal } from '../apikeys/service.ts';
@@ -53,6 +56,10 @@ export interface ChatServiceDependencies {
   /** The model a message without one is answered by (a free-plan model: guests use it too). */
   defaultModel: string;
   maxToolRounds: number;
+  /** Where a turn opened with its history starts its first model call, alongside the workflow's start. */
+  calls: ProviderCalls;
+  /** The memories an agent's turn loads, read in its opening when the history is (the agent service's). */
+  memories?: Pick<MemoryStore, 'relevant'>;
 }
 
 /**
@@ -159,17 +166,15 @@ export class ChatService {
     input: ChatTurnInput,
     described: { memo: Record<string, unknown>; summary: string; kind?: string },
   ): Promise<StartedTurn> {
-    const { client, taskQueue, hub } = this.dependencies;
+    const { client, taskQueue, hub, calls } = this.dependencies;
     const subscription = hub.subscribe(input.turnId);
-    // A turn opened with its history has no first step to hand the waiting response its start event (journalled).
+    // A turn opened with its history has no first step to hand the waiting response its first events (journalled),
+    // and its first model call is known: it starts now rather than after the start round trip, and the workflow's
+    // first local activity adopts it (workflows/turn-call.ts builds it for both), as a completion's attempt 1 is.
+    const opening = input.history ? openingCall({ ...input, history: input.history }) : null;
     if (input.history) {
-      const start = turnStartEvent({
-        turnId: input.turnId,
-        sessionKey: input.sessionKey,
-        model: input.requestedModel,
-        agent: input.agent,
-      });
-      hub.publish(input.turnId, { seq: 0, event: start });
+      for (const event of openingEvents(input)) hub.publish(input.turnId, event);
+      if (opening) void calls.startSpeculative(opening).catch(() => undefined);
     }
     try {
       const handle = await client.workflow.start<typeof chatTurn>('chatTurn', {
@@ -187,9 +192,14 @@ export class ChatService {
         staticSummary: described.summary,
       });
       const local = handle.eagerlyStarted;
-      if (!local) subscription.close();
+      if (!local) {
+        // The turn runs in another process, which makes its first call itself.
+        subscription.close();
+        if (opening) calls.discard(input.turnId, 1);
+      }
       return { turnId: input.turnId, sessionKey: input.sessionKey, local, subscription: local ? subscription : null };
     } catch (error) {
+      if (opening) calls.discard(input.turnId, 1);
       subscription.close();
       await this.abandon(input);
       throw error;
@@ -220,7 +230,7 @@ export class ChatService {
     admit?: Admit,
     timing?: StageMarks,
   ): Promise<ChatTurnInput> {
-    const { conversations, ledger, journal } = this.dependencies;
+    const { conversations, ledger, journal, memories } = this.dependencies;
     const plan = await this.planTurn(chatter, body, agentTurn);
     timing?.mark('plan');
     const { result: input } = await conversations.openTurn(
@@ -243,17 +253,21 @@ export class ChatService {
             );
             if (!held.ok) throw shortOfCredits(hold, held.available);
           }
-          // The previous turn has ended (or there is none): its messages are stored, so the history is read here, in
-          // the opening's transaction, and the turn's workflow starts with its model call (one local activity fewer
-          // per turn). Otherwise, or when memories are loaded with it, the turn's first step reads it, after waiting.
-          const history =
-            opened.previousEnded && !agentTurn?.memories
-              ? modelHistory(
-                  opened.turn === 1 ? [] : await conversations.history(opened.conversationId, opened.turn, client),
-                  body.message,
-                  plan.historyBudgetTokens,
-                )
-              : undefined;
+          // The previous turn has ended (or there is none): its messages (and any memory it saved) are stored, so the
+          // history and the memories relevant to the message are read here, in the opening's transaction, and the
+          // turn's workflow starts with its model call, which the API starts alongside the workflow's start (`launch`).
+          // Otherwise the turn's first step reads them, after waiting for the previous turn.
+          const asked = agentTurn?.memories;
+          const opening = opened.previousEnded && (!asked || memories !== undefined);
+          const history = opening
+            ? modelHistory(
+                opened.turn === 1 ? [] : await conversations.history(opened.conversationId, opened.turn, client),
+                body.message,
+                plan.historyBudgetTokens,
+              )
+            : undefined;
+          const found =
+            opening && asked ? await memories!.relevant(asked.userId, body.message, asked.limit, client) : undefined;
           const prepared: ChatTurnInput = {
             ...this.inputOf(chatter, body, stream, opened, plan, agentTurn),
             requestedModel: plan.requestedModel,
@@ -262,14 +276,11 @@ export class ChatService {
             historyBudgetTokens: plan.historyBudgetTokens,
             ...(agentTurn ? { agent: agentTurn.agent } : {}),
             ...(history ? { history } : {}),
+            ...(found
+              ? { openingMemories: found.map(({ id, content, importance }) => ({ id, content, importance })) }
+              : {}),
           };
-          const start = turnStartEvent({
-            turnId: prepared.turnId,
-            sessionKey: prepared.sessionKey,
-            model: prepared.requestedModel,
-            agent: prepared.agent,
-          });
-          await journal.write(client, prepared.turnId, [{ seq: 0, event: start }]);
+          await journal.write(client, prepared.turnId, openingEvents(prepared));
           return prepared;
         },
       },
@@ -329,7 +340,7 @@ export class ChatService {
             candidates: [],
             tools: {},
             historyBudgetTokens: 0,
-            routing: { ...routing, classifier },
+            routing: { ...routing, classifier, ...(opened.previousEnded ? { previousEnded: true } : {}) },
           };
           return prepared;
         },
@@ -573,4 +584,25 @@ function toToolSpec(tool: OfferedTool) {
     type: 'function' as const,
     function: { name: tool.name, description: tool.description, parameters: tool.parameters },
   };
+}
+
+/**
+ * The events a turn's opening journals: `turn-start`, and `memories-loaded` when it loaded the memories (what the
+ * turn's first step journals otherwise).
+ */
+function openingEvents(input: ChatTurnInput): SequencedStreamEvent[] {
+  const start = turnStartEvent({
+    turnId: input.turnId,
+    sessionKey: input.sessionKey,
+    model: input.requestedModel,
+    agent: input.agent,
+  });
+  const events: SequencedStreamEvent[] = [{ seq: 0, event: start }];
+  if (input.openingMemories) {
+    events.push({
+      seq: 1,
+      event: { type: 'memories-loaded', memories: input.openingMemories } satisfies ChatTurnEvent,
+    });
+  }
+  return events;
 }
