@@ -12,9 +12,13 @@
  * Events reach the agent service's `POST /slack/events` (api/agents/routes/webhooks/slack.ts), signed with the app's
  * signing secret.
  */
-import { ErrorCode, LogLevel, WebClient, type WebAPICallError } from '@slack/web-api';
+import type { WebAPICallError, WebClient } from '@slack/web-api';
 import { MessengerRejection, type MessengerClient } from './messenger.ts';
 import type { MessengerSettings } from '../../common/messengers.ts';
+import { loadOnce } from '../../process/load-once.ts';
+
+/** Slack's SDK, imported at a process's first Slack call (a process that never talks to Slack does not carry it). */
+const slackSdk = loadOnce(() => import('@slack/web-api'));
 
 /** Slack truncates a message's text past 40,000 characters and advises far less; parts of 4,000 read well. */
 const maxMessageChars = 4000;
@@ -22,18 +26,21 @@ const requestTimeoutMs = 15_000;
 
 export class SlackClient implements MessengerClient {
   readonly maxMessageChars = maxMessageChars;
-  private readonly client: WebClient;
+  private readonly client: () => Promise<WebClient>;
   private identity: Promise<{ userId: string; teamId: string }> | null = null;
 
   constructor(settings: NonNullable<MessengerSettings['slack']>) {
-    this.client = new WebClient(settings.botToken, {
-      slackApiUrl: settings.apiBaseUrl,
-      retryConfig: { retries: 0 },
-      rejectRateLimitedCalls: true,
-      timeout: requestTimeoutMs,
-      logLevel: LogLevel.ERROR,
-      // Method names never override the base URL (the simulator's, or Slack's).
-      allowAbsoluteUrls: false,
+    this.client = loadOnce(async () => {
+      const { LogLevel, WebClient } = await slackSdk();
+      return new WebClient(settings.botToken, {
+        slackApiUrl: settings.apiBaseUrl,
+        retryConfig: { retries: 0 },
+        rejectRateLimitedCalls: true,
+        timeout: requestTimeoutMs,
+        logLevel: LogLevel.ERROR,
+        // Method names never override the base URL (the simulator's, or Slack's).
+        allowAbsoluteUrls: false,
+      });
     });
   }
 
@@ -45,15 +52,16 @@ export class SlackClient implements MessengerClient {
     sent: (delivered: number) => Promise<void>,
     thread?: string,
   ): Promise<void> {
+    const client = await this.client();
     for (let index = firstPart; index < parts.length; index++) {
       try {
-        await this.client.chat.postMessage({
+        await client.chat.postMessage({
           channel: to,
           text: parts[index]!,
           ...(thread ? { thread_ts: thread } : {}),
         });
       } catch (error) {
-        throw classify(error);
+        throw await classify(error);
       }
       await sent(index + 1);
     }
@@ -66,21 +74,21 @@ export class SlackClient implements MessengerClient {
 
   /** The bot's own user id and workspace (`auth.test`), asked once per process. */
   async botIdentity(): Promise<{ userId: string; teamId: string }> {
-    this.identity ??= this.client.auth.test().then((answer) => ({
-      userId: answer.user_id ?? '',
-      teamId: answer.team_id ?? '',
-    }));
+    this.identity ??= this.client()
+      .then((client) => client.auth.test())
+      .then((answer) => ({ userId: answer.user_id ?? '', teamId: answer.team_id ?? '' }));
     try {
       return await this.identity;
     } catch (error) {
       this.identity = null;
-      throw classify(error);
+      throw await classify(error);
     }
   }
 }
 
 /** Slack's refusals for good (`channel_not_found`, `not_in_channel`, `invalid_auth`…) are rejections; the rest retry. */
-function classify(error: unknown): Error {
+async function classify(error: unknown): Promise<Error> {
+  const { ErrorCode } = await slackSdk();
   const failure = error as Partial<WebAPICallError>;
   if (failure.code === ErrorCode.PlatformError) {
     const code = (failure as { data: { error: string } }).data.error;
