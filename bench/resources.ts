@@ -36,7 +36,7 @@ async function readProc(path: string): Promise<string | undefined> {
   }
 }
 
-async function cpuSecondsOf(path: string): Promise<number | undefined> {
+export async function cpuSecondsOf(path: string): Promise<number | undefined> {
   const stat = await readProc(`${path}/stat`);
   if (stat === undefined) return undefined;
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

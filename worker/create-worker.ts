@@ -163,7 +163,7 @@ const quietBundlerLogger = {
  *
  * Sandbox, isolation, determinism checks and replay are the SDK's own either way.
  */
-class SandboxedWorker extends Worker {
+export class SandboxedWorker extends Worker {
   static stackTraces = false;
 
   protected static override async createWorkflowCreator(
