@@ -172,24 +172,35 @@ const statements = {
     name: 'chat-find-session',
     text: 'select id, conversation_id, key, channel from chat_sessions where owner = $1 and key = $2',
   },
-  createConversation: {
-    name: 'chat-create-conversation',
-    text: `insert into chat_conversations (id, owner, turns, created_at, updated_at) values ($1, $2, 0, now(), now())`,
-  },
+  /** A new session with its conversation, in one statement; no row back when a concurrent one took the key. */
   createSession: {
     name: 'chat-create-session',
-    text: `insert into chat_sessions (id, owner, key, channel, conversation_id, created_at, updated_at)
+    text: `with conversation as (
+             insert into chat_conversations (id, owner, turns, created_at, updated_at) values ($5, $2, 0, now(), now())
+           )
+           insert into chat_sessions (id, owner, key, channel, conversation_id, created_at, updated_at)
            values ($1, $2, $3, $4, $5, now(), now())
            on conflict (owner, key) do nothing returning id`,
   },
-  acceptTurn: {
-    name: 'chat-accept-turn',
+  /**
+   * Numbers the conversation's next turn and records it as running (turns are answered in this order), naming the
+   * agent that answers (the agent service's turns), and stores the turn's user message at position 0 (and touches the
+   * session), in one statement.
+   */
+  acceptTurnWithMessage: {
+    name: 'chat-accept-turn-with-message',
     text: `with conversation as (
              update chat_conversations set turns = turns + 1, updated_at = now() where id = $1 returning turns
            ), turn as (
-             insert into chat_turns (id, conversation_id, number, status, created_at, routing_workflow_id, agent_id)
-             select 'chat-' || $1 || '-' || turns, $1, turns, 'running', now(), $2, $3 from conversation
+             insert into chat_turns (id, conversation_id, number, status, created_at, agent_id)
+             select 'chat-' || $1 || '-' || turns, $1, turns, 'running', now(), $2 from conversation
              returning number
+           ), message as (
+             insert into chat_messages (conversation_id, session_id, turn, seq, role, content, channel, created_at)
+             select $1, $3, number, 0, 'user', $4, $5, now() from turn
+             on conflict (conversation_id, turn, seq) do nothing
+           ), session as (
+             update chat_sessions set updated_at = now() where id = $3
            )
            select number, (select status from chat_turns where id = 'chat-' || $1 || '-' || (turn.number - 1))
                           as previous_status
@@ -313,7 +324,6 @@ export class ConversationStore {
     if (found) return found;
     const conversationId = newId('conv');
     const sessionId = newId('ses');
-    await run(on, statements.createConversation, [conversationId, owner]);
     const created = await run(on, statements.createSession, [sessionId, owner, key, channel, conversationId]);
     if (created.length === 0) {
       // A concurrent first message created it: use that one (the conversation made here stays empty).
@@ -350,14 +360,14 @@ export class ConversationStore {
     return retryingDeadlocks(this.pool, async (client) => {
       await steps.before?.(client);
       const session = opening.session ?? (await this.openSession(opening.owner, opening.key, opening.channel, client));
-      const accepted = await this.acceptTurn(session.conversationId, null, opening.agentId, client);
-      const opened: OpenedTurn = { ...session, ...accepted };
-      await this.appendMessages(
-        { ...session, turn: accepted.turn },
-        [{ role: 'user', content: opening.message }],
-        0,
+      // The turn numbered and its message stored in one statement (one round trip fewer per message).
+      const [row] = await run<{ number: number; previous_status: string | null }>(
         client,
+        statements.acceptTurnWithMessage,
+        [session.conversationId, opening.agentId, session.sessionId, storableText(opening.message), session.channel],
       );
+      if (!row) throw new Error(`no conversation ${session.conversationId}`);
+      const opened: OpenedTurn = { ...session, ...acceptedTurn(session.conversationId, row) };
       return { opened, result: await steps.after(client, opened) };
     });
   }
@@ -380,31 +390,6 @@ export class ConversationStore {
     const ended = await this.finishTurn(target.turnId, close.status, client);
     await close.journal(client);
     return ended;
-  }
-
-  /**
-   * Numbers the conversation's next turn and records it as running: turns are answered in this order. An agent
-   * service turn names the agent that answers (turns of earlier releases also the completion workflow that routed
-   * them; a turn now routes its message itself, under its own id in the ledger).
-   */
-  async acceptTurn(
-    conversationId: string,
-    routingWorkflowId: string | null = null,
-    agentId: string | null = null,
-    on: Queryable = this.pool,
-  ): Promise<AcceptedTurn> {
-    const [row] = await run<{ number: number; previous_status: string | null }>(on, statements.acceptTurn, [
-      conversationId,
-      routingWorkflowId,
-      agentId,
-    ]);
-    if (!row) throw new Error(`no conversation ${conversationId}`);
-    return {
-      turnId: chatTurnWorkflowId(conversationId, row.number),
-      turn: row.number,
-      previousTurnId: row.number > 1 ? chatTurnWorkflowId(conversationId, row.number - 1) : null,
-      previousEnded: row.number === 1 || (row.previous_status !== null && row.previous_status !== 'running'),
-    };
   }
 
   /**
@@ -686,7 +671,7 @@ export class ConversationStore {
         await client.query('rollback');
         return null;
       }
-      // Locks the conversation so no turn is accepted meanwhile (acceptTurn updates this row).
+      // Locks the conversation so no turn is accepted meanwhile (a turn's acceptance updates this row).
       await client.query('select 1 from chat_conversations where id = $1 for update', [deleted.conversation_id]);
       const running = await client.query(
         `select 1 from chat_turns where conversation_id = $1 and status = 'running' limit 1`,
@@ -897,4 +882,14 @@ export class ConversationStore {
       client.release();
     }
   }
+}
+
+/** The turn a conversation's row numbered (`acceptTurnWithMessage`), and whether the one before it has ended. */
+function acceptedTurn(conversationId: string, row: { number: number; previous_status: string | null }): AcceptedTurn {
+  return {
+    turnId: chatTurnWorkflowId(conversationId, row.number),
+    turn: row.number,
+    previousTurnId: row.number > 1 ? chatTurnWorkflowId(conversationId, row.number - 1) : null,
+    previousEnded: row.number === 1 || (row.previous_status !== null && row.previous_status !== 'running'),
+  };
 }

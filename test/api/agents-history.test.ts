@@ -42,10 +42,13 @@ async function get(path: string, key: string | null) {
 /** A session of `userId` holding the given turns (a user message, then what answered it), each turn finished. */
 async function seed(userId: string, key: string, turns: StoredMessage[][], channel = 'api') {
   const session = await store.openSession(`user:${userId}`, key, channel);
-  for (const messages of turns) {
-    const turn = await store.acceptTurn(session.conversationId);
-    await store.appendMessages({ ...session, turn: turn.turn, channel }, messages, 0);
-    await store.finishTurn(turn.turnId, 'done');
+  for (const [first, ...answer] of turns) {
+    const { opened } = await store.openTurn(
+      { owner: `user:${userId}`, key, channel, session, agentId: null, message: first!.content! },
+      { after: async () => undefined },
+    );
+    await store.appendMessages({ ...session, turn: opened.turn, channel }, answer, 1);
+    await store.finishTurn(opened.turnId, 'done');
   }
   return session;
 }
