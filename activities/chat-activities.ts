@@ -9,8 +9,10 @@ import type { ChatMessage } from '../common/chat.ts';
 import { isDeterministicDatabaseError } from '../db/errors.ts';
 import { storeOutagesAsFailures } from './failures.ts';
 import {
+  openingEvents,
   turnStartEvent,
   type ChatTurnEvent,
+  type LoadedMemory,
   type RouteMessageInput,
   type RouteMessageResult,
   type RoutedAgent,
@@ -18,7 +20,7 @@ import {
 import type { SequencedStreamEvent } from '../common/completion.ts';
 import type { ConversationStore, StoredMessage, TurnTarget } from './conversations/conversation-store.ts';
 import { countPromptTokens } from './credits/tokens.ts';
-import { trimHistory, modelHistory } from './conversations/history.ts';
+import { readTurnContext, trimHistory, type TurnContextStores } from './conversations/history.ts';
 import { agentToolCalls } from './agent-metrics.ts';
 import { turnClosed } from './conversations/turn-closer.ts';
 import type { TurnStops } from './streaming/turn-stops.ts';
@@ -37,7 +39,7 @@ export interface ChatActivityDependencies {
   /** Whether a workflow still runs (a predecessor turn whose row says running may have been terminated). */
   isRunning(workflowId: string): Promise<boolean>;
   /** The agent service's memories: those relevant to a message are loaded into the agent's context. */
-  memories?: { relevant(userId: string, text: string, limit: number): Promise<LoadedMemory[]> };
+  memories?: TurnContextStores['memories'];
   /** What tools with outside effects use (memories, mail). */
   toolServices?: ToolServices;
   /** The agent service's routing step, set by the agent service in the processes that serve it (api/agents/app.ts). */
@@ -57,12 +59,6 @@ export interface AgentRoutingSlot {
 
 /** The failure type of a routing step asked of a process that does not serve the agent service. */
 export const routeElsewhere = 'RouteElsewhere';
-
-export interface LoadedMemory {
-  id: string;
-  content: string;
-  importance: number;
-}
 
 /** Checked this often while the previous turn runs; its workflow is asked about after `stuckAfterMs`. */
 const predecessorPollMs = 100;
@@ -111,20 +107,13 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
     }> {
       if (input.previousTurnId) await waitForTurn(input.previousTurnId);
       if (!input.opened) await conversations.appendMessages(input, [{ role: 'user', content: input.message }], 0);
-      const start = turnStartEvent({ ...input, agent: input.agent });
-      const events: SequencedStreamEvent[] = [{ seq: 0, event: start }];
-      let memories: LoadedMemory[] = [];
-      if (input.memories && dependencies.memories) {
-        const found = await dependencies.memories.relevant(input.memories.userId, input.message, input.memories.limit);
-        memories = found.map(({ id, content, importance }) => ({ id, content, importance }));
-        events.push({ seq: 1, event: { type: 'memories-loaded', memories } satisfies ChatTurnEvent });
-      }
+      const context = await readTurnContext(dependencies, input, input.historyBudgetTokens);
+      const events = openingEvents(turnStartEvent({ ...input, agent: input.agent }), context.memories);
       if (input.opened) for (const event of events) hub.publish(input.turnId, event);
       else await publish(input.turnId, events);
-      const history = await conversations.history(input.conversationId, input.turn);
       return {
-        messages: modelHistory(history, input.message, input.historyBudgetTokens),
-        memories,
+        messages: context.history,
+        memories: context.memories ?? [],
         nextSeq: events.length,
         ...(input.opened ? { unjournaled: events.slice(1) } : {}),
       };

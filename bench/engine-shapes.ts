@@ -18,12 +18,12 @@
  * of the dev server, read from /proc, and the report in bench/engine-results.md with the CPU model.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection } from '@temporalio/worker';
 import { ensureTemporalServer } from '../scripts/lib/temporal-server.ts';
-import { installTemporalRuntime, SandboxedWorker } from '../worker/create-worker.ts';
+import { installTemporalRuntime, quietBundlerLogger, SandboxedWorker } from '../worker/create-worker.ts';
 import { benchLog, endBench, quick, sleep } from './bench-process.ts';
 import { ms, reportLead, writeResults } from './report.ts';
 import { cpuSecondsOf } from './resources.ts';
@@ -67,7 +67,6 @@ const activities: EngineActivities = {
 
 /** The dev server's process: the `temporal server start-dev` child listening on this bench's port. */
 async function serverPid(): Promise<number> {
-  const { readdir, readFile } = await import('node:fs/promises');
   const port = address.split(':').at(-1)!;
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -95,14 +94,7 @@ async function main(): Promise<void> {
   const client = new Client({ connection });
   const bundle = await bundleWorkflowCode({
     workflowsPath: fileURLToPath(new URL('./engine-shapes/workflows.ts', import.meta.url)),
-    logger: {
-      log: () => undefined,
-      trace: () => undefined,
-      debug: () => undefined,
-      info: () => undefined,
-      warn: log,
-      error: log,
-    },
+    logger: quietBundlerLogger,
   });
   const worker = await SandboxedWorker.create({
     connection,

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { reasoningEffortSchema, type ChatMessage, type ReasoningEffort, type Usage } from './chat.ts';
-import type { Candidate } from './completion.ts';
+import type { Candidate, SequencedStreamEvent } from './completion.ts';
 import type { PlanName } from './plans.ts';
 
 export const defaultSessionKey = 'api:default';
@@ -39,7 +39,7 @@ export type ChatTurnEvent =
       /** A turn routed inside its workflow: how (kept in the journal, so a re-run routing step reuses it). */
       routing?: RoutingRecord;
     }
-  | { type: 'memories-loaded'; memories: Array<{ id: string; content: string; importance: number }> }
+  | { type: 'memories-loaded'; memories: LoadedMemory[] }
   | { type: 'plan'; change: 'created' | 'step' | 'done'; steps: PlanStep[]; step?: PlanStep & { index: number } }
   | { type: 'tool-start'; callId: string; name: string; arguments: string }
   | { type: 'tool-result'; callId: string; name: string; ok: boolean; content: string }
@@ -307,12 +307,29 @@ export interface ChatTurnInput {
    * The memories relevant to the message, when the opening loaded them with the history (`memories` asked, the
    * previous turn ended): its `memories-loaded` event is journalled at position 1, and the agent's prompt shows them.
    */
-  openingMemories?: Array<{ id: string; content: string; importance: number }>;
+  openingMemories?: LoadedMemory[];
   /**
    * Routed inside the turn: the first step picks the agent (`requestedModel`, `candidates`, `tools`, `agent` and
    * `historyBudgetTokens` are then the routed agent's; until then `requestedModel` is `auto` and the rest empty).
    */
   routing?: TurnRouting;
+}
+
+/** A memory loaded into an agent's turn, as its `memories-loaded` event and its prompt carry it. */
+export interface LoadedMemory {
+  id: string;
+  content: string;
+  importance: number;
+}
+
+/**
+ * A turn's first events, as whoever reads its context journals them (its opening, its routing step or its first
+ * step): `turn-start`, then `memories-loaded` when the turn loaded memories.
+ */
+export function openingEvents(start: ChatTurnEvent, memories?: LoadedMemory[]): SequencedStreamEvent[] {
+  const events: SequencedStreamEvent[] = [{ seq: 0, event: start }];
+  if (memories) events.push({ seq: 1, event: { type: 'memories-loaded', memories } satisfies ChatTurnEvent });
+  return events;
 }
 
 /** A turn's first event: what a response shows before anything else (the agent service's `routed`). */

@@ -139,7 +139,8 @@ export async function buildWorkflowBundleFile(path: string, interceptorModules: 
   await writeFile(path, JSON.stringify(file));
 }
 
-const quietBundlerLogger = {
+/** The SDK bundler's logger without its progress lines (warnings and errors only). */
+export const quietBundlerLogger = {
   log: () => undefined,
   trace: () => undefined,
   debug: () => undefined,

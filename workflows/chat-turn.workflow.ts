@@ -61,10 +61,10 @@ import {
   offeredTools,
   openingMessages,
   openingNextSeq,
-  systemPrompt,
   turnCall,
   turnTarget,
   withImages,
+  withSystemPrompt,
 } from './turn-call.ts';
 
 // Beginning waits for the previous turn of the conversation (bounded by that turn's own bounds); the rest are
@@ -284,9 +284,8 @@ export async function chatTurn(started: ChatTurnInput): Promise<ChatTurnResult> 
       unjournaled = begun.unjournaled ?? [];
       messages = input.images?.length ? withImages(begun.messages, input.images) : [...begun.messages];
       memories = begun.memories.map(({ content }) => ({ content }));
-      if (input.agent) messages.unshift({ role: 'system', content: systemPrompt(input, memories) });
     }
-    if (carry && input.agent) messages.unshift({ role: 'system', content: systemPrompt(input, memories) });
+    withSystemPrompt(input, messages, memories);
     const offered = offeredTools(input);
     let credits = carry?.credits ?? 0;
     let costUsd = carry?.costUsd ?? 0;

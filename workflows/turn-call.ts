@@ -92,13 +92,18 @@ export function turnCall(
   return { request, extra };
 }
 
-/**
- * The messages a turn opened with its history (`input.history`) gives its first call: the history with the message's
- * images beside its text, after the agent's system prompt with the memories its opening loaded.
- */
+/** The messages a turn opened with its history (`input.history`) reads: the history, the message's images beside its text. */
 export function openingMessages(input: ChatTurnInput & { history: ChatMessage[] }): ChatMessage[] {
-  const messages = input.images?.length ? withImages(input.history, input.images) : [...input.history];
-  if (input.agent) messages.unshift({ role: 'system', content: systemPrompt(input, input.openingMemories ?? []) });
+  return input.images?.length ? withImages(input.history, input.images) : [...input.history];
+}
+
+/** The agent's system prompt ahead of `messages` (an agent's turn; the gateway's chat has none), in place. */
+export function withSystemPrompt(
+  input: ChatTurnInput,
+  messages: ChatMessage[],
+  memories: Array<{ content: string }>,
+): ChatMessage[] {
+  if (input.agent) messages.unshift({ role: 'system', content: systemPrompt(input, memories) });
   return messages;
 }
 
@@ -115,7 +120,7 @@ export function openingCall(
   const candidate = input.candidates[0];
   if (!candidate || input.routing || input.loop?.carry) return null;
   const { request, extra } = turnCall(input, {
-    messages: openingMessages(input),
+    messages: withSystemPrompt(input, openingMessages(input), input.openingMemories ?? []),
     withTools: input.maxToolRounds > 0 && Object.keys(input.tools).length > 0,
     seq: openingNextSeq(input),
     heldAttempt: firstAttempt,
@@ -146,7 +151,7 @@ export function openingNextSeq(input: ChatTurnInput): number {
 }
 
 /** The agent's system prompt: its own, the loop's rule, and what it remembers about the user. */
-export function systemPrompt(input: ChatTurnInput, memories: Array<{ content: string }>): string {
+function systemPrompt(input: ChatTurnInput, memories: Array<{ content: string }>): string {
   const parts = [input.agent!.systemPrompt];
   if (input.loop) parts.push(loopSystemInstruction);
   if (memories.length) {

@@ -1,6 +1,37 @@
 /** The history a turn's model reads: what earlier turns of the conversation said, within the turn's token budget. */
 import type { ChatMessage } from '../../common/chat.ts';
+import type { LoadedMemory } from '../../common/chat-turn.ts';
+import type { Queryable } from '../../db/pool.ts';
 import { countPromptTokens } from '../credits/tokens.ts';
+import type { ConversationStore } from './conversation-store.ts';
+
+/** Where a turn's context is read from: its conversation, and the account's memories (the agent service's). */
+export interface TurnContextStores {
+  conversations: Pick<ConversationStore, 'history'>;
+  memories?: {
+    relevant(userId: string, text: string, limit: number, executor?: Queryable): Promise<LoadedMemory[]>;
+  };
+}
+
+/**
+ * What a turn's first model call reads, read in one place for the three that read it: the turn's opening when the
+ * previous turn has ended (api/services/chat/service.ts), the routing step of a turn routed inside its workflow
+ * (api/services/agents/agent-chat.ts), else the turn's first step after waiting (chat-activities.ts). The history
+ * within the budget (`modelHistory`) and, when the turn loads them and the process has them, the memories relevant
+ * to the message; on `executor` (a transaction's client) when given.
+ */
+export async function readTurnContext(
+  stores: TurnContextStores,
+  turn: { conversationId: string; turn: number; message: string; memories?: { userId: string; limit: number } },
+  budgetTokens: number,
+  executor?: Queryable,
+): Promise<{ history: ChatMessage[]; memories?: LoadedMemory[] }> {
+  const earlier = turn.turn === 1 ? [] : await stores.conversations.history(turn.conversationId, turn.turn, executor);
+  const history = modelHistory(earlier, turn.message, budgetTokens);
+  if (!turn.memories || !stores.memories) return { history };
+  const found = await stores.memories.relevant(turn.memories.userId, turn.message, turn.memories.limit, executor);
+  return { history, memories: found.map(({ id, content, importance }) => ({ id, content, importance })) };
+}
 
 /**
  * The messages a turn's first model call reads: the newest of the conversation's earlier messages (`earlier`, in

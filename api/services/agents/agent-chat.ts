@@ -19,9 +19,11 @@ import { resolveModel, type Catalogue } from '../../../common/catalogue.ts';
 import type { ToolSettings } from '../../../config/tool-settings.ts';
 import { turnOfApproval } from '../../../common/agent-turn.ts';
 import {
+  openingEvents,
   turnStartEvent,
   type ChatTurnEvent,
   type ChatTurnInput,
+  type LoadedMemory,
   type OfferedTool,
   type RouteMessageInput,
   type RouteMessageResult,
@@ -39,8 +41,7 @@ import type { StreamHub } from '../../../activities/streaming/stream-hub.ts';
 import type { TurnStops } from '../../../activities/streaming/turn-stops.ts';
 import type { StreamJournal } from '../../../activities/streaming/stream-journal.ts';
 import { transaction, type Pool, type Queryable } from '../../../db/pool.ts';
-import { modelHistory } from '../../../activities/conversations/history.ts';
-import type { MemoryStore } from '../../../activities/memory/memory-store.ts';
+import { readTurnContext, type TurnContextStores } from '../../../activities/conversations/history.ts';
 import type { ProviderCalls } from '../../../activities/provider-calls.ts';
 import { openingCall } from '../../../workflows/turn-call.ts';
 import type { ErrorType } from '../../../common/errors.ts';
@@ -140,7 +141,7 @@ export class AgentChat {
     stops: TurnStops;
     conversations: ConversationStore;
     /** The memories a turn loads, read by the routing step with the history (RouteMessageInput.turn). */
-    memories?: Pick<MemoryStore, 'relevant'>;
+    memories?: TurnContextStores['memories'];
     /** Where the routing step starts the routed agent's first call. */
     calls: ProviderCalls;
     /** The agent service's task queue: the routing step runs there when the turn's worker cannot (see `route`). */
@@ -431,9 +432,7 @@ export class AgentChat {
       if (prepared && start) {
         await conversations.setTurnAgent(input.turnId, routed.id, client);
         if (opening) prepared.setup = { ...prepared.setup, ...(await this.openingOf(opening, prepared.setup, client)) };
-        events = [{ seq: 0, event: start }];
-        const memories = prepared.setup.openingMemories;
-        if (memories) events.push({ seq: 1, event: { type: 'memories-loaded', memories } satisfies ChatTurnEvent });
+        events = openingEvents(start, prepared.setup.openingMemories);
         await journal.write(client, input.turnId, events);
       }
     });
@@ -448,26 +447,23 @@ export class AgentChat {
 
   /**
    * What a turn's first step would read, read by its routing step (on `executor`, its transaction's client): the
-   * history trimmed to the routed agent's budget, and the memories relevant to the message when the turn loads them
-   * (`found`: those an earlier run of the step journalled).
+   * history within the routed agent's budget and the memories (`found`: those an earlier run of the step journalled).
    */
   private async openingOf(
     turn: ChatTurnInput,
     setup: TurnSetup,
     executor: Queryable,
-    found?: NonNullable<ChatTurnInput['openingMemories']>,
+    found?: LoadedMemory[],
   ): Promise<Pick<TurnSetup, 'history' | 'openingMemories'>> {
     const { conversations, memories } = this.dependencies;
-    const stored = turn.turn === 1 ? [] : await conversations.history(turn.conversationId, turn.turn, executor);
-    const history = modelHistory(stored, turn.message, setup.historyBudgetTokens);
-    const asked = turn.memories;
-    if (!asked || !memories) return { history };
-    const openingMemories =
-      found ??
-      (await memories.relevant(asked.userId, turn.message, asked.limit, executor)).map(
-        ({ id, content, importance }) => ({ id, content, importance }),
-      );
-    return { history, openingMemories };
+    const context = await readTurnContext(
+      { conversations, ...(memories && !found ? { memories } : {}) },
+      turn,
+      setup.historyBudgetTokens,
+      executor,
+    );
+    const loaded = found ?? context.memories;
+    return { history: context.history, ...(loaded ? { openingMemories: loaded } : {}) };
   }
 
   /**

@@ -9,6 +9,7 @@ import type { PoolClient } from 'pg';
 import { WorkflowIdConflictPolicy } from '@temporalio/common';
 import type { ChatCompletionRequest } from '../../../common/chat.ts';
 import {
+  openingEvents,
   turnStartEvent,
   type ChatRequest,
   type ChatTurnEvent,
@@ -24,7 +25,7 @@ import type {
   OpenedTurn,
   SessionRef,
 } from '../../../activities/conversations/conversation-store.ts';
-import { modelHistory } from '../../../activities/conversations/history.ts';
+import { readTurnContext, type TurnContextStores } from '../../../activities/conversations/history.ts';
 import type { CreditLedger } from '../../../activities/credits/credit-ledger.ts';
 import { countPromptTokens, worstCaseCredits } from '../../../activities/credits/tokens.ts';
 import type { Router } from '../../../activities/routing/router.ts';
@@ -38,7 +39,6 @@ import type { LoadedCatalogue } from '../../../config/load-catalogue.ts';
 import type { chatTurn } from '../../../workflows/chat-turn.workflow.ts';
 import { openingCall } from '../../../workflows/turn-call.ts';
 import type { ProviderCalls } from '../../../activities/provider-calls.ts';
-import type { MemoryStore } from '../../../activities/memory/memory-store.ts';
 import { ApiError, visionRefusal } from '../../errors.ts';
 import type { StageMarks } from '../../server-timing.ts';
 import type { Principal } from '../apikeys/service.ts';
@@ -59,7 +59,7 @@ export interface ChatServiceDependencies {
   /** Where a turn opened with its history starts its first model call, alongside the workflow's start. */
   calls: ProviderCalls;
   /** The memories an agent's turn loads, read in its opening when the history is (the agent service's). */
-  memories?: Pick<MemoryStore, 'relevant'>;
+  memories?: TurnContextStores['memories'];
 }
 
 /**
@@ -173,7 +173,7 @@ export class ChatService {
     // first local activity adopts it (workflows/turn-call.ts builds it for both), as a completion's attempt 1 is.
     const opening = input.history ? openingCall({ ...input, history: input.history }) : null;
     if (input.history) {
-      for (const event of openingEvents(input)) hub.publish(input.turnId, event);
+      for (const event of openingEventsOf(input)) hub.publish(input.turnId, event);
       if (opening) void calls.startSpeculative(opening).catch(() => undefined);
     }
     try {
@@ -258,16 +258,15 @@ export class ChatService {
           // turn's workflow starts with its model call, which the API starts alongside the workflow's start (`launch`).
           // Otherwise the turn's first step reads them, after waiting for the previous turn.
           const asked = agentTurn?.memories;
-          const opening = opened.previousEnded && (!asked || memories !== undefined);
-          const history = opening
-            ? modelHistory(
-                opened.turn === 1 ? [] : await conversations.history(opened.conversationId, opened.turn, client),
-                body.message,
-                plan.historyBudgetTokens,
-              )
-            : undefined;
-          const found =
-            opening && asked ? await memories!.relevant(asked.userId, body.message, asked.limit, client) : undefined;
+          const context =
+            opened.previousEnded && (!asked || memories !== undefined)
+              ? await readTurnContext(
+                  { conversations, ...(memories ? { memories } : {}) },
+                  { ...opened, message: body.message, ...(asked ? { memories: asked } : {}) },
+                  plan.historyBudgetTokens,
+                  client,
+                )
+              : null;
           const prepared: ChatTurnInput = {
             ...this.inputOf(chatter, body, stream, opened, plan, agentTurn),
             requestedModel: plan.requestedModel,
@@ -275,12 +274,10 @@ export class ChatService {
             tools: plan.tools,
             historyBudgetTokens: plan.historyBudgetTokens,
             ...(agentTurn ? { agent: agentTurn.agent } : {}),
-            ...(history ? { history } : {}),
-            ...(found
-              ? { openingMemories: found.map(({ id, content, importance }) => ({ id, content, importance })) }
-              : {}),
+            ...(context ? { history: context.history } : {}),
+            ...(context?.memories ? { openingMemories: context.memories } : {}),
           };
-          await journal.write(client, prepared.turnId, openingEvents(prepared));
+          await journal.write(client, prepared.turnId, openingEventsOf(prepared));
           return prepared;
         },
       },
@@ -586,23 +583,13 @@ function toToolSpec(tool: OfferedTool) {
   };
 }
 
-/**
- * The events a turn's opening journals: `turn-start`, and `memories-loaded` when it loaded the memories (what the
- * turn's first step journals otherwise).
- */
-function openingEvents(input: ChatTurnInput): SequencedStreamEvent[] {
+/** The events a turn opened with its context journals (common/chat-turn.ts, `openingEvents`). */
+function openingEventsOf(input: ChatTurnInput): SequencedStreamEvent[] {
   const start = turnStartEvent({
     turnId: input.turnId,
     sessionKey: input.sessionKey,
     model: input.requestedModel,
     agent: input.agent,
   });
-  const events: SequencedStreamEvent[] = [{ seq: 0, event: start }];
-  if (input.openingMemories) {
-    events.push({
-      seq: 1,
-      event: { type: 'memories-loaded', memories: input.openingMemories } satisfies ChatTurnEvent,
-    });
-  }
-  return events;
+  return openingEvents(start, input.openingMemories);
 }
