@@ -144,7 +144,9 @@ export function createChatActivities(dependencies: ChatActivityDependencies) {
       historyBudgetTokens: number;
     }): Promise<{ messages: ChatMessage[] }> {
       const earlier = await conversations.history(input.conversationId, input.turn);
-      const own = (await conversations.history(input.conversationId, input.turn + 1)).slice(earlier.length);
+      const own = (await conversations.history(input.conversationId, input.turn, undefined, true)).slice(
+        earlier.length,
+      );
       const kept = trimHistory(earlier, input.historyBudgetTokens - countPromptTokens(own));
       return { messages: [...kept, ...own] };
     },

@@ -378,6 +378,9 @@ export interface ChatTurnResult {
 }
 
 /** Workflow id of a conversation's nth turn. */
+/** A chat turn's id as clients send it back (`replaces_turn`, a branch to show): `chat-<conversation>-<number>`. */
+export const chatTurnIdPattern = /^chat-conv_[A-Za-z0-9_-]{1,64}-[1-9][0-9]{0,8}$/;
+
 export function chatTurnWorkflowId(conversationId: string, turn: number): string {
   return `chat-${conversationId}-${turn}`;
 }

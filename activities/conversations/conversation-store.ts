@@ -6,7 +6,7 @@
  */
 import { createHash, randomBytes, randomInt } from 'node:crypto';
 import type { ChatMessage as OpenAIMessage, ToolCall } from '../../common/chat.ts';
-import { chatTurnWorkflowId } from '../../common/chat-turn.ts';
+import { chatTurnWorkflowId, type ChatTurnEvent } from '../../common/chat-turn.ts';
 import { messageSearchConfig } from '../../db/entities/chat-message.entity.ts';
 import type { PoolClient } from 'pg';
 import { retryingDeadlocks, run, transaction, type Pool, type Queryable } from '../../db/pool.ts';
@@ -45,6 +45,11 @@ export interface TurnOpening {
   agentId: string | null;
   /** The user's message: the turn's first message (position 0). */
   message: string;
+  /**
+   * The turn this one stands in for (its number): a regenerated answer or an edited message follows that turn's parent,
+   * as its alternative, and the conversation moves to the new branch. Absent: the turn follows the conversation's branch.
+   */
+  replaces?: number;
 }
 
 /** A turn, as the writes of its steps name it. */
@@ -101,10 +106,34 @@ export interface HistoryPage {
   key: string;
   /** Oldest first: the newest `limit` messages before the cursor. */
   messages: HistoryMessage[];
-  /** Every message of the session's conversation. */
+  /** Every message of the branch the session's conversation is on. */
   message_count: number;
+  /** The page's turns: their agents, costs and alternatives. */
+  turns: TurnView[];
   /** The cursor of the page's oldest message when older ones exist, else null. */
   next_before: string | null;
+}
+
+/** A turn as a transcript shows it beside its messages (`GET /history/{session_id}`'s `turns`). */
+export interface TurnView {
+  turn_id: string;
+  number: number;
+  status: string;
+  /** The agent that answered, how sure the router was and how it chose, and the model (the agent service's turns). */
+  agent?: { id: string; name: string; confidence: number; method: string; model: string };
+  /** What the turn cost, once it ended; `stopped` when a person stopped it. */
+  cost?: {
+    credits: number;
+    cost_usd: number;
+    input_tokens: number;
+    output_tokens: number;
+    model: string;
+    stopped?: boolean;
+  };
+  /** Why the turn failed. */
+  error?: string;
+  /** The turns that stand at this place of the conversation (this one included), oldest first. */
+  alternatives: string[];
 }
 
 /** A session as `GET /sessions` lists it. */
@@ -185,15 +214,24 @@ const statements = {
   /**
    * Numbers the conversation's next turn and records it as running (turns are answered in this order), naming the
    * agent that answers (the agent service's turns), and stores the turn's user message at position 0 (and touches the
-   * session), in one statement.
+   * session), in one statement. The turn follows the conversation's branch (`head_path`), or, standing in for turn
+   * `$6` (a regenerated answer, an edited message), that turn's parent: the new turn's branch becomes the
+   * conversation's.
    */
   acceptTurnWithMessage: {
     name: 'chat-accept-turn-with-message',
     text: `with conversation as (
-             update chat_conversations set turns = turns + 1, updated_at = now() where id = $1 returning turns
+             update chat_conversations c set turns = c.turns + 1, updated_at = now(),
+               head_path = coalesce(
+                 (select r.path - int4multirange(int4range(r.number, r.number + 1)) from chat_turns r
+                  where r.conversation_id = $1 and r.number = $6::int),
+                 c.head_path) + int4multirange(int4range(c.turns + 1, c.turns + 2))
+             where c.id = $1 returning c.turns, c.head_path
            ), turn as (
-             insert into chat_turns (id, conversation_id, number, status, created_at, agent_id)
-             select 'chat-' || $1 || '-' || turns, $1, turns, 'running', now(), $2 from conversation
+             insert into chat_turns (id, conversation_id, number, status, created_at, agent_id, parent, path)
+             select 'chat-' || $1 || '-' || turns, $1, turns, 'running', now(), $2,
+                    upper(head_path - int4multirange(int4range(turns, turns + 1))) - 1, head_path
+             from conversation
              returning number
            ), message as (
              insert into chat_messages (conversation_id, session_id, turn, seq, role, content, channel, created_at)
@@ -243,13 +281,19 @@ const statements = {
            )
            update chat_sessions set updated_at = now() where id = $2::text`,
   },
-  /** A page of a conversation's messages, newest first, before a position (`$2`, `$3`; null: from the end). */
+  /**
+   * A page of the messages of the branch the conversation is on, newest first, before a position (`$2`, `$3`; null:
+   * from the end), with the branch's message count.
+   */
   historyPage: {
     name: 'chat-history-page',
-    text: `select turn, seq, role, content, channel, agent_id, tool_name, created_at,
-                  (select count(*) from chat_messages where conversation_id = $1) as total
-           from chat_messages
-           where conversation_id = $1 and ($2::int is null or (turn, seq) < ($2::int, $3::int))
+    text: `with branch as (select head_path from chat_conversations where id = $1)
+           select turn, seq, role, content, channel, agent_id, tool_name, created_at,
+                  (select count(*) from chat_messages, branch
+                   where conversation_id = $1 and turn <@ branch.head_path) as total
+           from chat_messages, branch
+           where conversation_id = $1 and turn <@ branch.head_path
+             and ($2::int is null or (turn, seq) < ($2::int, $3::int))
            order by turn desc, seq desc limit $4`,
   },
   /**
@@ -304,10 +348,53 @@ const statements = {
            from hits, query
            order by hits.rank desc, hits.created_at desc, hits.id desc`,
   },
+  /**
+   * The messages of turn `$2`'s branch before it (`$3`: and its own), in order. A conversation that never branched
+   * has one range in `path`, and this is every earlier turn, as before branches.
+   */
   history: {
     name: 'chat-history',
     text: `select role, content, tool_calls, tool_call_id from chat_messages
-           where conversation_id = $1 and turn < $2 order by turn, seq`,
+           where conversation_id = $1 and (turn < $2 or ($3 and turn = $2))
+             and turn <@ (select path from chat_turns where conversation_id = $1 and number = $2)
+           order by turn, seq`,
+  },
+  /** A turn of the owner's session's conversation: its number and status (regenerate, edit, a branch to show). */
+  sessionTurn: {
+    name: 'chat-session-turn',
+    text: `select t.conversation_id, t.number, t.status from chat_sessions s
+           join chat_turns t on t.conversation_id = s.conversation_id
+           where s.owner = $1 and s.key = $2 and t.id = $3`,
+  },
+  /**
+   * Puts the conversation on the branch through turn `$2`: its newest turn below it (the one made last, which no
+   * other follows yet), or the turn itself. The branch's newest turn back.
+   */
+  switchBranch: {
+    name: 'chat-switch-branch',
+    text: `with leaf as (
+             select number, path from chat_turns
+             where conversation_id = $1 and path @> $2::int
+             order by number desc limit 1
+           )
+           update chat_conversations c set head_path = leaf.path, updated_at = now() from leaf
+           where c.id = $1 returning leaf.number`,
+  },
+  /**
+   * The turns of the branch's turns `$2` as a transcript shows them: the agent and how it was chosen (the journal's
+   * first event), the cost (its last, when it ended), and its alternatives (the turns that follow the same parent).
+   */
+  turnViews: {
+    name: 'chat-turn-views',
+    text: `select t.id, t.number, t.status, t.parent,
+                  (select array_agg(o.id order by o.number) from chat_turns o
+                   where o.conversation_id = t.conversation_id and o.parent is not distinct from t.parent) as alternatives,
+                  (select data from stream_chunks where request_id = t.id and seq = 0) as first_event,
+                  (select data from stream_chunks where request_id = t.id and t.status <> 'running'
+                   order by seq desc limit 1) as last_event
+           from chat_turns t
+           where t.conversation_id = $1 and t.number = any($2::int[])
+           order by t.number`,
   },
 } as const;
 
@@ -364,7 +451,14 @@ export class ConversationStore {
       const [row] = await run<{ number: number; previous_status: string | null }>(
         client,
         statements.acceptTurnWithMessage,
-        [session.conversationId, opening.agentId, session.sessionId, storableText(opening.message), session.channel],
+        [
+          session.conversationId,
+          opening.agentId,
+          session.sessionId,
+          storableText(opening.message),
+          session.channel,
+          opening.replaces ?? null,
+        ],
       );
       if (!row) throw new Error(`no conversation ${session.conversationId}`);
       const opened: OpenedTurn = { ...session, ...acceptedTurn(session.conversationId, row) };
@@ -460,14 +554,21 @@ export class ConversationStore {
     ]);
   }
 
-  /** The conversation's messages before turn `beforeTurn`, in order, as a model reads them. */
-  async history(conversationId: string, beforeTurn: number, on: Queryable = this.pool): Promise<OpenAIMessage[]> {
+  /**
+   * The messages of turn `turn`'s branch before it (`including`: and its own so far), in order, as a model reads them.
+   */
+  async history(
+    conversationId: string,
+    turn: number,
+    on: Queryable = this.pool,
+    including = false,
+  ): Promise<OpenAIMessage[]> {
     const rows = await run<{
       role: 'user' | 'assistant' | 'tool';
       content: string | null;
       tool_calls: ToolCall[] | null;
       tool_call_id: string | null;
-    }>(on, statements.history, [conversationId, beforeTurn]);
+    }>(on, statements.history, [conversationId, turn, including]);
     return rows.map((row): OpenAIMessage => {
       if (row.role === 'assistant') {
         return {
@@ -546,12 +647,15 @@ export class ConversationStore {
       ? Number(rows[0].total)
       : Number(
           (
-            await this.pool.query<{ count: string }>('select count(*) from chat_messages where conversation_id = $1', [
-              ref.conversationId,
-            ])
+            await this.pool.query<{ count: string }>(
+              `select count(*) from chat_messages
+               where conversation_id = $1 and turn <@ (select head_path from chat_conversations where id = $1)`,
+              [ref.conversationId],
+            )
           ).rows[0]!.count,
         );
     const cursorOf = (row: { turn: number; seq: number }) => `${row.turn}.${row.seq}`;
+    const turns = await this.turnViews(ref.conversationId, [...new Set(shown.map((row) => row.turn))]);
     return {
       key: ref.key,
       messages: shown.map((row) => ({
@@ -564,6 +668,7 @@ export class ConversationStore {
         cursor: cursorOf(row),
       })),
       message_count: total,
+      turns,
       next_before: rows.length > page.limit && shown[0] ? cursorOf(shown[0]) : null,
     };
   }
@@ -586,6 +691,84 @@ export class ConversationStore {
       last_activity: new Date(row.last_activity ?? row.created_at).toISOString(),
       created_at: new Date(row.created_at).toISOString(),
     }));
+  }
+
+  /** A turn of the owner's session (by its id): its conversation, number and status; null when it is not one. */
+  async sessionTurn(
+    owner: string,
+    key: string,
+    turnId: string,
+  ): Promise<{ conversationId: string; number: number; status: string } | null> {
+    const [row] = await run<{ conversation_id: string; number: number; status: string }>(
+      this.pool,
+      statements.sessionTurn,
+      [owner, key, turnId],
+    );
+    return row ? { conversationId: row.conversation_id, number: row.number, status: row.status } : null;
+  }
+
+  /**
+   * Puts the owner's session's conversation on the branch through `turnId` (its newest turn below it): what every
+   * linked session shows and continues from. The branch's newest turn's id; null when the turn is not the session's.
+   */
+  async switchBranch(owner: string, key: string, turnId: string): Promise<string | null> {
+    const turn = await this.sessionTurn(owner, key, turnId);
+    if (!turn) return null;
+    const [row] = await run<{ number: number }>(this.pool, statements.switchBranch, [turn.conversationId, turn.number]);
+    return row ? chatTurnWorkflowId(turn.conversationId, row.number) : null;
+  }
+
+  /**
+   * How the transcript shows the branch's turns `numbers` of the owner's session: each turn's agent and how it was
+   * chosen, its cost once it ended (from the turn's stream journal, which lives as long as the turn), and its
+   * alternatives in the order they were made.
+   */
+  async turnViews(conversationId: string, numbers: number[]): Promise<TurnView[]> {
+    if (!numbers.length) return [];
+    const rows = await run<{
+      id: string;
+      number: number;
+      status: string;
+      alternatives: string[];
+      first_event: string | null;
+      last_event: string | null;
+    }>(this.pool, statements.turnViews, [conversationId, numbers]);
+    return rows.map((row) => {
+      const first = parseEvent(row.first_event);
+      const last = parseEvent(row.last_event);
+      const start = first?.type === 'turn-start' ? first : null;
+      const done = last?.type === 'turn-done' ? last : null;
+      return {
+        turn_id: row.id,
+        number: row.number,
+        status: row.status,
+        ...(start?.agent
+          ? {
+              agent: {
+                id: start.agent.id,
+                name: start.agent.name,
+                confidence: start.agent.confidence,
+                method: start.agent.method,
+                model: start.model,
+              },
+            }
+          : {}),
+        ...(done
+          ? {
+              cost: {
+                credits: done.credits,
+                cost_usd: done.costUsd ?? 0,
+                input_tokens: done.usage.prompt_tokens,
+                output_tokens: done.usage.completion_tokens,
+                model: done.model,
+                ...(done.stop === 'cancelled' ? { stopped: true } : {}),
+              },
+            }
+          : {}),
+        ...(last?.type === 'turn-error' ? { error: last.message } : {}),
+        alternatives: row.alternatives,
+      };
+    });
   }
 
   /** Sets a session's own title, or with null clears it (lists show the first message again); false: no such session. */
@@ -625,12 +808,14 @@ export class ConversationStore {
     };
   }
 
-  /** One session with its conversation's whole history (every linked channel's messages), or null. */
+  /** One session with the history of its conversation's branch (every linked channel's messages), or null. */
   async session(owner: string, key: string): Promise<SessionView | null> {
     const ref = await this.findSession(owner, key);
     if (!ref) return null;
     const { rows } = await this.pool.query<{ role: string; content: string | null; channel: string; created_at: Date }>(
-      `select role, content, channel, created_at from chat_messages where conversation_id = $1 order by turn, seq`,
+      `select role, content, channel, created_at from chat_messages
+       where conversation_id = $1 and turn <@ (select head_path from chat_conversations where id = $1)
+       order by turn, seq`,
       [ref.conversationId],
     );
     const linked = await this.pool.query(
@@ -860,16 +1045,28 @@ export class ConversationStore {
         targetConversationId,
         shift,
       ]);
+      // The joining conversation's turns continue the target's branch, one after the other: its own branches (if it
+      // had any) are flattened, each turn's branch being the target's and every joining turn up to it.
+      const [head] = (
+        await client.query<{ head_path: string }>('select head_path from chat_conversations where id = $1', [
+          targetConversationId,
+        ])
+      ).rows;
       await client.query(
-        'update chat_turns set conversation_id = $2, number = number + $3 where conversation_id = $1',
-        [joiningConversationId, targetConversationId, shift],
+        `update chat_turns set conversation_id = $2, number = number + $3,
+           parent = coalesce(nullif(number + $3 - 1, $3), upper($4::int4multirange) - 1),
+           path = $4::int4multirange + int4multirange(int4range($3 + 1, number + $3 + 1))
+         where conversation_id = $1`,
+        [joiningConversationId, targetConversationId, shift, head?.head_path ?? '{}'],
       );
       await client.query(
         'update chat_sessions set conversation_id = $2, updated_at = now() where conversation_id = $1',
         [joiningConversationId, targetConversationId],
       );
       await client.query(
-        'update chat_conversations set owner = $2, turns = turns + $3, updated_at = now() where id = $1',
+        `update chat_conversations set owner = $2, turns = turns + $3, updated_at = now(),
+           head_path = head_path + int4multirange(int4range(turns + 1, turns + $3 + 1))
+         where id = $1`,
         [targetConversationId, owner, joining.turns],
       );
       await client.query('delete from chat_conversations where id = $1', [joiningConversationId]);
@@ -881,6 +1078,16 @@ export class ConversationStore {
     } finally {
       client.release();
     }
+  }
+}
+
+/** A journal event as stored (stream_chunks.data), or null. */
+function parseEvent(data: string | null): ChatTurnEvent | null {
+  if (!data) return null;
+  try {
+    return JSON.parse(data) as ChatTurnEvent;
+  } catch {
+    return null;
   }
 }
 

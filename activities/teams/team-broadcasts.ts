@@ -78,16 +78,20 @@ export function createTeamActivities(dependencies: {
         [session.sessionId],
       );
       const conversationId = current[0]?.conversation_id ?? session.conversationId;
-      const { rows: numbered } = await client.query<{ turns: number }>(
-        'update chat_conversations set turns = turns + 1, updated_at = now() where id = $1 returning turns',
+      // A turn of its own on the conversation's branch (ConversationStore's turns: db/entities/chat-turn.entity.ts).
+      const { rows: numbered } = await client.query<{ turns: number; head_path: string }>(
+        `update chat_conversations set turns = turns + 1, updated_at = now(),
+           head_path = head_path + int4multirange(int4range(turns + 1, turns + 2))
+         where id = $1 returning turns, head_path`,
         [conversationId],
       );
       const turn = numbered[0]?.turns;
       if (turn === undefined) throw new Error(`conversation ${conversationId} disappeared`);
       await client.query(
-        `insert into chat_turns (id, conversation_id, number, status, created_at, finished_at)
-         values ('chat-' || $1::text || '-' || $2::int, $1, $2, 'done', now(), now())`,
-        [conversationId, turn],
+        `insert into chat_turns (id, conversation_id, number, status, created_at, finished_at, parent, path)
+         values ('chat-' || $1::text || '-' || $2::int, $1, $2, 'done', now(), now(),
+                 upper($3::int4multirange - int4multirange(int4range($2, $2 + 1))) - 1, $3::int4multirange)`,
+        [conversationId, turn, numbered[0]!.head_path],
       );
       await client.query(
         `insert into chat_messages (conversation_id, session_id, turn, seq, role, content, channel, created_at)

@@ -311,7 +311,13 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
     },
   });
   routes.use(
-    agentChatRoutes({ agentChat, chat, openStreams: dependencies.openStreams, uploads: dependencies.uploads }).routes(),
+    agentChatRoutes({
+      agentChat,
+      chat,
+      openStreams: dependencies.openStreams,
+      uploads: dependencies.uploads,
+      conversations: dependencies.conversations,
+    }).routes(),
   );
   const { conversations, pool } = dependencies;
   const usage = new UsageService({ pool, conversations, catalogue: dependencies.catalogue.catalogue });

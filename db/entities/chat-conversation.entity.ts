@@ -14,6 +14,11 @@ export const ChatConversation = defineEntity({
     owner: p.string(),
     /** Turns accepted so far (the last turn's number). */
     turns: p.integer().default(0),
+    /**
+     * The branch the conversation is on: the `path` of the turn the next message follows (ChatTurn.path; empty before
+     * the first turn). Every linked session shows and continues this branch (`PUT /sessions/{id}/branch` moves it).
+     */
+    headPath: p.string().columnType('int4multirange').defaultRaw(`'{}'::int4multirange`),
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p.datetime().onCreate(() => new Date()),
   },

@@ -4,6 +4,12 @@ import { chatTurnUsageTriggers } from './usage-triggers.ts';
 /**
  * A turn of a conversation: accepted (`running`, its workflow started), then `done` or `failed`. The next turn
  * waits for this row to leave `running` before it reads the history.
+ *
+ * Turns form a tree (docs/agent-service.md, "Regenerate, edit and branches"): a turn follows `parent` (null: the
+ * conversation's first), and a turn that stands in for another (a regenerated answer, an edited message) follows the
+ * same parent, so it is that turn's alternative. `path` is the set of turn numbers whose messages the turn's history
+ * holds, itself included, as a PostgreSQL multirange: a conversation that never branched has one range, `{[1,n+1)}`,
+ * whatever its length, and its history is read as before with `turn <@ path` added.
  */
 export const ChatTurn = defineEntity({
   name: 'ChatTurn',
@@ -22,6 +28,10 @@ export const ChatTurn = defineEntity({
     agentId: p.string().nullable(),
     /** Set while a tool call of the turn waits for a person's approval: that wait's deadline. */
     approvalExpiresAt: p.datetime().nullable(),
+    /** The turn this one follows (its number); null: the conversation's first turn. */
+    parent: p.integer().nullable(),
+    /** The turn numbers of this turn's branch, from the first to itself (int4multirange). */
+    path: p.string().columnType('int4multirange'),
   },
   uniques: [{ properties: ['conversationId', 'number'] }],
   // The operator console's turns (api/services/admin/), newest first, of everyone or of an owner's conversations;

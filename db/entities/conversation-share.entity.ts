@@ -3,7 +3,7 @@ import { defineEntity, p } from '@mikro-orm/core';
 /**
  * A read-only public link to a conversation (`POST /share/{session_id}`, served at `GET /s/{token}`). Only the
  * SHA-256 of the link's token is kept (the token is 32 random bytes, shown once). The link shows the session's
- * conversation as it was when it was made: its messages up to `lastMessageId` (chat_messages.id; messages keep their
+ * conversation as it was when it was made: the branch it was on (`turns`), its messages up to `lastMessageId` (chat_messages.id; messages keep their
  * ids when linking moves them). It stops working when revoked (`revokedAt`), past `expiresAt`, or when the session is
  * deleted. Reads and writes go through api/services/sharing/share-store.ts (plain SQL).
  */
@@ -21,6 +21,8 @@ export const ConversationShare = defineEntity({
     sessionId: p.string().index(),
     /** The newest message shown (0: the conversation had none yet). */
     lastMessageId: p.bigint('number'),
+    /** The turns of the branch the conversation was on (int4multirange); null: every turn (links made before branches). */
+    turns: p.string().columnType('int4multirange').nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
     expiresAt: p.datetime().nullable(),
     revokedAt: p.datetime().nullable(),

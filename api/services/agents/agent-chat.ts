@@ -100,6 +100,8 @@ export interface AgentMessage {
    */
   extraTools?: Array<{ name: string; needsApproval: boolean }>;
   message: string;
+  /** The turn of the session this message stands in for (its number): see TurnOpening.replaces. */
+  replaces?: number;
   images?: string[];
   preferredAgents?: string[];
   /** The agent named by the caller (the external API's `agent_id`): no routing. */
@@ -244,7 +246,13 @@ export class AgentChat {
     });
     const input = await chat.prepare(
       { principal },
-      { message: request.message, session_id: request.sessionKey, channel: request.channel, model },
+      {
+        message: request.message,
+        session_id: request.sessionKey,
+        channel: request.channel,
+        model,
+        ...(request.replaces ? { replaces: request.replaces } : {}),
+      },
       true,
       request.session,
       { ...agentTurn, ...this.turnExtras(principal, request, settings) },
@@ -276,7 +284,12 @@ export class AgentChat {
         : null;
     return chat.prepareRouted(
       { principal },
-      { message: request.message, session_id: request.sessionKey, channel: request.channel },
+      {
+        message: request.message,
+        session_id: request.sessionKey,
+        channel: request.channel,
+        ...(request.replaces ? { replaces: request.replaces } : {}),
+      },
       {
         candidates: readable,
         classifier: classifier ? { model: router.model, candidates: classifier } : null,

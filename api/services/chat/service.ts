@@ -223,7 +223,7 @@ export class ChatService {
    */
   async prepare(
     chatter: Chatter,
-    body: Omit<ChatRequest, 'channel'> & { channel: string },
+    body: Omit<ChatRequest, 'channel'> & { channel: string; replaces?: number },
     stream: boolean,
     session?: SessionRef,
     agentTurn?: AgentTurnOptions,
@@ -241,6 +241,7 @@ export class ChatService {
         ...(session ? { session } : {}),
         agentId: agentTurn?.agent.id ?? null,
         message: body.message,
+        ...(body.replaces ? { replaces: body.replaces } : {}),
       },
       {
         ...(admit ? { before: admit } : {}),
@@ -294,7 +295,7 @@ export class ChatService {
    */
   async prepareRouted(
     chatter: { principal: Principal },
-    body: { message: string; session_id: string; channel: string },
+    body: { message: string; session_id: string; channel: string; replaces?: number },
     routing: TurnRouting,
     classifierHold: { amount: number; model: string } | null,
     agentTurn: Omit<AgentTurnOptions, 'agent' | 'tools'>,
@@ -311,6 +312,7 @@ export class ChatService {
         ...(session ? { session } : {}),
         agentId: null,
         message: body.message,
+        ...(body.replaces ? { replaces: body.replaces } : {}),
       },
       {
         after: async (client, opened) => {

@@ -29,26 +29,37 @@ import type {
 } from '../../agents/routes/sharing/schema.ts';
 
 const statements = {
-  /** The conversation's messages in order, up to a message id (null: all). */
+  /**
+   * The messages of a branch in order (`$3`, the branch's turns; null: the branch the conversation is on now), up to a
+   * message id (null: all).
+   */
   messages: {
     name: 'sharing-messages',
     text: `select id, turn, seq, role, content, tool_calls, tool_call_id, tool_name, agent_id, channel, created_at
-           from chat_messages where conversation_id = $1 and ($2::bigint is null or id <= $2::bigint)
+           from chat_messages
+           where conversation_id = $1 and ($2::bigint is null or id <= $2::bigint)
+             and turn <@ coalesce($3::int4multirange, (select head_path from chat_conversations where id = $1))
            order by turn, seq`,
   },
+  /** The turns of the branch the conversation is on. */
   turns: {
     name: 'sharing-turns',
     text: `select id, number, status, agent_id, created_at, finished_at from chat_turns
-           where conversation_id = $1 order by number`,
+           where conversation_id = $1 and number <@ (select head_path from chat_conversations where id = $1)
+           order by number`,
   },
+  /** The branch the conversation is on, its newest message and its message count. */
   newestMessage: {
     name: 'sharing-newest-message',
-    text: `select coalesce(max(id), 0) as id, count(*) as count from chat_messages where conversation_id = $1`,
+    text: `select coalesce(max(m.id), 0) as id, count(m.id) as count, c.head_path
+           from chat_conversations c left join chat_messages m on m.conversation_id = c.id and m.turn <@ c.head_path
+           where c.id = $1 group by c.head_path`,
   },
   create: {
     name: 'sharing-create',
-    text: `insert into conversation_shares (id, token_hash, owner, session_id, last_message_id, created_at, expires_at)
-           values ($1, $2, $3, $4, $5, now(), $6) returning created_at`,
+    text: `insert into conversation_shares (id, token_hash, owner, session_id, last_message_id, turns, created_at,
+                                            expires_at)
+           values ($1, $2, $3, $4, $5, $6, now(), $7) returning created_at`,
   },
   revoke: {
     name: 'sharing-revoke',
@@ -58,7 +69,7 @@ const statements = {
   /** A live link and its session (still the owner's): revoked, expired or orphaned links find nothing. */
   resolve: {
     name: 'sharing-resolve',
-    text: `select sh.last_message_id, sh.created_at, sh.expires_at, s.conversation_id
+    text: `select sh.last_message_id, sh.turns, sh.created_at, sh.expires_at, s.conversation_id
            from conversation_shares sh join chat_sessions s on s.id = sh.session_id and s.owner = sh.owner
            where sh.token_hash = $1 and sh.revoked_at is null and (sh.expires_at is null or sh.expires_at > now())`,
   },
@@ -111,12 +122,15 @@ export class SharingService {
     this.usage = dependencies.usage;
   }
 
-  /** The owner's session as its JSON export (every message, tool call and turn with its cost), or null. */
+  /**
+   * The owner's session as its JSON export (every message, tool call and turn with its cost, of the branch the
+   * conversation is on; the usage is the whole session's, alternatives included), or null.
+   */
   async transcript(owner: string, key: string): Promise<ExportedConversation | null> {
     const session = await this.conversations.findSession(owner, key);
     if (!session) return null;
     const [rows, turns, turnUsage, usage, created] = await Promise.all([
-      run<MessageRow>(this.pool, statements.messages, [session.conversationId, null]),
+      run<MessageRow>(this.pool, statements.messages, [session.conversationId, null, null]),
       run<{
         id: string;
         number: number;
@@ -167,7 +181,7 @@ export class SharingService {
   async share(owner: string, key: string, expiresInSeconds: number | undefined): Promise<CreatedShare | null> {
     const session = await this.conversations.findSession(owner, key);
     if (!session) return null;
-    const [newest] = await run<{ id: string; count: string }>(this.pool, statements.newestMessage, [
+    const [newest] = await run<{ id: string; count: string; head_path: string }>(this.pool, statements.newestMessage, [
       session.conversationId,
     ]);
     const token = randomBytes(32).toString('base64url');
@@ -179,6 +193,7 @@ export class SharingService {
       owner,
       session.sessionId,
       newest?.id ?? 0,
+      newest?.head_path ?? null,
       expiresAt,
     ]);
     return {
@@ -202,12 +217,17 @@ export class SharingService {
   async shared(token: string): Promise<SharedConversation | null> {
     const [link] = await run<{
       last_message_id: string;
+      turns: string | null;
       created_at: Date;
       expires_at: Date | null;
       conversation_id: string;
     }>(this.pool, statements.resolve, [hashToken(token)]);
     if (!link) return null;
-    const rows = await run<MessageRow>(this.pool, statements.messages, [link.conversation_id, link.last_message_id]);
+    const rows = await run<MessageRow>(this.pool, statements.messages, [
+      link.conversation_id,
+      link.last_message_id,
+      link.turns,
+    ]);
     const messages = rows.flatMap(sharedMessage);
     const title = titleOf(messages);
     return {

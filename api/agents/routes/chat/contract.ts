@@ -26,8 +26,8 @@ const googleLogin = {
 const turnErrors = {
   402: 'Not enough credits',
   403: 'The model or agent is outside the caller’s plan',
-  404: 'No such agent, model or file of the caller’s',
-  409: 'The session has a turn running',
+  404: 'No such agent, model, file or turn (`replaces_turn`) of the caller’s',
+  409: 'The session has a turn running, or the turn to replace has not ended',
   502: 'The model call failed',
   503: 'No provider available',
 } as const;

@@ -32,6 +32,7 @@ import type { ChatService } from '../../../services/chat/service.ts';
 import { presentAgentEvent } from './events.ts';
 import type { UploadStore } from '../../../../activities/uploads/upload-store.ts';
 import { readWhole } from '../../../../activities/uploads/upload-store.ts';
+import type { ConversationStore } from '../../../../activities/conversations/conversation-store.ts';
 import { decisionBody, externalBody, loopBody, maxImageBase64Chars, sessionKey, streamBody } from './schema.ts';
 import sharp from 'sharp';
 
@@ -40,6 +41,7 @@ export function agentChatRoutes(dependencies: {
   chat: ChatService;
   openStreams: OpenStreams;
   uploads: Pick<UploadStore, 'open'>;
+  conversations: Pick<ConversationStore, 'sessionTurn'>;
 }) {
   const { agentChat, chat, openStreams } = dependencies;
   const router = new Router<CallerState>();
@@ -78,6 +80,26 @@ export function agentChatRoutes(dependencies: {
     }
   };
 
+  /**
+   * The turn a message stands in for (`replaces_turn`), by its number: a turn of the caller's session that has ended
+   * (404 for any other, as for a session not theirs; 409 while it runs: its answer is not there to stand beside yet).
+   */
+  const replacing = async (
+    context: Context & { state: CallerState },
+    key: string,
+    turnId: string | undefined,
+  ): Promise<{ replaces?: number }> => {
+    if (turnId === undefined) return {};
+    const turn = await dependencies.conversations.sessionTurn(`user:${requireCaller(context.state).userId}`, key, turnId);
+    if (!turn) throw new ApiError('not_found', `No turn ${turnId} in session ${key}`, { param: 'replaces_turn' });
+    if (turn.status === 'running') {
+      throw new ApiError('conflict', `Turn ${turnId} is still running: stop it or wait for its end first`, {
+        param: 'replaces_turn',
+      });
+    }
+    return { replaces: turn.number };
+  };
+
   /** The message's images: `image_data` as sent, and an uploaded image by its id (the caller's own only). */
   const imagesOf = async (
     context: Context & { state: CallerState },
@@ -92,10 +114,12 @@ export function agentChatRoutes(dependencies: {
 
   router.post('/chat/stream/:session_id', async (context) => {
     const body = parse(streamBody, context);
+    const key = pathSession(context, body.session_id);
     await begin(context, {
-      sessionKey: pathSession(context, body.session_id),
+      sessionKey: key,
       channel: 'web',
       message: body.message,
+      ...(await replacing(context, key, body.replaces_turn)),
       ...(await imagesOf(context, body)),
       ...(body.preferred_agents?.length ? { preferredAgents: body.preferred_agents } : {}),
       ...(body.preset_instruction ? { presetInstruction: body.preset_instruction } : {}),
@@ -104,10 +128,12 @@ export function agentChatRoutes(dependencies: {
 
   router.post('/chat/loop/:session_id', async (context) => {
     const body = parse(loopBody, context);
+    const key = pathSession(context, body.session_id);
     await begin(context, {
-      sessionKey: pathSession(context, body.session_id),
+      sessionKey: key,
       channel: 'web',
       message: body.message,
+      ...(await replacing(context, key, body.replaces_turn)),
       ...(await imagesOf(context, body)),
       ...(body.preferred_agents?.length ? { preferredAgents: body.preferred_agents } : {}),
       ...(body.agent_id ? { agentId: body.agent_id } : {}),

@@ -3,6 +3,7 @@
  * `POST /chat/loop/{id}`, `POST /api/v1/chat` and the approval decisions.
  */
 import { z } from 'zod';
+import { chatTurnIdPattern } from '../../../../common/chat-turn.ts';
 import { fileIdPattern } from '../uploads/schema.ts';
 
 export const sessionKey = z.string().regex(/^[A-Za-z0-9:_.@-]{1,128}$/, 'must be 1-128 letters, digits or : _ . @ -');
@@ -34,6 +35,12 @@ const messageFields = {
   image_file_id: z.string().regex(fileIdPattern, 'must be a file id (file_…)').optional(),
   preferred_agents: z.array(z.string().min(1).max(64)).max(32).optional(),
   preset_instruction: z.string().max(4_000).optional(),
+  /**
+   * A turn of the session this message stands in for: the new turn follows the same place of the conversation as
+   * that one (a regenerated answer, an edited message, the same message asked of another agent), which stays
+   * reachable as an alternative; the conversation moves to the new branch.
+   */
+  replaces_turn: z.string().regex(chatTurnIdPattern, 'must be a turn id of the session (chat-…)').optional(),
 };
 
 export const streamBody = z.object(messageFields).strict();

@@ -1,7 +1,13 @@
 /** Contracts of history, sessions, search and usage (api/openapi/contract.ts). */
 import { z } from 'zod';
 import { isoDate, json, route } from '../../../openapi/contract.ts';
-import { historyQuerySchema, renameSessionSchema, searchQuerySchema, sessionIdSchema } from './schema.ts';
+import {
+  branchBodySchema,
+  historyQuerySchema,
+  renameSessionSchema,
+  searchQuerySchema,
+  sessionIdSchema,
+} from './schema.ts';
 
 const tags = ['History'];
 const sessionParams = z.object({ session_id: sessionIdSchema });
@@ -31,8 +37,40 @@ export const historyContracts = [
           ),
           message_count: z.number().int(),
           next_before: z.string().nullable(),
+          turns: z
+            .array(
+              z.strictObject({
+                turn_id: z.string(),
+                number: z.number().int(),
+                status: z.string(),
+                agent: z
+                  .strictObject({
+                    id: z.string(),
+                    name: z.string(),
+                    confidence: z.number(),
+                    method: z.string(),
+                    model: z.string(),
+                  })
+                  .optional(),
+                cost: z
+                  .strictObject({
+                    credits: z.number(),
+                    cost_usd: z.number(),
+                    input_tokens: z.number().int(),
+                    output_tokens: z.number().int(),
+                    model: z.string(),
+                    stopped: z.boolean().optional(),
+                  })
+                  .optional(),
+                error: z.string().optional(),
+                alternatives: z
+                  .array(z.string())
+                  .meta({ description: 'The turns at this place of the conversation (this one included), oldest first' }),
+              }),
+            )
+            .meta({ description: 'The page’s turns: the agent that answered, the cost, the alternatives' }),
         }),
-        'The page',
+        'The page (of the branch the conversation is on)',
       ),
     },
     errors: { 404: 'No such session of the caller’s' },
@@ -121,6 +159,23 @@ export const historyContracts = [
       ),
     },
     errors: { 404: 'No such session of the caller’s' },
+  }),
+  route({
+    method: 'PUT',
+    path: '/sessions/:session_id/branch',
+    summary: 'Show another branch of a session',
+    description:
+      'Puts the session’s conversation on the branch through `turn_id` (an alternative of a regenerated or edited turn): its newest turn below that one. History, export, share and the next message follow it.',
+    tags,
+    access: 'caller',
+    request: { params: sessionParams, body: branchBodySchema },
+    responses: {
+      200: json(
+        z.strictObject({ session_id: z.string(), turn_id: z.string().meta({ description: 'The branch’s newest turn' }) }),
+        'Switched',
+      ),
+    },
+    errors: { 404: 'No such session or turn of the caller’s' },
   }),
   route({
     method: 'PATCH',

@@ -28,7 +28,13 @@ import { requireCaller, type CallerState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
 import type { UsageService } from '../../../services/usage/service.ts';
 import type { ChatService } from '../../../services/chat/service.ts';
-import { historyQuerySchema, renameSessionSchema, searchQuerySchema, sessionIdSchema } from './schema.ts';
+import {
+  branchBodySchema,
+  historyQuerySchema,
+  renameSessionSchema,
+  searchQuerySchema,
+  sessionIdSchema,
+} from './schema.ts';
 
 type HistoryContext = Context & { state: CallerState; params: Record<string, string> };
 
@@ -63,7 +69,17 @@ export function historyRoutes(dependencies: {
       messages: page.messages,
       message_count: page.message_count,
       next_before: page.next_before,
+      turns: page.turns,
     };
+  });
+
+  router.put('/sessions/:session_id/branch', async (context) => {
+    const { owner, key } = sessionOf(context);
+    const body = branchBodySchema.safeParse(context.request.body ?? {});
+    if (!body.success) throw invalidRequest(body.error);
+    const head = await conversations.switchBranch(owner, key, body.data.turn_id);
+    if (!head) throw new ApiError('not_found', `No turn ${body.data.turn_id} in session ${key}`, { param: 'turn_id' });
+    context.body = { session_id: key, turn_id: head };
   });
 
   router.get('/sessions', async (context) => {

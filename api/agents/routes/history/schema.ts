@@ -1,6 +1,7 @@
 /** Path and query parameters of the history, sessions, search and usage endpoints (api/agents/routes/history/). */
 import { z } from 'zod';
 import { historyCursorPattern } from '../../../../activities/conversations/conversation-store.ts';
+import { chatTurnIdPattern } from '../../../../common/chat-turn.ts';
 
 /** A session id as clients name it (`web:<uuid>`, `api:default`, …). */
 export const sessionIdSchema = z
@@ -28,6 +29,11 @@ export const searchQuerySchema = z
     q: z.string().trim().min(1, 'give q, the words to search for').max(500),
     limit: z.coerce.number().int().min(1).max(100).default(20),
   })
+  .strict();
+
+/** `PUT /sessions/{session_id}/branch`: a turn of the session whose branch to show (its newest turn below it). */
+export const branchBodySchema = z
+  .object({ turn_id: z.string().regex(chatTurnIdPattern, 'must be a turn id of the session (chat-…)') })
   .strict();
 
 /** `PATCH /sessions/{session_id}`: the session's own title (1 to 200 characters), or null to show its first message. */
