@@ -90,7 +90,11 @@ export function agentChatRoutes(dependencies: {
     turnId: string | undefined,
   ): Promise<{ replaces?: number }> => {
     if (turnId === undefined) return {};
-    const turn = await dependencies.conversations.sessionTurn(`user:${requireCaller(context.state).userId}`, key, turnId);
+    const turn = await dependencies.conversations.sessionTurn(
+      `user:${requireCaller(context.state).userId}`,
+      key,
+      turnId,
+    );
     if (!turn) throw new ApiError('not_found', `No turn ${turnId} in session ${key}`, { param: 'replaces_turn' });
     if (turn.status === 'running') {
       throw new ApiError('conflict', `Turn ${turnId} is still running: stop it or wait for its end first`, {

@@ -65,7 +65,9 @@ export const historyContracts = [
                 error: z.string().optional(),
                 alternatives: z
                   .array(z.string())
-                  .meta({ description: 'The turns at this place of the conversation (this one included), oldest first' }),
+                  .meta({
+                    description: 'The turns at this place of the conversation (this one included), oldest first',
+                  }),
               }),
             )
             .meta({ description: 'The page’s turns: the agent that answered, the cost, the alternatives' }),
@@ -171,7 +173,10 @@ export const historyContracts = [
     request: { params: sessionParams, body: branchBodySchema },
     responses: {
       200: json(
-        z.strictObject({ session_id: z.string(), turn_id: z.string().meta({ description: 'The branch’s newest turn' }) }),
+        z.strictObject({
+          session_id: z.string(),
+          turn_id: z.string().meta({ description: 'The branch’s newest turn' }),
+        }),
         'Switched',
       ),
     },
