@@ -10,15 +10,16 @@ import { useAccount } from '../account.tsx';
 import { ErrorNote, Loading, useAction, useLoad } from '../components/ui.tsx';
 import { ConversationHeader } from './chat-header.tsx';
 import { Composer } from './composer.tsx';
-import { attach, send, turnNumber, useLiveTurns } from './live.ts';
+import { attach, send, turnNumber, useLiveTurns, type LiveTurn } from './live.ts';
 import { SessionSidebar } from './session-list.tsx';
+import { Transcript, type SendRequest } from './transcript.tsx';
 import {
   EmptyChat,
   groupByTurn,
-  HistoryItem,
-  LiveTurnView,
   type HistoryMessage,
   type HistoryPage,
+  type TurnGroup,
+  type TurnView,
 } from './turn-view.tsx';
 
 const newSessionId = () => `web:${crypto.randomUUID()}`;
@@ -51,6 +52,8 @@ export function ChatPage() {
   const onTurnStarted = (session: string, turnId: string) => {
     // The address now names the session and the running turn (replaced, so Back does not step through turns).
     location.route(`/chats/${encodeURIComponent(session)}?turn=${encodeURIComponent(turnId)}`, true);
+    // The chat is listed from its first message on: an approval or a loop may keep its answer for minutes.
+    void sessions.reload();
   };
   const onTurnEnded = () => {
     void sessions.reload();
@@ -116,23 +119,34 @@ function Conversation(props: ConversationProps) {
   const [older, setOlder] = useState<HistoryMessage[]>([]);
   const [before, setBefore] = useState<string | null>(null);
   const history = useLoad(async () => {
-    if (!props.saved) return { messages: [], next_before: null } as Pick<HistoryPage, 'messages' | 'next_before'>;
+    if (!props.saved) return { messages: [], next_before: null, turns: [] } as EmptyPage;
     const page = await data(
       api.GET('/history/{session_id}', { params: { path: { session_id: sessionId }, query: { limit: 100 } } }),
     );
     setBefore(page.next_before);
+    setOlder([]);
     return page;
   }, [sessionId, props.saved]);
   const loadOlder = useAction();
+  const [olderTurns, setOlderTurns] = useState<TurnView[]>([]);
   const streaming = live.some((entry) => entry.turn.status === 'streaming' && !entry.refusal);
+  // A regenerated or edited turn: it and what follows it leave the transcript until the history shows the new branch.
+  const [replacing, setReplacing] = useState<number | null>(null);
+  // Live turns that ended before the history was last read: the history places them, or they left the branch.
+  const [settled, setSettled] = useState<Set<number>>(new Set());
+  const [suggestions, setSuggestions] = useState<{ turnId: string; items: string[] } | null>(null);
+  const agents = useLoad(async () => (await data(api.GET('/agents'))).agents, []);
 
   const messages = useMemo(() => [...older, ...(history.value?.messages ?? [])], [older, history.value]);
-  const groups = useMemo(() => groupByTurn(messages), [messages]);
-  const liveByNumber = new Map(live.map((entry) => [turnNumber(entry.turn.turnId), entry]));
-  const unplaced = live.filter((entry) => {
-    const number = turnNumber(entry.turn.turnId);
-    return number === null || !groups.some((group) => group.number === number);
-  });
+  const groups = useMemo(() => {
+    const all = groupByTurn(messages);
+    const cut = replacing === null ? -1 : all.findIndex((group) => group.number === replacing);
+    return cut < 0 ? all : all.slice(0, cut);
+  }, [messages, replacing]);
+  const views = useMemo(
+    () => new Map([...olderTurns, ...(history.value?.turns ?? [])].map((view) => [view.number, view])),
+    [olderTurns, history.value],
+  );
 
   const log = useRef<HTMLDivElement>(null);
   const stickToBottom = useRef(true);
@@ -140,6 +154,49 @@ function Conversation(props: ConversationProps) {
     const element = log.current;
     if (element && stickToBottom.current) element.scrollTop = element.scrollHeight;
   });
+
+  const afterTurn = async (entry: LiveTurn) => {
+    props.onTurnEnded();
+    await history.reload();
+    setReplacing(null);
+    setSettled(new Set(live.filter((item) => item.turn.status !== 'streaming').map((item) => item.key)));
+    const turnId = entry.turn.turnId;
+    if (entry.turn.status === 'done' && turnId) {
+      // Follow-up suggestions under the answer that just ended (a model call of its own, so only for a live answer,
+      // never for a chat merely reopened). Quietly absent when the service has none.
+      setSuggestions(null);
+      const found = await api.POST('/chat/suggest', { body: { session_id: sessionId, count: 3 } }).catch(() => null);
+      if (found?.data?.suggestions.length) setSuggestions({ turnId, items: found.data.suggestions });
+    }
+  };
+
+  const sendTurn = (request: SendRequest, loop = false, attachment: string | null = null) => {
+    stickToBottom.current = true;
+    setSuggestions(null);
+    const replaced = request.replaces_turn ? turnNumber(request.replaces_turn) : null;
+    if (replaced !== null) setReplacing(replaced);
+    send({
+      sessionId,
+      request,
+      loop,
+      attachment,
+      onTurn: props.onTurnStarted,
+      onEnd: (entry) => void afterTurn(entry),
+    });
+  };
+
+  const showBranch = async (turnId: string) => {
+    await data(
+      api.PUT('/sessions/{session_id}/branch', {
+        params: { path: { session_id: sessionId } },
+        body: { turn_id: turnId },
+      }),
+    );
+    setSuggestions(null);
+    setOlderTurns([]);
+    await history.reload();
+    setSettled(new Set(live.filter((item) => item.turn.status !== 'streaming').map((item) => item.key)));
+  };
 
   return (
     <section class="conversation" aria-labelledby="conversation-title">
@@ -169,6 +226,7 @@ function Conversation(props: ConversationProps) {
                   }),
                 );
                 setOlder((previous) => [...page.messages, ...previous]);
+                setOlderTurns((previous) => [...page.turns, ...previous]);
                 setBefore(page.next_before ?? null);
               })
             }
@@ -180,55 +238,30 @@ function Conversation(props: ConversationProps) {
         {history.loading && !history.value ? <Loading what="the conversation" /> : null}
         <ErrorNote error={history.error} prefix="The conversation could not be loaded" />
         {groups.length === 0 && live.length === 0 && !history.loading ? <EmptyChat /> : null}
-        {groups.map((group) => {
-          const entry = group.number !== null ? liveByNumber.get(group.number) : undefined;
-          return (
-            <div class="turn-group" key={group.key}>
-              {group.messages
-                .filter((message) => !entry || message.role === 'user')
-                .map((message) => (
-                  <HistoryItem key={message.cursor} message={message} />
-                ))}
-              {entry?.attachment ? <p class="attachment-note">Attached: {entry.attachment}</p> : null}
-              {entry ? <LiveTurnView entry={entry} /> : null}
-            </div>
-          );
-        })}
-        {unplaced.map((entry) => (
-          <div class="turn-group" key={`live-${entry.key}`}>
-            {entry.userMessage ? (
-              <article class="message user" aria-label="You">
-                <p class="speaker">You</p>
-                <p class="user-text">{entry.userMessage}</p>
-                {entry.attachment ? <p class="attachment-note">Attached: {entry.attachment}</p> : null}
-              </article>
-            ) : null}
-            {entry.refusal ? (
-              <p class="note error" role="alert">
-                Not sent: {entry.refusal}
-              </p>
-            ) : (
-              <LiveTurnView entry={entry} />
-            )}
-          </div>
-        ))}
+        <Transcript
+          groups={groups}
+          views={views}
+          live={live.filter((entry) => !settled.has(entry.key) || isPlaced(entry, groups))}
+          agents={agents.value ?? []}
+          busy={streaming}
+          suggestions={suggestions}
+          onSend={sendTurn}
+          onShowBranch={showBranch}
+        />
       </div>
       <Composer
         sessionId={sessionId}
         streaming={streaming}
-        onSend={(request, loop, attachment) => {
-          stickToBottom.current = true;
-          send({
-            sessionId,
-            request,
-            loop,
-            attachment,
-            onTurn: props.onTurnStarted,
-            onEnd: props.onTurnEnded,
-          });
-        }}
+        onSend={(request, loop, attachment) => sendTurn(request, loop, attachment)}
         live={live}
       />
     </section>
   );
 }
+
+type EmptyPage = Pick<HistoryPage, 'messages' | 'next_before' | 'turns'>;
+
+const isPlaced = (entry: LiveTurn, groups: TurnGroup[]) => {
+  const number = turnNumber(entry.turn.turnId);
+  return number !== null && groups.some((group) => group.number === number);
+};

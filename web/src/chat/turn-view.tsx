@@ -11,6 +11,8 @@ import { markCancelling, type LiveTurn } from './live.ts';
 
 export type HistoryPage = Answer<'/history/{session_id}', 'get'>;
 export type HistoryMessage = HistoryPage['messages'][number];
+/** A turn as the history shows it: its agent, cost and alternatives. */
+export type TurnView = HistoryPage['turns'][number];
 
 export function EmptyChat() {
   return (
@@ -42,7 +44,7 @@ export function groupByTurn(messages: HistoryMessage[]): TurnGroup[] {
   return groups;
 }
 
-export function HistoryItem({ message }: { message: HistoryMessage }) {
+export function HistoryItem({ message, view }: { message: HistoryMessage; view?: TurnView | undefined }) {
   if (message.role === 'user') {
     return (
       <article class="message user" aria-label="You">
@@ -65,8 +67,13 @@ export function HistoryItem({ message }: { message: HistoryMessage }) {
   }
   if (message.role === 'assistant' && message.content) {
     return (
-      <article class="message assistant" aria-label={message.agent_id ? `Agent ${message.agent_id}` : 'Assistant'}>
-        <p class="speaker">{message.agent_id ?? 'Assistant'}</p>
+      <article
+        class="message assistant"
+        aria-label={
+          view?.agent ? `Agent ${view.agent.name}` : message.agent_id ? `Agent ${message.agent_id}` : 'Assistant'
+        }
+      >
+        <p class="speaker">{view?.agent ? <AgentLine agent={view.agent} /> : (message.agent_id ?? 'Assistant')}</p>
         <Markdown text={message.content} />
       </article>
     );
@@ -97,13 +104,7 @@ export function LiveTurnView({ entry }: { entry: LiveTurn }) {
     >
       <p class="speaker">
         {turn.agent ? (
-          <>
-            <span class="agent-name">{turn.agent.name}</span>{' '}
-            <span class="badge" title={`Chosen by ${turn.agent.method}`}>
-              {Math.round(turn.agent.confidence * 100)}% confident
-            </span>{' '}
-            <span class="muted">{turn.agent.model}</span>
-          </>
+          <AgentLine agent={turn.agent} />
         ) : turn.status === 'streaming' ? (
           'Choosing an agent…'
         ) : (
@@ -148,6 +149,41 @@ export function LiveTurnView({ entry }: { entry: LiveTurn }) {
       ) : null}
       <TurnFooter entry={entry} turn={turn} />
     </article>
+  );
+}
+
+/** The agent that answered, how sure the router was, and the model: the same for a live turn and a stored one. */
+export function AgentLine({ agent }: { agent: { name: string; confidence: number; method: string; model: string } }) {
+  return (
+    <>
+      <span class="agent-name">{agent.name}</span>{' '}
+      <span class="badge" title={`Chosen by ${agent.method}`}>
+        {Math.round(agent.confidence * 100)}% confident
+      </span>{' '}
+      <span class="muted">{agent.model}</span>
+    </>
+  );
+}
+
+/** A turn's cost line, live or stored. */
+export function CostLine({
+  cost,
+}: {
+  cost: {
+    credits: number;
+    costUsd: number;
+    inputTokens: number;
+    outputTokens: number;
+    model: string;
+    stopped: boolean;
+  };
+}) {
+  return (
+    <p class="cost" data-testid="turn-cost">
+      {cost.stopped ? <strong>Stopped · </strong> : null}
+      {formatNumber(cost.credits)} credits · {formatUsd(cost.costUsd)} · {formatNumber(cost.inputTokens)} in /{' '}
+      {formatNumber(cost.outputTokens)} out · {cost.model}
+    </p>
   );
 }
 
@@ -198,15 +234,7 @@ function TurnFooter({ entry, turn }: { entry: LiveTurn; turn: Turn }) {
       </p>
     );
   }
-  if (turn.cost) {
-    return (
-      <p class="cost" data-testid="turn-cost">
-        {turn.stopped ? <strong>Stopped · </strong> : null}
-        {formatNumber(turn.cost.credits)} credits · {formatUsd(turn.cost.costUsd)} ·{' '}
-        {formatNumber(turn.cost.inputTokens)} in / {formatNumber(turn.cost.outputTokens)} out · {turn.cost.model}
-      </p>
-    );
-  }
+  if (turn.cost) return <CostLine cost={{ ...turn.cost, stopped: turn.stopped }} />;
   return null;
 }
 
