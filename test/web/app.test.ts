@@ -239,8 +239,10 @@ describe('the web app', () => {
     expect(key).toMatch(/^te_/);
     expect((await platform.agents('/auth/me', { key })).status).toBe(200);
     await expectAccessible();
+    // Revoking asks first, in place: focus lands on the confirming button.
     await page.getByRole('button', { name: 'Revoke key browser key' }).click();
-    await page.getByRole('button', { name: 'Revoke key browser key' }).waitFor({ state: 'detached' });
+    await page.getByRole('button', { name: 'Yes, revoke browser key' }).click();
+    await page.getByRole('rowheader', { name: 'browser key' }).waitFor({ state: 'detached' });
     await waitFor('the key refused', async () => (await platform.agents('/auth/me', { key })).status === 401);
   });
 

@@ -1,11 +1,11 @@
 /**
  * The rest of the web app in a real browser (docs/web-app.md), on a platform of its own: a session renamed, found by
  * a search across sessions, shared (the public page opened), exported and deleted; an image attached to a message
- * (it reaches the model); memories added, searched and deleted; a built-in agent forked and its model changed; a CSV
- * uploaded, indexed with its progress shown and searched; a team created and a broadcast delivered; the settings'
- * link code, Google status, usage and a checkout refused in the API's words; the dark theme passing axe-core; and
- * the whole of a login and a chat message done with the keyboard alone; and a login with Google (the simulator's
- * consent page, as `npm start` plays it), connected in the settings.
+ * (it reaches the model); memories added, searched and deleted (through the confirm step, backed out of once); a
+ * built-in agent forked and its model changed; a CSV uploaded, indexed with its progress shown and searched; a team
+ * created and a broadcast delivered; the settings' link code, Google status, usage and a checkout refused in the
+ * API's words; the dark theme passing axe-core; and the whole of a login and a chat message done with the keyboard
+ * alone; and a login with Google (the simulator's consent page, as `npm start` plays it), connected in the settings.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
@@ -17,6 +17,7 @@ import { englishImage } from '../helpers/media-images.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { simulatedGoogle } from '../../scripts/lib/simulated-providers.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 let platform: TestPlatform;
 let smtp: TestSmtp;
@@ -136,7 +137,26 @@ describe('the other pages', () => {
     await page.getByRole('searchbox', { name: 'Search memories' }).fill('tea');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     await page.getByText('My cat is called Miso').waitFor({ state: 'detached' });
-    await page.getByRole('button', { name: /^Delete memory: I prefer green tea/ }).click();
+    // Deleting asks first, in place; Escape backs out with the focus on Delete again, and Yes deletes.
+    // (The focus is waited for: it moves once the step has rendered. Read through the DevTools protocol, as the CSP
+    // allows.)
+    const focused = (label: string) =>
+      waitFor(
+        `the focus on ${label}`,
+        async () =>
+          (await page.evaluate(
+            'document.activeElement && (document.activeElement.ariaLabel || document.activeElement.textContent)',
+          )) === label,
+      );
+    const remove = page.getByRole('button', { name: /^Delete memory: I prefer green tea/ });
+    await remove.click();
+    await focused('Yes, delete this memory');
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.keyboard.press('Escape');
+    await focused('Delete memory: I prefer green tea in the morning');
+    await remove.click();
+    await focused('Yes, delete this memory');
+    await page.keyboard.press('Enter');
     await page.getByText('No memory matches.').waitFor();
     expect(await seriousViolations(page)).toEqual([]);
   });

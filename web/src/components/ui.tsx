@@ -1,4 +1,7 @@
-/** Small pieces every page uses: loading with errors, error and status notes, copy, dates and numbers. */
+/**
+ * Small pieces every page uses: loading with errors, error and status notes, copy, dates and numbers. Forms, lists,
+ * tables, confirmations and the page's frame are in the files beside this one (form, list, table, confirm, layout).
+ */
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { describeError } from '../api/client.ts';
@@ -67,8 +70,9 @@ export function ErrorNote({ error, prefix }: { error: unknown; prefix?: string }
   );
 }
 
-/** A polite announcement for screen readers and a visible line. */
+/** A polite announcement for screen readers and a visible line; nothing while there is nothing to say. */
 export function StatusNote({ children }: { children: ComponentChildren }) {
+  if (children === null || children === undefined || children === false || children === '') return null;
   return (
     <p class="note status" role="status">
       {children}
@@ -81,6 +85,25 @@ export function Loading({ what }: { what: string }) {
     <p class="loading" role="status">
       Loading {what}…
     </p>
+  );
+}
+
+/**
+ * What `useLoad` holds, shown: its failure (after `errorPrefix`), "Loading …" until the first answer, then
+ * `children` drawn from the value (kept on screen, with the error above it, when a reload fails).
+ */
+export function WhenLoaded<T>(props: {
+  state: Loaded<T>;
+  what: string;
+  errorPrefix?: string;
+  children(value: T): ComponentChildren;
+}) {
+  const { value, error } = props.state;
+  return (
+    <>
+      <ErrorNote error={error} prefix={props.errorPrefix} />
+      {value !== undefined ? props.children(value) : error ? null : <Loading what={props.what} />}
+    </>
   );
 }
 

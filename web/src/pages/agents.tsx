@@ -6,7 +6,11 @@
 import { useState } from 'preact/hooks';
 import { api, data, type Answer } from '../api/client.ts';
 import { useAccount } from '../account.tsx';
-import { ErrorNote, Loading, PageHeader, StatusNote, useAction, useLoad } from '../components/ui.tsx';
+import { ConfirmButton } from '../components/confirm.tsx';
+import { Form, FormActions, SelectField, TextArea, TextField } from '../components/form.tsx';
+import { Page } from '../components/layout.tsx';
+import { Badge, ItemCard, ItemList } from '../components/list.tsx';
+import { ErrorNote, StatusNote, useAction, useLoad, WhenLoaded } from '../components/ui.tsx';
 import { modelsForPlan } from './models.ts';
 
 /** An agent as listed, and as `GET /agents/{id}` describes it (with its prompt) for editing. */
@@ -27,13 +31,15 @@ export function AgentsPage() {
   };
 
   return (
-    <section class="page" aria-labelledby="page-title">
-      <PageHeader title="Agents">
+    <Page
+      title="Agents"
+      actions={
         <button type="button" onClick={() => setEditing('new')}>
           New custom agent
         </button>
-      </PageHeader>
-      {notice ? <StatusNote>{notice}</StatusNote> : null}
+      }
+    >
+      <StatusNote>{notice}</StatusNote>
       {editing ? (
         <AgentForm
           agent={editing === 'new' ? null : editing}
@@ -43,26 +49,25 @@ export function AgentsPage() {
           onSaved={done}
         />
       ) : null}
-      <ErrorNote error={agents.error} prefix="Agents could not be loaded" />
-      {agents.value ? (
-        <ul class="grid list" aria-label="Agents">
-          {agents.value.map((agent) => (
-            <AgentCard
-              key={agent.id}
-              agent={agent}
-              models={models.value ?? []}
-              onEdit={async () => {
-                const full = await data(api.GET('/agents/{id}', { params: { path: { id: agent.id } } }));
-                setEditing(full);
-              }}
-              onChanged={done}
-            />
-          ))}
-        </ul>
-      ) : agents.error ? null : (
-        <Loading what="agents" />
-      )}
-    </section>
+      <WhenLoaded state={agents} what="agents" errorPrefix="Agents could not be loaded">
+        {(list) => (
+          <ItemList label="Agents" items={list} grid>
+            {(agent) => (
+              <AgentCard
+                key={agent.id}
+                agent={agent}
+                models={models.value ?? []}
+                onEdit={async () => {
+                  const full = await data(api.GET('/agents/{id}', { params: { path: { id: agent.id } } }));
+                  setEditing(full);
+                }}
+                onChanged={done}
+              />
+            )}
+          </ItemList>
+        )}
+      </WhenLoaded>
+    </Page>
   );
 }
 
@@ -75,60 +80,26 @@ function AgentCard(props: {
   const { agent } = props;
   const [model, setModel] = useState(agent.model);
   const action = useAction();
-  const modelId = `model-${agent.id}`;
+  const path = { id: agent.id };
+  const act = async (call: () => Promise<unknown>, message: string) => {
+    if (await action.run(call)) await props.onChanged(message);
+  };
   return (
-    <li>
-      <div class="item-head">
-        <h3>{agent.name}</h3>
-        <span class="badge">{agent.builtin ? 'built-in' : 'custom'}</span>
-      </div>
-      <p>{agent.description}</p>
-      <p class="muted">
-        Model: {agent.model}
-        {agent.workspace ? ` · works with your Google ${agent.workspace}` : ''}
-        {agent.forked_from ? ` · forked from ${agent.forked_from}` : ''}
-      </p>
-      <p class="muted">Tools: {agent.tools.length ? agent.tools.join(', ') : 'none'}</p>
-      <form
-        class="inline-form"
-        onSubmit={async (event) => {
-          event.preventDefault();
-          if (
-            await action.run(() =>
-              data(api.POST('/agents/{id}/model', { params: { path: { id: agent.id } }, body: { model } })),
-            )
-          ) {
-            await props.onChanged(`${agent.name} now answers with ${model}.`);
-          }
-        }}
-      >
-        <label for={modelId}>Model</label>
-        <select id={modelId} value={model} onChange={(event) => setModel((event.target as HTMLSelectElement).value)}>
-          {[...new Set([agent.model, ...props.models])].map((name) => (
-            <option key={name} value={name}>
-              {name}
-            </option>
-          ))}
-        </select>
-        <button type="submit" class="secondary" disabled={action.busy || model === agent.model}>
-          Change model
-        </button>
-      </form>
-      <div class="button-row">
-        {agent.builtin ? (
+    <ItemCard
+      title={agent.name}
+      aside={<Badge>{agent.builtin ? 'built-in' : 'custom'}</Badge>}
+      actions={
+        agent.builtin ? (
           <button
             type="button"
             class="secondary"
             disabled={action.busy}
-            onClick={async () => {
-              if (
-                await action.run(() =>
-                  data(api.POST('/agents/{id}/fork', { params: { path: { id: agent.id } }, body: {} })),
-                )
-              ) {
-                await props.onChanged(`Forked ${agent.name} into a custom agent you can edit.`);
-              }
-            }}
+            onClick={() =>
+              act(
+                () => data(api.POST('/agents/{id}/fork', { params: { path }, body: {} })),
+                `Forked ${agent.name} into a custom agent you can edit.`,
+              )
+            }
           >
             Fork
           </button>
@@ -137,27 +108,51 @@ function AgentCard(props: {
             <button type="button" class="secondary" onClick={() => action.run(props.onEdit)}>
               Edit
             </button>
-            <button
-              type="button"
-              class="danger"
+            <ConfirmButton
+              label={`Delete ${agent.name}`}
+              warning="Chats can no longer pick it."
+              confirm={`Yes, delete ${agent.name}`}
               disabled={action.busy}
-              onClick={async () => {
-                if (
-                  await action.run(() =>
-                    data(api.DELETE('/agents/custom/{id}', { params: { path: { id: agent.id } } })),
-                  )
-                ) {
-                  await props.onChanged(`Deleted ${agent.name}.`);
-                }
-              }}
+              onConfirm={() =>
+                act(() => data(api.DELETE('/agents/custom/{id}', { params: { path } })), `Deleted ${agent.name}.`)
+              }
             >
               Delete
-            </button>
+            </ConfirmButton>
           </>
-        )}
-      </div>
-      <ErrorNote error={action.error} />
-    </li>
+        )
+      }
+      footer={<ErrorNote error={action.error} />}
+    >
+      <p>{agent.description}</p>
+      <p class="muted">
+        Model: {agent.model}
+        {agent.workspace ? ` · works with your Google ${agent.workspace}` : ''}
+        {agent.forked_from ? ` · forked from ${agent.forked_from}` : ''}
+      </p>
+      <p class="muted">Tools: {agent.tools.length ? agent.tools.join(', ') : 'none'}</p>
+      <Form
+        inline
+        onSubmit={() =>
+          act(
+            () => data(api.POST('/agents/{id}/model', { params: { path }, body: { model } })),
+            `${agent.name} now answers with ${model}.`,
+          )
+        }
+      >
+        <SelectField
+          id={`model-${agent.id}`}
+          label="Model"
+          inline
+          value={model}
+          options={[...new Set([agent.model, ...props.models])]}
+          onValue={setModel}
+        />
+        <button type="submit" class="secondary" disabled={action.busy || model === agent.model}>
+          Change model
+        </button>
+      </Form>
+    </ItemCard>
   );
 }
 
@@ -179,8 +174,7 @@ function AgentForm(props: {
     (agent?.tools ?? []).filter((tool) => !props.tools.includes(tool)).join(', '),
   );
   const action = useAction();
-  const submit = async (event: Event) => {
-    event.preventDefault();
+  const submit = async () => {
     const body = {
       name: name.trim(),
       description: description.trim(),
@@ -204,51 +198,33 @@ function AgentForm(props: {
     if (saved) await props.onSaved(agent ? `Saved ${body.name}.` : `Created ${body.name}.`);
   };
   return (
-    <form class="card" onSubmit={submit} aria-labelledby="agent-form-title">
-      <h2 id="agent-form-title">{agent ? `Edit ${agent.name}` : 'New custom agent'}</h2>
-      <div class="field">
-        <label for="agent-name">Name</label>
-        <input
-          id="agent-name"
-          required
-          maxLength={80}
-          value={name}
-          onInput={(e) => setName((e.target as HTMLInputElement).value)}
-        />
-      </div>
-      <div class="field">
-        <label for="agent-description">Description (what the router reads to pick it)</label>
-        <textarea
-          id="agent-description"
-          required
-          rows={2}
-          maxLength={1000}
-          value={description}
-          onInput={(e) => setDescription((e.target as HTMLTextAreaElement).value)}
-        />
-      </div>
-      <div class="field">
-        <label for="agent-prompt">System prompt</label>
-        <textarea
-          id="agent-prompt"
-          required
-          rows={6}
-          maxLength={20000}
-          value={prompt}
-          onInput={(e) => setPrompt((e.target as HTMLTextAreaElement).value)}
-        />
-      </div>
-      <div class="field">
-        <label for="agent-model">Model</label>
-        <select id="agent-model" value={model} onChange={(e) => setModel((e.target as HTMLSelectElement).value)}>
-          <option value="">The default model</option>
-          {props.models.map((name) => (
-            <option key={name} value={name}>
-              {name}
-            </option>
-          ))}
-        </select>
-      </div>
+    <Form title={agent ? `Edit ${agent.name}` : 'New custom agent'} onSubmit={submit}>
+      <TextField id="agent-name" label="Name" required maxLength={80} value={name} onValue={setName} />
+      <TextArea
+        id="agent-description"
+        label="Description (what the router reads to pick it)"
+        required
+        rows={2}
+        maxLength={1000}
+        value={description}
+        onValue={setDescription}
+      />
+      <TextArea
+        id="agent-prompt"
+        label="System prompt"
+        required
+        rows={6}
+        maxLength={20000}
+        value={prompt}
+        onValue={setPrompt}
+      />
+      <SelectField
+        id="agent-model"
+        label="Model"
+        value={model}
+        options={[{ value: '', label: 'The default model' }, ...props.models]}
+        onValue={setModel}
+      />
       <fieldset class="field">
         <legend>Tools</legend>
         <div class="grid">
@@ -265,23 +241,16 @@ function AgentForm(props: {
             </label>
           ))}
         </div>
-        <label for="agent-other-tools">Other tools, by name (comma-separated)</label>
-        <input
+        <TextField
           id="agent-other-tools"
-          value={otherTools}
+          label="Other tools, by name (comma-separated)"
+          inline
           placeholder="publish_site, send_email"
-          onInput={(e) => setOtherTools((e.target as HTMLInputElement).value)}
+          value={otherTools}
+          onValue={setOtherTools}
         />
       </fieldset>
-      <div class="button-row">
-        <button type="submit" disabled={action.busy}>
-          {agent ? 'Save' : 'Create'}
-        </button>
-        <button type="button" class="secondary" onClick={props.onCancel}>
-          Cancel
-        </button>
-      </div>
-      <ErrorNote error={action.error} />
-    </form>
+      <FormActions submit={agent ? 'Save' : 'Create'} action={action} onCancel={props.onCancel} />
+    </Form>
   );
 }

@@ -5,16 +5,11 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, data } from '../api/client.ts';
 import { uploadFile, type IndexState } from '../api/uploads.ts';
-import {
-  ErrorNote,
-  formatBytes,
-  formatDate,
-  Loading,
-  PageHeader,
-  StatusNote,
-  useAction,
-  useLoad,
-} from '../components/ui.tsx';
+import { ConfirmButton } from '../components/confirm.tsx';
+import { Field, Form, FormActions, SearchForm } from '../components/form.tsx';
+import { Page, Section } from '../components/layout.tsx';
+import { ItemCard, ItemList } from '../components/list.tsx';
+import { ErrorNote, formatBytes, formatDate, StatusNote, useAction, useLoad, WhenLoaded } from '../components/ui.tsx';
 
 /** Passages of the caller's indexed files nearest in meaning to `q`. */
 async function searchFiles(q: string) {
@@ -40,41 +35,48 @@ export function FilesPage() {
     return () => clearInterval(timer);
   }, [anyRunning]);
 
+  const index = async (fileId: string) => {
+    if (await action.run(() => data(api.POST('/rag/index', { body: { file_id: fileId } })))) await listing.reload();
+  };
+
   return (
-    <section class="page" aria-labelledby="page-title">
-      <PageHeader title="Files" />
-      <form
-        class="card inline-form"
-        onSubmit={async (event) => {
-          event.preventDefault();
+    <Page title="Files">
+      <Form
+        card
+        inline
+        onSubmit={async () => {
           const file = input.current?.files?.[0];
           if (!file) return;
-          if (
-            await upload.run(async () => {
-              const uploaded = await uploadFile(file);
-              await data(api.POST('/rag/index', { body: { file_id: uploaded.id } }));
-              setNotice(`Uploaded ${uploaded.file_name}; indexing it for search.`);
-            })
-          ) {
+          const uploaded = await upload.run(async () => {
+            const { id, file_name } = await uploadFile(file);
+            await data(api.POST('/rag/index', { body: { file_id: id } }));
+            setNotice(`Uploaded ${file_name}; indexing it for search.`);
+          });
+          if (uploaded) {
             if (input.current) input.current.value = '';
             await listing.reload();
           }
         }}
       >
-        <label for="file-input">File to upload (PDF, Excel, CSV, image)</label>
-        <input
-          id="file-input"
-          ref={input}
-          type="file"
-          required
-          accept=".pdf,.xlsx,.csv,image/png,image/jpeg,image/webp,image/gif"
+        <Field id="file-input" label="File to upload (PDF, Excel, CSV, image)" inline>
+          {(wiring) => (
+            <input
+              {...wiring}
+              ref={input}
+              type="file"
+              required
+              accept=".pdf,.xlsx,.csv,image/png,image/jpeg,image/webp,image/gif"
+            />
+          )}
+        </Field>
+        <FormActions
+          submit={upload.busy ? 'Uploading…' : 'Upload and index'}
+          action={upload}
+          errorPrefix="Upload failed"
+          inline
         />
-        <button type="submit" disabled={upload.busy}>
-          {upload.busy ? 'Uploading…' : 'Upload and index'}
-        </button>
-        <ErrorNote error={upload.error} prefix="Upload failed" />
-      </form>
-      {notice ? <StatusNote>{notice}</StatusNote> : null}
+      </Form>
+      <StatusNote>{notice}</StatusNote>
       <Search />
       <h2>Your files</h2>
       {listing.value ? (
@@ -82,61 +84,50 @@ export function FilesPage() {
           {formatBytes(listing.value.used_bytes)} of {formatBytes(listing.value.quota_bytes)} used
         </p>
       ) : null}
-      <ErrorNote error={listing.error} />
       <ErrorNote error={action.error} />
-      {listing.value ? (
-        listing.value.files.length === 0 ? (
-          <p class="muted">No file yet.</p>
-        ) : (
-          <ul class="list" aria-label="Files">
-            {listing.value.files.map((file) => (
-              <li key={file.id} data-testid="file">
-                <div class="item-head">
-                  <h3>{file.file_name}</h3>
+      <WhenLoaded state={listing} what="files">
+        {({ files }) => (
+          <ItemList label="Files" items={files} empty="No file yet.">
+            {(file) => (
+              <ItemCard
+                key={file.id}
+                testId="file"
+                title={file.file_name}
+                aside={
                   <small class="muted">
                     {file.kind} · {formatBytes(file.bytes)} · {formatDate(file.created_at)}
                   </small>
-                </div>
-                <IndexStatus index={file.index ?? null} />
-                <div class="button-row">
-                  <a class="button secondary" href={file.download_url} download>
-                    Download
-                  </a>
-                  {!running(file.index) ? (
-                    <button
-                      type="button"
-                      class="secondary"
-                      onClick={async () => {
-                        if (await action.run(() => data(api.POST('/rag/index', { body: { file_id: file.id } }))))
+                }
+                actions={
+                  <>
+                    <a class="button secondary" href={file.download_url} download>
+                      Download
+                    </a>
+                    {!running(file.index) ? (
+                      <button type="button" class="secondary" onClick={() => index(file.id)}>
+                        {file.index ? 'Index again' : 'Index for search'}
+                      </button>
+                    ) : null}
+                    <ConfirmButton
+                      label={`Delete ${file.file_name}`}
+                      warning="It leaves your files and their search."
+                      confirm={`Yes, delete ${file.file_name}`}
+                      onConfirm={async () => {
+                        const path = { file_id: file.id };
+                        if (await action.run(() => data(api.DELETE('/upload/{file_id}', { params: { path } }))))
                           await listing.reload();
                       }}
-                    >
-                      {file.index ? 'Index again' : 'Index for search'}
-                    </button>
-                  ) : null}
-                  <button
-                    type="button"
-                    class="danger"
-                    onClick={async () => {
-                      if (
-                        await action.run(() =>
-                          data(api.DELETE('/upload/{file_id}', { params: { path: { file_id: file.id } } })),
-                        )
-                      )
-                        await listing.reload();
-                    }}
-                  >
-                    Delete {file.file_name}
-                  </button>
-                </div>
-              </li>
-            ))}
-          </ul>
-        )
-      ) : listing.error ? null : (
-        <Loading what="files" />
-      )}
-    </section>
+                    />
+                  </>
+                }
+              >
+                <IndexStatus index={file.index ?? null} />
+              </ItemCard>
+            )}
+          </ItemList>
+        )}
+      </WhenLoaded>
+    </Page>
   );
 }
 
@@ -164,50 +155,35 @@ function Search() {
   const [hits, setHits] = useState<Hit[] | null>(null);
   const search = useAction();
   return (
-    <section aria-labelledby="file-search-title">
-      <h2 id="file-search-title">Search your files</h2>
-      <form
-        role="search"
-        class="inline-form"
-        onSubmit={async (event) => {
-          event.preventDefault();
-          await search.run(async () => {
-            setHits(await searchFiles(query.trim()));
-          });
-        }}
-      >
-        <label for="file-search" class="visually-hidden">
-          Search your files
-        </label>
-        <input
-          id="file-search"
-          type="search"
-          required
-          value={query}
-          onInput={(e) => setQuery((e.target as HTMLInputElement).value)}
-        />
-        <button type="submit" class="secondary" disabled={search.busy}>
-          Search
-        </button>
-      </form>
+    <Section title="Search your files" plain>
+      <SearchForm
+        id="file-search"
+        label="Search your files"
+        hideLabel
+        required
+        value={query}
+        onValue={setQuery}
+        busy={search.busy}
+        onSearch={(q) => search.run(async () => setHits(await searchFiles(q)))}
+      />
       <ErrorNote error={search.error} prefix="Search failed" />
       {hits ? (
         hits.length === 0 ? (
           <p role="status">Nothing found in your indexed files.</p>
         ) : (
-          <ol class="list" aria-label="Search results">
-            {hits.map((hit, index) => (
-              <li key={index}>
+          <ItemList label="Search results" items={hits} ordered>
+            {(hit, index) => (
+              <ItemCard key={index}>
                 <p class="muted">
                   {hit.title} · {where(hit.location)} · score {hit.score.toFixed(2)}
                 </p>
                 <p>{hit.text}</p>
-              </li>
-            ))}
-          </ol>
+              </ItemCard>
+            )}
+          </ItemList>
         )
       ) : null}
-    </section>
+    </Section>
   );
 }
 

@@ -1,7 +1,8 @@
 /** Logging in: a magic link by mail (`POST /auth/register`), or Google (`GET /auth/google`, a full-page visit). */
 import { useEffect, useState } from 'preact/hooks';
 import { api, data } from '../api/client.ts';
-import { ErrorNote, useAction } from '../components/ui.tsx';
+import { Form, FormActions, TextField } from '../components/form.tsx';
+import { useAction } from '../components/ui.tsx';
 import { GoogleButton } from '../components/google-button.tsx';
 
 export function LoginPage({ aiName }: { aiName: string }) {
@@ -12,8 +13,7 @@ export function LoginPage({ aiName }: { aiName: string }) {
     document.title = `Log in · ${aiName}`;
   }, [aiName]);
 
-  const submit = async (event: Event) => {
-    event.preventDefault();
+  const submit = async () => {
     const address = email.trim();
     if (await action.run(() => data(api.POST('/auth/register', { body: { email: address } })))) setSentTo(address);
   };
@@ -32,22 +32,20 @@ export function LoginPage({ aiName }: { aiName: string }) {
             </button>
           </div>
         ) : (
-          <form onSubmit={submit}>
-            <label for="login-email">E-mail address</label>
-            <input
+          <Form onSubmit={submit}>
+            <TextField
               id="login-email"
+              label="E-mail address"
+              inline
               type="email"
               name="email"
               autocomplete="email"
               required
               value={email}
-              onInput={(event) => setEmail((event.target as HTMLInputElement).value)}
+              onValue={setEmail}
             />
-            <button type="submit" disabled={action.busy}>
-              {action.busy ? 'Sending…' : 'Send me a login link'}
-            </button>
-            <ErrorNote error={action.error} />
-          </form>
+            <FormActions submit={action.busy ? 'Sending…' : 'Send me a login link'} action={action} inline />
+          </Form>
         )}
         <p class="divider">or</p>
         <GoogleButton>Log in with Google</GoogleButton>

@@ -1,7 +1,11 @@
 /** Memories: what the agents remember of the person; list, search, add, delete. */
 import { useState } from 'preact/hooks';
 import { api, data } from '../api/client.ts';
-import { ErrorNote, formatDate, Loading, PageHeader, useAction, useLoad } from '../components/ui.tsx';
+import { ConfirmButton } from '../components/confirm.tsx';
+import { Form, FormActions, SearchForm, TextArea, TextField } from '../components/form.tsx';
+import { Page } from '../components/layout.tsx';
+import { ItemCard, ItemList } from '../components/list.tsx';
+import { ErrorNote, formatDate, useAction, useLoad, WhenLoaded } from '../components/ui.tsx';
 
 export function MemoriesPage() {
   const [query, setQuery] = useState('');
@@ -18,68 +22,46 @@ export function MemoriesPage() {
   const remove = useAction();
 
   return (
-    <section class="page" aria-labelledby="page-title">
-      <PageHeader title="Memories" />
-      <p class="muted">
-        Agents load the memories that fit a message into their context, and save new ones as they learn.
-      </p>
-      <form
-        class="card"
-        onSubmit={async (event) => {
-          event.preventDefault();
+    <Page
+      title="Memories"
+      intro="Agents load the memories that fit a message into their context, and save new ones as they learn."
+    >
+      <Form
+        card
+        label="Add a memory"
+        onSubmit={async () => {
           if (await add.run(() => data(api.POST('/memory/add', { body: { content: content.trim(), importance } })))) {
             setContent('');
             await memories.reload();
           }
         }}
       >
-        <div class="field">
-          <label for="memory-content">Something to remember</label>
-          <textarea
-            id="memory-content"
-            rows={2}
-            required
-            maxLength={4000}
-            value={content}
-            onInput={(e) => setContent((e.target as HTMLTextAreaElement).value)}
-          />
-        </div>
+        <TextArea
+          id="memory-content"
+          label="Something to remember"
+          rows={2}
+          required
+          maxLength={4000}
+          value={content}
+          onValue={setContent}
+        />
         <div class="inline-form">
-          <label for="memory-importance">Importance</label>
-          <input
+          <TextField
             id="memory-importance"
+            label="Importance"
+            inline
             type="range"
             min={0}
             max={1}
             step={0.1}
             value={importance}
-            onInput={(e) => setImportance(Number((e.target as HTMLInputElement).value))}
+            onValue={(value) => setImportance(Number(value))}
           />
           <output for="memory-importance">{importance.toFixed(1)}</output>
-          <button type="submit" disabled={add.busy}>
-            Add memory
-          </button>
+          <FormActions submit="Add memory" action={add} inline />
         </div>
-        <ErrorNote error={add.error} />
-      </form>
-      <form
-        role="search"
-        class="inline-form"
-        onSubmit={(event) => {
-          event.preventDefault();
-          setSearched(query.trim());
-        }}
-      >
-        <label for="memory-search">Search memories</label>
-        <input
-          id="memory-search"
-          type="search"
-          value={query}
-          onInput={(e) => setQuery((e.target as HTMLInputElement).value)}
-        />
-        <button type="submit" class="secondary">
-          Search
-        </button>
+      </Form>
+      <SearchForm id="memory-search" label="Search memories" value={query} onValue={setQuery} onSearch={setSearched}>
         {searched ? (
           <button
             type="button"
@@ -92,44 +74,40 @@ export function MemoriesPage() {
             Show all
           </button>
         ) : null}
-      </form>
-      <ErrorNote error={memories.error} />
+      </SearchForm>
       <ErrorNote error={remove.error} prefix="Deleting failed" />
-      {memories.value ? (
-        memories.value.length === 0 ? (
-          <p class="muted">{searched ? 'No memory matches.' : 'No memories yet.'}</p>
-        ) : (
-          <ul class="list" aria-label="Memories">
-            {memories.value.map((memory) => (
-              <li key={memory.id}>
+      <WhenLoaded state={memories} what="memories">
+        {(list) => (
+          <ItemList label="Memories" items={list} empty={searched ? 'No memory matches.' : 'No memories yet.'}>
+            {(memory) => (
+              <ItemCard
+                key={memory.id}
+                actions={
+                  <>
+                    <small class="muted">
+                      Importance {memory.importance.toFixed(1)} · {formatDate(memory.created_at)}
+                    </small>
+                    <ConfirmButton
+                      label={`Delete memory: ${memory.content.slice(0, 40)}`}
+                      warning="Agents will no longer recall it."
+                      confirm="Yes, delete this memory"
+                      onConfirm={async () => {
+                        const path = { id: memory.id };
+                        if (await remove.run(() => data(api.DELETE('/memory/{id}', { params: { path } }))))
+                          await memories.reload();
+                      }}
+                    >
+                      Delete
+                    </ConfirmButton>
+                  </>
+                }
+              >
                 <p>{memory.content}</p>
-                <div class="item-head">
-                  <small class="muted">
-                    Importance {memory.importance.toFixed(1)} · {formatDate(memory.created_at)}
-                  </small>
-                  <button
-                    type="button"
-                    class="danger"
-                    aria-label={`Delete memory: ${memory.content.slice(0, 40)}`}
-                    onClick={async () => {
-                      if (
-                        await remove.run(() =>
-                          data(api.DELETE('/memory/{id}', { params: { path: { id: memory.id } } })),
-                        )
-                      )
-                        await memories.reload();
-                    }}
-                  >
-                    Delete
-                  </button>
-                </div>
-              </li>
-            ))}
-          </ul>
-        )
-      ) : memories.error ? null : (
-        <Loading what="memories" />
-      )}
-    </section>
+              </ItemCard>
+            )}
+          </ItemList>
+        )}
+      </WhenLoaded>
+    </Page>
   );
 }

@@ -6,7 +6,11 @@
 import { CronExpressionParser } from 'cron-parser';
 import { useMemo, useState } from 'preact/hooks';
 import { api, data, type Answer } from '../api/client.ts';
-import { ErrorNote, formatDate, Loading, PageHeader, StatusNote, useAction, useLoad } from '../components/ui.tsx';
+import { ConfirmButton } from '../components/confirm.tsx';
+import { Form, FormActions, SelectField, TextArea, TextField } from '../components/form.tsx';
+import { Page } from '../components/layout.tsx';
+import { Badge, ItemCard, ItemList } from '../components/list.tsx';
+import { ErrorNote, formatDate, StatusNote, useAction, useLoad, WhenLoaded } from '../components/ui.tsx';
 
 type Task = Answer<'/schedule/tasks', 'get'>['tasks'][number];
 
@@ -40,20 +44,27 @@ export function SchedulesPage() {
   const [notice, setNotice] = useState<string | null>(null);
   const action = useAction();
 
-  const change = async (task: Task, body: { enabled: boolean }, message: string) => {
-    if (await action.run(() => data(api.PATCH('/schedule/tasks/{id}', { params: { path: { id: task.id } }, body })))) {
+  const change = async (call: () => Promise<unknown>, message: string) => {
+    if (await action.run(call)) {
       setNotice(message);
       await tasks.reload();
     }
   };
+  const pause = (task: Task, enabled: boolean) =>
+    change(
+      () => data(api.PATCH('/schedule/tasks/{id}', { params: { path: { id: task.id } }, body: { enabled } })),
+      enabled ? 'Resumed.' : 'Paused.',
+    );
 
   return (
-    <section class="page" aria-labelledby="page-title">
-      <PageHeader title="Schedules">
+    <Page
+      title="Schedules"
+      actions={
         <button type="button" class="secondary" onClick={() => tasks.reload()}>
           Refresh
         </button>
-      </PageHeader>
+      }
+    >
       <ScheduleForm
         agents={agents.value ?? []}
         onCreated={async () => {
@@ -61,23 +72,39 @@ export function SchedulesPage() {
           await tasks.reload();
         }}
       />
-      {notice ? <StatusNote>{notice}</StatusNote> : null}
-      <ErrorNote error={tasks.error} />
+      <StatusNote>{notice}</StatusNote>
       <ErrorNote error={action.error} />
       <h2>Your schedules</h2>
-      {tasks.value ? (
-        tasks.value.length === 0 ? (
-          <p class="muted">No schedule yet.</p>
-        ) : (
-          <ul class="list" aria-label="Schedules">
-            {tasks.value.map((task) => (
-              <li key={task.id} data-testid="schedule">
-                <div class="item-head">
-                  <h3>
-                    {task.agent_id}: {task.message.slice(0, 80)}
-                  </h3>
-                  <span class="badge">{task.enabled ? 'active' : 'paused'}</span>
-                </div>
+      <WhenLoaded state={tasks} what="schedules">
+        {(list) => (
+          <ItemList label="Schedules" items={list} empty="No schedule yet.">
+            {(task) => (
+              <ItemCard
+                key={task.id}
+                testId="schedule"
+                title={`${task.agent_id}: ${task.message.slice(0, 80)}`}
+                aside={<Badge>{task.enabled ? 'active' : 'paused'}</Badge>}
+                actions={
+                  <>
+                    <button type="button" class="secondary" onClick={() => pause(task, !task.enabled)}>
+                      {task.enabled ? 'Pause' : 'Resume'}
+                    </button>
+                    <ConfirmButton
+                      label={`Delete the schedule ${task.agent_id}: ${task.message.slice(0, 40)}`}
+                      warning="It stops for good; its answers stay in its chat."
+                      confirm="Yes, delete this schedule"
+                      onConfirm={() =>
+                        change(
+                          () => data(api.DELETE('/schedule/tasks/{id}', { params: { path: { id: task.id } } })),
+                          'Schedule deleted.',
+                        )
+                      }
+                    >
+                      Delete
+                    </ConfirmButton>
+                  </>
+                }
+              >
                 <p class="muted">
                   <code>{task.cron}</code> in {task.timezone}
                   {task.next_runs[0] ? ` · next run ${inZone(localZone).format(new Date(task.next_runs[0]))}` : ''}
@@ -93,41 +120,12 @@ export function SchedulesPage() {
                     'Not run yet'
                   )}
                 </p>
-                <div class="button-row">
-                  {task.enabled ? (
-                    <button type="button" class="secondary" onClick={() => change(task, { enabled: false }, 'Paused.')}>
-                      Pause
-                    </button>
-                  ) : (
-                    <button type="button" class="secondary" onClick={() => change(task, { enabled: true }, 'Resumed.')}>
-                      Resume
-                    </button>
-                  )}
-                  <button
-                    type="button"
-                    class="danger"
-                    onClick={async () => {
-                      if (
-                        await action.run(() =>
-                          data(api.DELETE('/schedule/tasks/{id}', { params: { path: { id: task.id } } })),
-                        )
-                      ) {
-                        setNotice('Schedule deleted.');
-                        await tasks.reload();
-                      }
-                    }}
-                  >
-                    Delete
-                  </button>
-                </div>
-              </li>
-            ))}
-          </ul>
-        )
-      ) : tasks.error ? null : (
-        <Loading what="schedules" />
-      )}
-    </section>
+              </ItemCard>
+            )}
+          </ItemList>
+        )}
+      </WhenLoaded>
+    </Page>
   );
 }
 
@@ -145,88 +143,55 @@ function ScheduleForm(props: { agents: Array<{ id: string; name: string }>; onCr
   const format = inZone(localZone);
 
   return (
-    <form
-      class="card"
-      aria-labelledby="schedule-form-title"
-      onSubmit={async (event) => {
-        event.preventDefault();
-        if (
-          await action.run(() =>
-            data(
-              api.POST('/schedule/tasks', {
-                body: { cron: cron.trim(), timezone, agent_id: agent, message: message.trim() },
-              }),
-            ),
-          )
-        ) {
+    <Form
+      title="New schedule"
+      onSubmit={async () => {
+        const body = { cron: cron.trim(), timezone, agent_id: agent, message: message.trim() };
+        if (await action.run(() => data(api.POST('/schedule/tasks', { body })))) {
           setMessage('');
           await props.onCreated();
         }
       }}
     >
-      <h2 id="schedule-form-title">New schedule</h2>
-      <div class="field">
-        <label for="schedule-agent">Agent</label>
-        <select id="schedule-agent" value={agent} onChange={(e) => setAgent((e.target as HTMLSelectElement).value)}>
-          {props.agents.map((item) => (
-            <option key={item.id} value={item.id}>
-              {item.name}
-            </option>
-          ))}
-        </select>
-      </div>
-      <div class="field">
-        <label for="schedule-message">What to ask it each time</label>
-        <textarea
-          id="schedule-message"
-          rows={2}
-          required
-          value={message}
-          onInput={(e) => setMessage((e.target as HTMLTextAreaElement).value)}
-        />
-      </div>
-      <div class="field">
-        <label for="schedule-preset">When</label>
-        <select
-          id="schedule-preset"
-          value={presets.some(([value]) => value === cron) ? cron : ''}
-          onChange={(e) => {
-            const value = (e.target as HTMLSelectElement).value;
-            if (value) setCron(value);
-          }}
-        >
-          {presets.map(([value, label]) => (
-            <option key={value} value={value}>
-              {label}
-            </option>
-          ))}
-          <option value="">Custom cron…</option>
-        </select>
-      </div>
-      <div class="field">
-        <label for="schedule-cron">Cron (minute hour day month weekday, or seconds first)</label>
-        <input
-          id="schedule-cron"
-          required
-          value={cron}
-          aria-describedby="schedule-next"
-          onInput={(e) => setCron((e.target as HTMLInputElement).value)}
-        />
-      </div>
-      <div class="field">
-        <label for="schedule-zone">Time zone the cron is read in</label>
-        <select
-          id="schedule-zone"
-          value={timezone}
-          onChange={(e) => setTimezone((e.target as HTMLSelectElement).value)}
-        >
-          {zones.map((zone) => (
-            <option key={zone} value={zone}>
-              {zone}
-            </option>
-          ))}
-        </select>
-      </div>
+      <SelectField
+        id="schedule-agent"
+        label="Agent"
+        value={agent}
+        options={props.agents.map((item) => ({ value: item.id, label: item.name }))}
+        onValue={setAgent}
+      />
+      <TextArea
+        id="schedule-message"
+        label="What to ask it each time"
+        rows={2}
+        required
+        value={message}
+        onValue={setMessage}
+      />
+      <SelectField
+        id="schedule-preset"
+        label="When"
+        value={presets.some(([value]) => value === cron) ? cron : ''}
+        options={[...presets.map(([value, label]) => ({ value, label })), { value: '', label: 'Custom cron…' }]}
+        onValue={(value) => {
+          if (value) setCron(value);
+        }}
+      />
+      <TextField
+        id="schedule-cron"
+        label="Cron (minute hour day month weekday, or seconds first)"
+        required
+        describedBy="schedule-next"
+        value={cron}
+        onValue={setCron}
+      />
+      <SelectField
+        id="schedule-zone"
+        label="Time zone the cron is read in"
+        value={timezone}
+        options={zones}
+        onValue={setTimezone}
+      />
       <div id="schedule-next" aria-live="polite">
         {preview.error ? (
           <p class="note error">This cron cannot be read: {preview.error}</p>
@@ -241,10 +206,7 @@ function ScheduleForm(props: { agents: Array<{ id: string; name: string }>; onCr
           </>
         )}
       </div>
-      <button type="submit" disabled={action.busy || Boolean(preview.error)}>
-        Create schedule
-      </button>
-      <ErrorNote error={action.error} />
-    </form>
+      <FormActions submit="Create schedule" action={action} disabled={Boolean(preview.error)} />
+    </Form>
   );
 }

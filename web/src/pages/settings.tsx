@@ -6,38 +6,42 @@
 import { useState } from 'preact/hooks';
 import { api, data, type Answer } from '../api/client.ts';
 import { useAccount } from '../account.tsx';
+import { ConfirmButton } from '../components/confirm.tsx';
+import { Form, FormActions, SelectField, TextField } from '../components/form.tsx';
+import { Page, Section } from '../components/layout.tsx';
+import { Badge, ItemCard, ItemList } from '../components/list.tsx';
+import { DataTable } from '../components/table.tsx';
 import {
   CopyButton,
   ErrorNote,
   formatDate,
   formatNumber,
-  Loading,
-  PageHeader,
   StatusNote,
   useAction,
   useLoad,
+  WhenLoaded,
 } from '../components/ui.tsx';
 import { loadPlans } from './models.ts';
 import { GoogleButton } from '../components/google-button.tsx';
 
+type Key = Answer<'/api/keys', 'get'>['keys'][number];
+
 export function SettingsPage() {
   const { me } = useAccount();
   return (
-    <section class="page settings" aria-labelledby="page-title">
-      <PageHeader title="Settings" />
-      <section class="card" aria-labelledby="account-title">
-        <h2 id="account-title">Account</h2>
+    <Page title="Settings" class="settings">
+      <Section title="Account">
         <p>
           {me.user?.email ?? 'No e-mail'} · {me.user?.plan} plan · {formatNumber(me.credits?.balance)} credits left (
           {formatNumber(me.credits?.held)} held for running turns, {formatNumber(me.credits?.used)} used)
         </p>
-      </section>
+      </Section>
       <ApiKeys />
       <LinkedChats linked={me.linked_apps ?? []} />
       <Google />
       <Usage />
       <Plans current={me.user?.plan} />
-    </section>
+    </Page>
   );
 }
 
@@ -45,36 +49,28 @@ function ApiKeys() {
   const keys = useLoad(async () => (await data(api.GET('/api/keys'))).keys, []);
   const [name, setName] = useState('');
   const [secret, setSecret] = useState<string | null>(null);
-  const action = useAction();
+  const create = useAction();
+  const revoke = useAction();
+  const keyName = (key: Key) => key.name ?? key.key_preview;
   return (
-    <section class="card" aria-labelledby="keys-title">
-      <h2 id="keys-title">API keys</h2>
+    <Section title="API keys">
       <p class="muted">
         Keys work on the gateway's OpenAI-compatible API and on this service (<code>Authorization: Bearer</code>).
       </p>
-      <form
-        class="inline-form"
-        onSubmit={async (event) => {
-          event.preventDefault();
-          await action.run(async () => {
+      <Form
+        inline
+        onSubmit={() =>
+          create.run(async () => {
             const created = await data(api.POST('/api/keys', { body: name.trim() ? { name: name.trim() } : {} }));
             setSecret(created.key);
             setName('');
             await keys.reload();
-          });
-        }}
+          })
+        }
       >
-        <label for="key-name">Name</label>
-        <input
-          id="key-name"
-          value={name}
-          maxLength={100}
-          onInput={(e) => setName((e.target as HTMLInputElement).value)}
-        />
-        <button type="submit" disabled={action.busy}>
-          Create a key
-        </button>
-      </form>
+        <TextField id="key-name" label="Name" inline maxLength={100} value={name} onValue={setName} />
+        <FormActions submit="Create a key" action={create} inline />
+      </Form>
       {secret ? (
         <div class="note status" role="status">
           <p>Your new key, shown only this once:</p>
@@ -86,58 +82,43 @@ function ApiKeys() {
           </button>
         </div>
       ) : null}
-      <ErrorNote error={action.error} />
-      <ErrorNote error={keys.error} />
-      {keys.value ? (
-        keys.value.length === 0 ? (
-          <p class="muted">No key yet.</p>
-        ) : (
-          <table>
-            <caption class="visually-hidden">Your API keys</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Key</th>
-                <th scope="col">Created</th>
-                <th scope="col">Last used</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {keys.value.map((key) => (
-                <tr key={key.id}>
-                  <td>{key.name ?? '—'}</td>
-                  <td>
-                    <code>{key.key_preview}</code>
-                  </td>
-                  <td>{formatDate(key.created_at)}</td>
-                  <td>{formatDate(key.last_used_at)}</td>
-                  <td>
-                    <button
-                      type="button"
-                      class="danger"
-                      aria-label={`Revoke key ${key.name ?? key.key_preview}`}
-                      onClick={() =>
-                        action.run(async () => {
-                          await data(api.DELETE('/api/keys/{id}', { params: { path: { id: key.id } } }));
-                          await keys.reload();
-                        })
-                      }
-                    >
-                      Revoke
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )
-      ) : keys.error ? null : (
-        <Loading what="keys" />
-      )}
-    </section>
+      <ErrorNote error={revoke.error} prefix="Revoking failed" />
+      <WhenLoaded state={keys} what="keys">
+        {(list) => (
+          <DataTable
+            caption="Your API keys"
+            rows={list}
+            rowKey={(key) => key.id}
+            empty="No key yet."
+            columns={[
+              { title: 'Name', rowHeader: true, cell: (key) => key.name ?? '—' },
+              { title: 'Key', cell: (key) => <code>{key.key_preview}</code> },
+              { title: 'Created', cell: (key) => formatDate(key.created_at) },
+              { title: 'Last used', cell: (key) => formatDate(key.last_used_at) },
+              {
+                title: 'Actions',
+                hideTitle: true,
+                cell: (key) => (
+                  <ConfirmButton
+                    label={`Revoke key ${keyName(key)}`}
+                    warning="Programs using it stop working at once."
+                    confirm={`Yes, revoke ${keyName(key)}`}
+                    onConfirm={() =>
+                      revoke.run(async () => {
+                        await data(api.DELETE('/api/keys/{id}', { params: { path: { id: key.id } } }));
+                        await keys.reload();
+                      })
+                    }
+                  >
+                    Revoke
+                  </ConfirmButton>
+                ),
+              },
+            ]}
+          />
+        )}
+      </WhenLoaded>
+    </Section>
   );
 }
 
@@ -148,8 +129,7 @@ function LinkedChats({ linked }: { linked: string[] }) {
   const action = useAction();
   const { reload } = useAccount();
   return (
-    <section class="card" aria-labelledby="linked-title">
-      <h2 id="linked-title">Linked chats</h2>
+    <Section title="Linked chats">
       <p>
         {linked.length
           ? `Your account is linked to ${linked.join(', ')}.`
@@ -184,154 +164,138 @@ function LinkedChats({ linked }: { linked: string[] }) {
           ) : null}
         </div>
       ) : null}
-      <form
-        class="inline-form"
-        onSubmit={async (event) => {
-          event.preventDefault();
-          await action.run(async () => {
+      <Form
+        inline
+        onSubmit={() =>
+          action.run(async () => {
             const answer = await data(api.POST('/link/verify', { body: { code: redeem.trim() } }));
             setLinkedNow(`Linked ${answer.channel ?? 'the chat'}.`);
             setRedeem('');
             await reload();
-          });
-        }}
+          })
+        }
       >
-        <label for="link-redeem">A code from a messaging app</label>
-        <input
+        <TextField
           id="link-redeem"
+          label="A code from a messaging app"
+          inline
           inputMode="numeric"
           required
           value={redeem}
-          onInput={(e) => setRedeem((e.target as HTMLInputElement).value)}
+          onValue={setRedeem}
         />
         <button type="submit" class="secondary" disabled={action.busy}>
           Link
         </button>
-      </form>
-      {linkedNow ? <StatusNote>{linkedNow}</StatusNote> : null}
+      </Form>
+      <StatusNote>{linkedNow}</StatusNote>
       <ErrorNote error={action.error} />
-    </section>
+    </Section>
   );
 }
 
 function Google() {
   const status = useLoad(() => data(api.GET('/auth/google/status')), []);
-  const value = status.value;
   return (
-    <section class="card" aria-labelledby="google-title">
-      <h2 id="google-title">Google</h2>
-      <ErrorNote error={status.error} />
-      {value ? (
-        <>
-          <p>
-            {value.connected
-              ? `Connected as ${value.email ?? 'your Google account'}.`
-              : 'Not connected: the workspace agents (mail, calendar, drive, sheets, docs, contacts, tasks) need it.'}
-          </p>
-          {value.agents ? (
-            <p class="muted">
-              Workspace agents enabled:{' '}
-              {Object.entries(value.agents)
-                .filter(([, enabled]) => enabled)
-                .map(([agent]) => agent)
-                .join(', ') || 'none'}
+    <Section title="Google">
+      <WhenLoaded state={status} what="the Google connection">
+        {(value) => (
+          <>
+            <p>
+              {value.connected
+                ? `Connected as ${value.email ?? 'your Google account'}.`
+                : 'Not connected: the workspace agents (mail, calendar, drive, sheets, docs, contacts, tasks) need it.'}
             </p>
-          ) : null}
-          {value.missing_scopes.length && value.connected ? (
-            <details>
-              <summary>{value.missing_scopes.length} permissions not granted</summary>
-              <ul>
-                {value.missing_scopes.map((scope) => (
-                  <li key={scope}>
-                    <code>{scope}</code>
-                  </li>
-                ))}
-              </ul>
-            </details>
-          ) : null}
-          <GoogleButton>{value.connected ? 'Connect again (grant more)' : 'Connect Google'}</GoogleButton>
-        </>
-      ) : status.error ? null : (
-        <Loading what="the Google connection" />
-      )}
-    </section>
+            {value.agents ? (
+              <p class="muted">
+                Workspace agents enabled:{' '}
+                {Object.entries(value.agents)
+                  .filter(([, enabled]) => enabled)
+                  .map(([agent]) => agent)
+                  .join(', ') || 'none'}
+              </p>
+            ) : null}
+            {value.missing_scopes.length && value.connected ? (
+              <details>
+                <summary>{value.missing_scopes.length} permissions not granted</summary>
+                <ul>
+                  {value.missing_scopes.map((scope) => (
+                    <li key={scope}>
+                      <code>{scope}</code>
+                    </li>
+                  ))}
+                </ul>
+              </details>
+            ) : null}
+            <GoogleButton>{value.connected ? 'Connect again (grant more)' : 'Connect Google'}</GoogleButton>
+          </>
+        )}
+      </WhenLoaded>
+    </Section>
   );
 }
+
+const periods = [7, 30, 90].map((days) => ({ value: String(days), label: `Last ${days} days` }));
 
 function Usage() {
   const [days, setDays] = useState(30);
   const dashboard = useLoad(async () => data(api.GET('/dashboard', { params: { query: { days } } })), [days]);
-  const value = dashboard.value;
-  const peak = Math.max(1, ...(value?.credits_per_day.map((day) => day.credits) ?? [1]));
   return (
-    <section class="card" aria-labelledby="usage-title">
-      <div class="item-head">
-        <h2 id="usage-title">Usage</h2>
-        <label>
-          <span class="visually-hidden">Period</span>
-          <select value={days} onChange={(e) => setDays(Number((e.target as HTMLSelectElement).value))}>
-            <option value={7}>Last 7 days</option>
-            <option value={30}>Last 30 days</option>
-            <option value={90}>Last 90 days</option>
-          </select>
-        </label>
-      </div>
-      <ErrorNote error={dashboard.error} />
-      {value ? (
-        <>
-          <p>
-            {formatNumber(value.totals.credits_used)} credits · {formatNumber(value.totals.turns)} turns (
-            {formatNumber(value.totals.failed_turns)} failed) · {formatNumber(value.totals.messages)} messages ·{' '}
-            {formatNumber(value.totals.tool_calls)} tool calls
-          </p>
-          <h3>Credits per day</h3>
-          <div class="bar-chart" aria-hidden="true">
-            {value.credits_per_day.map((day) => (
-              <span key={day.day} title={`${day.day}: ${day.credits}`} class={barClass(day.credits / peak)} />
-            ))}
-          </div>
-          <table>
-            <caption class="visually-hidden">Credits per day</caption>
-            <thead>
-              <tr>
-                <th scope="col">Day</th>
-                <th scope="col">Credits</th>
-              </tr>
-            </thead>
-            <tbody>
-              {value.credits_per_day
-                .filter((day) => day.credits > 0)
-                .map((day) => (
-                  <tr key={day.day}>
-                    <td>{day.day}</td>
-                    <td>{formatNumber(day.credits)}</td>
-                  </tr>
+    <Section
+      title="Usage"
+      aside={
+        <SelectField
+          label="Period"
+          hideLabel
+          inline
+          value={String(days)}
+          options={periods}
+          onValue={(value) => setDays(Number(value))}
+        />
+      }
+    >
+      <WhenLoaded state={dashboard} what="usage">
+        {(value) => {
+          const peak = Math.max(1, ...value.credits_per_day.map((day) => day.credits));
+          return (
+            <>
+              <p>
+                {formatNumber(value.totals.credits_used)} credits · {formatNumber(value.totals.turns)} turns (
+                {formatNumber(value.totals.failed_turns)} failed) · {formatNumber(value.totals.messages)} messages ·{' '}
+                {formatNumber(value.totals.tool_calls)} tool calls
+              </p>
+              <h3>Credits per day</h3>
+              <div class="bar-chart" aria-hidden="true">
+                {value.credits_per_day.map((day) => (
+                  <span key={day.day} title={`${day.day}: ${day.credits}`} class={barClass(day.credits / peak)} />
                 ))}
-            </tbody>
-          </table>
-          <h3>Credits per agent</h3>
-          <table>
-            <caption class="visually-hidden">Credits per agent</caption>
-            <thead>
-              <tr>
-                <th scope="col">Agent</th>
-                <th scope="col">Credits</th>
-              </tr>
-            </thead>
-            <tbody>
-              {value.credits_per_agent.map((row) => (
-                <tr key={row.agent_id ?? 'none'}>
-                  <td>{row.agent_id ?? 'Routing, completions and media'}</td>
-                  <td>{formatNumber(row.credits)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </>
-      ) : dashboard.error ? null : (
-        <Loading what="usage" />
-      )}
-    </section>
+              </div>
+              <DataTable
+                caption="Credits per day"
+                rows={value.credits_per_day.filter((day) => day.credits > 0)}
+                rowKey={(day) => day.day}
+                empty="No credits used in this period."
+                columns={[
+                  { title: 'Day', rowHeader: true, cell: (day) => day.day },
+                  { title: 'Credits', number: true, cell: (day) => formatNumber(day.credits) },
+                ]}
+              />
+              <h3>Credits per agent</h3>
+              <DataTable
+                caption="Credits per agent"
+                rows={value.credits_per_agent}
+                rowKey={(row) => row.agent_id ?? 'none'}
+                empty="No credits used in this period."
+                columns={[
+                  { title: 'Agent', rowHeader: true, cell: (row) => row.agent_id ?? 'Routing, completions and media' },
+                  { title: 'Credits', number: true, cell: (row) => formatNumber(row.credits) },
+                ]}
+              />
+            </>
+          );
+        }}
+      </WhenLoaded>
+    </Section>
   );
 }
 
@@ -343,44 +307,38 @@ function barClass(share: number): string {
 function Plans({ current }: { current: string | undefined }) {
   const plans = useLoad(loadPlans, []);
   const action = useAction();
+  const checkout = (plan: 'starter' | 'pro') =>
+    action.run(async () => {
+      const started = await data(api.POST('/billing/create-checkout', { body: { plan } }));
+      location.assign(started.checkout_url);
+    });
   return (
-    <section class="card" aria-labelledby="plans-title">
-      <h2 id="plans-title">Plans</h2>
-      <ErrorNote error={plans.error} />
+    <Section title="Plans">
       <ErrorNote error={action.error} prefix="Checkout could not start" />
-      {plans.value ? (
-        <ul class="grid list" aria-label="Plans">
-          {plans.value.map((plan) => (
-            <li key={plan.id}>
-              <div class="item-head">
-                <h3>{plan.id}</h3>
-                {plan.id === current ? <span class="badge">your plan</span> : null}
-              </div>
-              <p>
-                ${plan.price_usd_month} a month · {formatNumber(plan.monthly_credits)} credits a month
-              </p>
-              {plan.purchasable && plan.id !== current ? (
-                <button
-                  type="button"
-                  disabled={action.busy}
-                  onClick={() =>
-                    action.run(async () => {
-                      const checkout = await data(
-                        api.POST('/billing/create-checkout', { body: { plan: plan.id as 'starter' | 'pro' } }),
-                      );
-                      location.assign(checkout.checkout_url);
-                    })
-                  }
-                >
-                  Upgrade to {plan.id}
-                </button>
-              ) : null}
-            </li>
-          ))}
-        </ul>
-      ) : plans.error ? null : (
-        <Loading what="plans" />
-      )}
-    </section>
+      <WhenLoaded state={plans} what="plans">
+        {(list) => (
+          <ItemList label="Plans" items={list} grid>
+            {(plan) => (
+              <ItemCard
+                key={plan.id}
+                title={plan.id}
+                aside={plan.id === current ? <Badge>your plan</Badge> : null}
+                footer={
+                  plan.purchasable && plan.id !== current ? (
+                    <button type="button" disabled={action.busy} onClick={() => checkout(plan.id as 'starter' | 'pro')}>
+                      Upgrade to {plan.id}
+                    </button>
+                  ) : null
+                }
+              >
+                <p>
+                  ${plan.price_usd_month} a month · {formatNumber(plan.monthly_credits)} credits a month
+                </p>
+              </ItemCard>
+            )}
+          </ItemList>
+        )}
+      </WhenLoaded>
+    </Section>
   );
 }

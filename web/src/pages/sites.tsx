@@ -1,16 +1,11 @@
 /** Published sites: publish a page, update it, delete it, open it (on its own host, `<name>.<SITE_DOMAIN>`). */
 import { useState } from 'preact/hooks';
 import { api, data, type Answer } from '../api/client.ts';
-import {
-  ErrorNote,
-  formatBytes,
-  formatDate,
-  Loading,
-  PageHeader,
-  StatusNote,
-  useAction,
-  useLoad,
-} from '../components/ui.tsx';
+import { ConfirmButton } from '../components/confirm.tsx';
+import { Form, FormActions, TextArea, TextField } from '../components/form.tsx';
+import { Page } from '../components/layout.tsx';
+import { ItemCard, ItemList } from '../components/list.tsx';
+import { ErrorNote, formatBytes, formatDate, StatusNote, useAction, useLoad, WhenLoaded } from '../components/ui.tsx';
 
 type Site = Answer<'/deploy/sites', 'get'>['sites'][number];
 
@@ -27,13 +22,15 @@ export function SitesPage() {
   const [notice, setNotice] = useState<{ text: string; url: string } | null>(null);
   const remove = useAction();
   return (
-    <section class="page" aria-labelledby="page-title">
-      <PageHeader title="Sites">
+    <Page
+      title="Sites"
+      actions={
         <button type="button" onClick={() => setEditing('new')}>
           Publish a page
         </button>
-      </PageHeader>
-      <p class="muted">Single HTML pages served on their own host. Agents can publish too, with your approval.</p>
+      }
+      intro="Single HTML pages served on their own host. Agents can publish too, with your approval."
+    >
       {notice ? (
         <StatusNote>
           {notice.text}{' '}
@@ -53,53 +50,46 @@ export function SitesPage() {
           }}
         />
       ) : null}
-      <ErrorNote error={sites.error} />
       <ErrorNote error={remove.error} prefix="Deleting failed" />
-      {sites.value ? (
-        sites.value.length === 0 ? (
-          <p class="muted">No site yet.</p>
-        ) : (
-          <ul class="list" aria-label="Sites">
-            {sites.value.map((site) => (
-              <li key={site.subdomain}>
-                <div class="item-head">
-                  <h3>{site.title}</h3>
+      <WhenLoaded state={sites} what="sites">
+        {(list) => (
+          <ItemList label="Sites" items={list} empty="No site yet.">
+            {(site) => (
+              <ItemCard
+                key={site.subdomain}
+                title={site.title}
+                aside={
                   <a href={site.url} target="_blank" rel="noopener noreferrer">
                     {site.url}
                   </a>
-                </div>
+                }
+                actions={
+                  <>
+                    <button type="button" class="secondary" onClick={() => setEditing(site)}>
+                      Update
+                    </button>
+                    <ConfirmButton
+                      label={`Delete ${site.subdomain}`}
+                      warning="The page goes offline at once."
+                      confirm={`Yes, delete ${site.subdomain}`}
+                      onConfirm={async () => {
+                        const path = { subdomain: site.subdomain };
+                        if (await remove.run(() => data(api.DELETE('/deploy/site/{subdomain}', { params: { path } }))))
+                          await sites.reload();
+                      }}
+                    />
+                  </>
+                }
+              >
                 <p class="muted">
                   {site.subdomain} · {formatBytes(site.bytes)} · updated {formatDate(site.updated_at)}
                 </p>
-                <div class="button-row">
-                  <button type="button" class="secondary" onClick={() => setEditing(site)}>
-                    Update
-                  </button>
-                  <button
-                    type="button"
-                    class="danger"
-                    onClick={async () => {
-                      if (
-                        await remove.run(() =>
-                          data(
-                            api.DELETE('/deploy/site/{subdomain}', { params: { path: { subdomain: site.subdomain } } }),
-                          ),
-                        )
-                      )
-                        await sites.reload();
-                    }}
-                  >
-                    Delete {site.subdomain}
-                  </button>
-                </div>
-              </li>
-            ))}
-          </ul>
-        )
-      ) : sites.error ? null : (
-        <Loading what="sites" />
-      )}
-    </section>
+              </ItemCard>
+            )}
+          </ItemList>
+        )}
+      </WhenLoaded>
+    </Page>
   );
 }
 
@@ -109,9 +99,8 @@ function SiteForm(props: { site: Site | null; onCancel(): void; onSaved(text: st
   const [title, setTitle] = useState(site?.title ?? '');
   const [html, setHtml] = useState(site ? '' : starter);
   const action = useAction();
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    await action.run(async () => {
+  const submit = () =>
+    action.run(async () => {
       const answer = site
         ? await data(
             api.PUT('/deploy/site/{subdomain}', {
@@ -122,52 +111,29 @@ function SiteForm(props: { site: Site | null; onCancel(): void; onSaved(text: st
         : await data(api.POST('/deploy/site', { body: { subdomain: subdomain.trim(), title: title.trim(), html } }));
       await props.onSaved(site ? `Updated ${site.subdomain}.` : `Published ${subdomain.trim()}.`, answer.url);
     });
-  };
   return (
-    <form class="card" onSubmit={submit} aria-labelledby="site-form-title">
-      <h2 id="site-form-title">{site ? `Update ${site.subdomain}` : 'Publish a page'}</h2>
+    <Form title={site ? `Update ${site.subdomain}` : 'Publish a page'} onSubmit={submit}>
       {site ? null : (
-        <div class="field">
-          <label for="site-subdomain">Name (one DNS label: letters, digits, hyphens)</label>
-          <input
-            id="site-subdomain"
-            required
-            maxLength={63}
-            pattern="[A-Za-z0-9]([A-Za-z0-9\\-]{0,61}[A-Za-z0-9])?"
-            value={subdomain}
-            onInput={(e) => setSubdomain((e.target as HTMLInputElement).value)}
-          />
-        </div>
-      )}
-      <div class="field">
-        <label for="site-title">Title</label>
-        <input
-          id="site-title"
+        <TextField
+          id="site-subdomain"
+          label="Name (one DNS label: letters, digits, hyphens)"
           required
-          maxLength={200}
-          value={title}
-          onInput={(e) => setTitle((e.target as HTMLInputElement).value)}
+          maxLength={63}
+          pattern="[A-Za-z0-9]([A-Za-z0-9\\-]{0,61}[A-Za-z0-9])?"
+          value={subdomain}
+          onValue={setSubdomain}
         />
-      </div>
-      <div class="field">
-        <label for="site-html">HTML{site ? ' (leave empty to keep the page as it is)' : ''}</label>
-        <textarea
-          id="site-html"
-          rows={10}
-          required={!site}
-          value={html}
-          onInput={(e) => setHtml((e.target as HTMLTextAreaElement).value)}
-        />
-      </div>
-      <div class="button-row">
-        <button type="submit" disabled={action.busy}>
-          {site ? 'Update' : 'Publish'}
-        </button>
-        <button type="button" class="secondary" onClick={props.onCancel}>
-          Cancel
-        </button>
-      </div>
-      <ErrorNote error={action.error} />
-    </form>
+      )}
+      <TextField id="site-title" label="Title" required maxLength={200} value={title} onValue={setTitle} />
+      <TextArea
+        id="site-html"
+        label={`HTML${site ? ' (leave empty to keep the page as it is)' : ''}`}
+        rows={10}
+        required={!site}
+        value={html}
+        onValue={setHtml}
+      />
+      <FormActions submit={site ? 'Update' : 'Publish'} action={action} onCancel={props.onCancel} />
+    </Form>
   );
 }

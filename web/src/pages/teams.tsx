@@ -1,7 +1,15 @@
 /** Teams: create one, see its members, invite by e-mail (owners), broadcast a message, and see its deliveries. */
 import { useEffect, useState } from 'preact/hooks';
 import { api, data } from '../api/client.ts';
-import { ErrorNote, formatDate, Loading, PageHeader, StatusNote, useAction, useLoad } from '../components/ui.tsx';
+import { Form, FormActions, SelectField, TextArea, TextField } from '../components/form.tsx';
+import { Page } from '../components/layout.tsx';
+import { Badge, ItemCard, ItemList } from '../components/list.tsx';
+import { formatDate, StatusNote, useAction, useLoad, WhenLoaded } from '../components/ui.tsx';
+
+const roles = [
+  { value: 'member', label: 'Member' },
+  { value: 'owner', label: 'Owner' },
+] as const;
 
 export function TeamsPage() {
   const teams = useLoad(async () => (await data(api.GET('/teams'))).teams, []);
@@ -9,61 +17,47 @@ export function TeamsPage() {
   const [open, setOpen] = useState<string | null>(null);
   const create = useAction();
   return (
-    <section class="page" aria-labelledby="page-title">
-      <PageHeader title="Teams" />
-      <form
-        class="card inline-form"
-        onSubmit={async (event) => {
-          event.preventDefault();
+    <Page title="Teams">
+      <Form
+        card
+        inline
+        onSubmit={async () => {
           if (await create.run(() => data(api.POST('/teams', { body: { name: name.trim() } })))) {
             setName('');
             await teams.reload();
           }
         }}
       >
-        <label for="team-name">New team</label>
-        <input
-          id="team-name"
-          required
-          maxLength={100}
-          value={name}
-          onInput={(e) => setName((e.target as HTMLInputElement).value)}
-        />
-        <button type="submit" disabled={create.busy}>
-          Create team
-        </button>
-        <ErrorNote error={create.error} />
-      </form>
-      <ErrorNote error={teams.error} />
-      {teams.value ? (
-        teams.value.length === 0 ? (
-          <p class="muted">You are in no team yet.</p>
-        ) : (
-          <ul class="list" aria-label="Teams">
-            {teams.value.map((team) => (
-              <li key={team.id}>
-                <div class="item-head">
-                  <h3>{team.name}</h3>
-                  <span class="badge">{team.role}</span>
-                </div>
+        <TextField id="team-name" label="New team" inline required maxLength={100} value={name} onValue={setName} />
+        <FormActions submit="Create team" action={create} inline />
+      </Form>
+      <WhenLoaded state={teams} what="teams">
+        {(list) => (
+          <ItemList label="Teams" items={list} empty="You are in no team yet.">
+            {(team) => (
+              <ItemCard
+                key={team.id}
+                title={team.name}
+                aside={<Badge>{team.role}</Badge>}
+                actions={
+                  <button
+                    type="button"
+                    class="secondary"
+                    aria-expanded={open === team.id}
+                    onClick={() => setOpen(open === team.id ? null : team.id)}
+                  >
+                    {open === team.id ? 'Close' : 'Open'} {team.name}
+                  </button>
+                }
+                footer={open === team.id ? <Team id={team.id} /> : null}
+              >
                 <p class="muted">{team.member_count} members</p>
-                <button
-                  type="button"
-                  class="secondary"
-                  aria-expanded={open === team.id}
-                  onClick={() => setOpen(open === team.id ? null : team.id)}
-                >
-                  {open === team.id ? 'Close' : 'Open'} {team.name}
-                </button>
-                {open === team.id ? <Team id={team.id} /> : null}
-              </li>
-            ))}
-          </ul>
-        )
-      ) : teams.error ? null : (
-        <Loading what="teams" />
-      )}
-    </section>
+              </ItemCard>
+            )}
+          </ItemList>
+        )}
+      </WhenLoaded>
+    </Page>
   );
 }
 
@@ -74,93 +68,77 @@ function Team({ id }: { id: string }) {
   const [message, setMessage] = useState('');
   const [invited, setInvited] = useState<string | null>(null);
   const [broadcastId, setBroadcastId] = useState<string | null>(null);
-  const action = useAction();
-  if (team.error) return <ErrorNote error={team.error} />;
-  if (!team.value) return <Loading what="the team" />;
+  const invite = useAction();
+  const broadcast = useAction();
+  const path = { team_id: id };
   return (
-    <div class="panel">
-      <h4>Members</h4>
-      <ul>
-        {team.value.members.map((member) => (
-          <li key={member.user_id}>
-            {member.email ?? member.user_id} · {member.role} · joined {formatDate(member.joined_at)}
-          </li>
-        ))}
-      </ul>
-      {team.value.role === 'owner' ? (
-        <form
-          class="inline-form"
-          onSubmit={async (event) => {
-            event.preventDefault();
-            if (
-              await action.run(() =>
-                data(
-                  api.POST('/teams/{team_id}/invite', {
-                    params: { path: { team_id: id } },
-                    body: { email: email.trim(), role },
-                  }),
-                ),
-              )
-            ) {
-              setInvited(`Invitation sent to ${email.trim()}.`);
-              setEmail('');
+    <WhenLoaded state={team} what="the team">
+      {(value) => (
+        <div class="panel">
+          <h4>Members</h4>
+          <ul>
+            {value.members.map((member) => (
+              <li key={member.user_id}>
+                {member.email ?? member.user_id} · {member.role} · joined {formatDate(member.joined_at)}
+              </li>
+            ))}
+          </ul>
+          {value.role === 'owner' ? (
+            <Form
+              inline
+              onSubmit={async () => {
+                const body = { email: email.trim(), role };
+                if (await invite.run(() => data(api.POST('/teams/{team_id}/invite', { params: { path }, body })))) {
+                  setInvited(`Invitation sent to ${body.email}.`);
+                  setEmail('');
+                }
+              }}
+            >
+              <TextField
+                id={`invite-${id}`}
+                label="Invite by e-mail"
+                inline
+                type="email"
+                required
+                value={email}
+                onValue={setEmail}
+              />
+              <SelectField
+                id={`role-${id}`}
+                label="Role"
+                inline
+                value={role}
+                options={roles}
+                onValue={(value) => setRole(value as 'member' | 'owner')}
+              />
+              <FormActions submit="Invite" action={invite} secondary inline />
+            </Form>
+          ) : null}
+          <StatusNote>{invited}</StatusNote>
+          <Form
+            onSubmit={() =>
+              broadcast.run(async () => {
+                const body = { message: message.trim() };
+                const started = await data(api.POST('/teams/{team_id}/broadcast', { params: { path }, body }));
+                setBroadcastId(started.id);
+                setMessage('');
+              })
             }
-          }}
-        >
-          <label for={`invite-${id}`}>Invite by e-mail</label>
-          <input
-            id={`invite-${id}`}
-            type="email"
-            required
-            value={email}
-            onInput={(e) => setEmail((e.target as HTMLInputElement).value)}
-          />
-          <label for={`role-${id}`}>Role</label>
-          <select
-            id={`role-${id}`}
-            value={role}
-            onChange={(e) => setRole((e.target as HTMLSelectElement).value as 'member' | 'owner')}
           >
-            <option value="member">Member</option>
-            <option value="owner">Owner</option>
-          </select>
-          <button type="submit" class="secondary" disabled={action.busy}>
-            Invite
-          </button>
-        </form>
-      ) : null}
-      {invited ? <StatusNote>{invited}</StatusNote> : null}
-      <form
-        class="field"
-        onSubmit={async (event) => {
-          event.preventDefault();
-          await action.run(async () => {
-            const started = await data(
-              api.POST('/teams/{team_id}/broadcast', {
-                params: { path: { team_id: id } },
-                body: { message: message.trim() },
-              }),
-            );
-            setBroadcastId(started.id);
-            setMessage('');
-          });
-        }}
-      >
-        <label for={`broadcast-${id}`}>Broadcast to every member</label>
-        <textarea
-          id={`broadcast-${id}`}
-          rows={2}
-          required
-          value={message}
-          onInput={(e) => setMessage((e.target as HTMLTextAreaElement).value)}
-        />
-        <button type="submit" disabled={action.busy}>
-          Broadcast
-        </button>
-      </form>
-      <ErrorNote error={action.error} />
-      {broadcastId ? <Deliveries teamId={id} broadcastId={broadcastId} /> : null}
-    </div>
+            <TextArea
+              id={`broadcast-${id}`}
+              label="Broadcast to every member"
+              rows={2}
+              required
+              value={message}
+              onValue={setMessage}
+            />
+            <FormActions submit="Broadcast" action={broadcast} />
+          </Form>
+          {broadcastId ? <Deliveries teamId={id} broadcastId={broadcastId} /> : null}
+        </div>
+      )}
+    </WhenLoaded>
   );
 }
 
@@ -180,18 +158,20 @@ function Deliveries({ teamId, broadcastId }: { teamId: string; broadcastId: stri
     const timer = setInterval(() => void broadcast.reload(), 1000);
     return () => clearInterval(timer);
   }, [running]);
-  if (broadcast.error) return <ErrorNote error={broadcast.error} />;
-  if (!broadcast.value) return <Loading what="deliveries" />;
   return (
-    <section aria-label="Deliveries">
-      <p role="status">Broadcast {broadcast.value.status}</p>
-      <ul>
-        {broadcast.value.deliveries.map((delivery) => (
-          <li key={delivery.user_id}>
-            {delivery.email ?? delivery.user_id}: {delivery.status}
-          </li>
-        ))}
-      </ul>
-    </section>
+    <WhenLoaded state={broadcast} what="deliveries">
+      {(value) => (
+        <section aria-label="Deliveries">
+          <p role="status">Broadcast {value.status}</p>
+          <ul>
+            {value.deliveries.map((delivery) => (
+              <li key={delivery.user_id}>
+                {delivery.email ?? delivery.user_id}: {delivery.status}
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
+    </WhenLoaded>
   );
 }
