@@ -63,11 +63,9 @@ export const historyContracts = [
                   })
                   .optional(),
                 error: z.string().optional(),
-                alternatives: z
-                  .array(z.string())
-                  .meta({
-                    description: 'The turns at this place of the conversation (this one included), oldest first',
-                  }),
+                alternatives: z.array(z.string()).meta({
+                  description: 'The turns at this place of the conversation (this one included), oldest first',
+                }),
               }),
             )
             .meta({ description: 'The page’s turns: the agent that answered, the cost, the alternatives' }),
