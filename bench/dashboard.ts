@@ -61,8 +61,9 @@ async function seed(databaseUrl: string, userId: string): Promise<void> {
     const run = randomBytes(4).toString('hex');
     await database.query('begin');
     await database.query(
-      `insert into chat_conversations (id, owner, turns, created_at, updated_at)
-       select 'conv_b' || $2 || c, $1, $3, now() - interval '30 days', now() from generate_series(1, $4) c`,
+      `insert into chat_conversations (id, owner, turns, head_path, created_at, updated_at)
+       select 'conv_b' || $2 || c, $1, $3, int4multirange(int4range(1, $3::int + 1)), now() - interval '30 days', now()
+       from generate_series(1, $4) c`,
       [owner, run, turnsPerConversation, conversations],
     );
     await database.query(
@@ -74,10 +75,10 @@ async function seed(databaseUrl: string, userId: string): Promise<void> {
     // Turn t of conversation c happened (c * 50 + t) minutes apart over the last 30 days.
     const when = `now() - ((c * ${turnsPerConversation} + t) % 43000) * interval '1 minute'`;
     await database.query(
-      `insert into chat_turns (id, conversation_id, number, status, created_at, finished_at, agent_id)
+      `insert into chat_turns (id, conversation_id, number, status, created_at, finished_at, agent_id, parent, path)
        select 'chat-conv_b' || $1 || c || '-' || t, 'conv_b' || $1 || c, t,
               case when (c + t) % 40 = 0 then 'failed' else 'done' end, ${when}, ${when},
-              ($2::text[])[1 + (c + t) % 8]
+              ($2::text[])[1 + (c + t) % 8], nullif(t - 1, 0), int4multirange(int4range(1, t + 1))
        from generate_series(1, $3) c, generate_series(1, $4) t`,
       [run, agents, conversations, turnsPerConversation],
     );

@@ -103,8 +103,8 @@ async function turn(
   const when = day(options.daysAgo ?? 0);
   const id = `chat-${conversation}-${number}`;
   await sql(
-    `insert into chat_turns (id, conversation_id, number, status, created_at, agent_id)
-     values ($1, $2, $3, $4, ${when}, $5)`,
+    `insert into chat_turns (id, conversation_id, number, status, created_at, agent_id, path)
+     values ($1, $2, $3, $4, ${when}, $5, int4multirange(int4range(1, $3::int + 1)))`,
     [id, conversation, number, options.status ?? 'running', options.agent ?? null],
   );
   const messages: Array<[string, string | null]> = [['user', null]];
