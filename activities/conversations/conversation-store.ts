@@ -386,14 +386,19 @@ const statements = {
    */
   turnViews: {
     name: 'chat-turn-views',
-    text: `select t.id, t.number, t.status, t.parent,
-                  (select array_agg(o.id order by o.number) from chat_turns o
-                   where o.conversation_id = t.conversation_id and o.parent is not distinct from t.parent) as alternatives,
+    text: `with shown as (
+             select id, number, status, parent from chat_turns where conversation_id = $1 and number = any($2::int[])
+           ), siblings as (
+             -- One pass over the conversation's turns for every place the page shows.
+             select o.parent, array_agg(o.id order by o.number) as ids from chat_turns o
+             where o.conversation_id = $1 and exists (select 1 from shown where shown.parent is not distinct from o.parent)
+             group by o.parent
+           )
+           select t.id, t.number, t.status, siblings.ids as alternatives,
                   (select data from stream_chunks where request_id = t.id and seq = 0) as first_event,
                   (select data from stream_chunks where request_id = t.id and t.status <> 'running'
                    order by seq desc limit 1) as last_event
-           from chat_turns t
-           where t.conversation_id = $1 and t.number = any($2::int[])
+           from shown t join siblings on siblings.parent is not distinct from t.parent
            order by t.number`,
   },
 } as const;

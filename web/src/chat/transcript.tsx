@@ -5,8 +5,7 @@
  * page through a turn's alternatives (`PUT /sessions/{id}/branch`), and the follow-up suggestions under the last answer.
  */
 import { useState } from 'preact/hooks';
-import { ErrorNote, useAction } from '../components/ui.tsx';
-import { CopyButton } from '../components/ui.tsx';
+import { CopyButton, ErrorNote, useAction } from '../components/ui.tsx';
 import type { ChatRequest } from '../api/stream.ts';
 import { turnNumber, type LiveTurn } from './live.ts';
 import { CostLine, HistoryItem, LiveTurnView, type TurnGroup, type TurnView } from './turn-view.tsx';
