@@ -103,7 +103,7 @@ it('closes the turn with the answer and its totals, and a second close changes n
 
   // Made again: the same rows, one journal event, the turn still done.
   (await close())();
-  const messages = await conversations.history(opened.conversationId, opened.turn + 1);
+  const messages = await conversations.history(opened.conversationId, opened.turn, undefined, true);
   expect(messages).toEqual([
     { role: 'user', content: 'What is 6 * 7?' },
     {
