@@ -2,7 +2,8 @@
  * Request logs and Prometheus metrics. Each app has its own registry (tests run several apps in one process);
  * `GET /metrics` exposes it.
  */
-import type { Middleware } from 'koa';
+import { randomBytes } from 'node:crypto';
+import type { Context, Middleware } from 'koa';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { QueueDepth } from '../activities/capacity/capacity-queue.ts';
 import { agentActivityRegistry } from '../activities/agent-metrics.ts';
@@ -107,6 +108,19 @@ export function registerCapacityGauges(registry: Registry, capacity: { depth(): 
     'How long the longest-waiting job of the group has waited (seconds)',
     (row) => row.oldestWaitSeconds,
   );
+}
+
+/**
+ * The request's id: the `X-Request-Id` it is answered with, set now (`req_…`) when no route set one before (the
+ * completion doors name theirs after the completion). The request's log line and trace carry it; an operator's
+ * action records it in the audit log, so an entry leads to its request and back.
+ */
+export function requestIdOf(context: Context): string {
+  const existing = context.response.get('X-Request-Id');
+  if (existing) return String(existing);
+  const id = `req_${randomBytes(12).toString('base64url')}`;
+  context.set('X-Request-Id', id);
+  return id;
 }
 
 /** Logs one line per request with its id, and times it by matched route (not raw path: bounded labels). */

@@ -40,6 +40,31 @@ export function guardPool<T extends pg.Pool>(pool: T, onError: (error: Error) =>
   return pool;
 }
 
+/**
+ * A write that rides in another statement: a named data-modifying CTE, numbered from its first parameter, that may
+ * select from the statement's own CTEs (so it happens exactly when they do, and fails the statement when it fails).
+ * The credit ledger's reservation, settlement and adjustment take one, as does a key's revocation.
+ */
+export interface RidingWrite {
+  /** Names the statement variant (prepared once per connection and name). */
+  name: string;
+  cte(first: number): string;
+  values: unknown[];
+}
+
+/** A statement's variants with a write riding in it, each built once per write's name (`build`). */
+export function statementVariants(build: (write: RidingWrite) => Statement): (write: RidingWrite) => Statement {
+  const built = new Map<string, Statement>();
+  return (write) => {
+    let statement = built.get(write.name);
+    if (!statement) {
+      statement = build(write);
+      built.set(write.name, statement);
+    }
+    return statement;
+  };
+}
+
 /** Runs a prepared statement (on the pool, or on a transaction's client) and returns its rows. */
 export async function run<Row = Record<string, unknown>>(
   executor: Queryable,

@@ -4,15 +4,17 @@
  *
  * - `npm run admin -- create-key --email a@b.c [--plan pro] [--name laptop]` creates the user if needed and prints a
  *   new API key (the only time it is shown).
- * - `npm run admin -- grant-admin --email a@b.c` gives an account the admin role: logged in, that person's browser
- *   opens the operator console (`/admin`, docs/web-app.md, "Operator console"). The account must exist (the person
- *   logs in once first). `revoke-admin --email a@b.c` takes the role back; `list-admins` prints who has it. Addresses in
+ * - `npm run admin -- grant-admin --email a@b.c [--reason "…"]` gives an account the admin role: logged in, that
+ *   person's browser opens the operator console (`/admin`, docs/web-app.md, "Operator console"). The account must exist
+ *   (the person logs in once first). `revoke-admin --email a@b.c [--reason "…"]` takes the role back; both are written
+ *   to the console's audit log as the shell's, with the reason. `list-admins` prints who has it. Addresses in
  *   ADMIN_EMAILS are admins besides these, whatever their role (the setting is the process's, not the database's).
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { ApiKeyService } from '../api/services/apikeys/service.ts';
 import { listAdmins, setRole } from '../api/services/admin/operators.ts';
+import { auditReasonSchema } from '../api/services/admin/audit.ts';
 import { createKeySchema } from '../api/gateway/routes/apikeys/schema.ts';
 import { migrate, openOrm } from '../db/orm.ts';
 import { openPool } from '../db/pool.ts';
@@ -24,14 +26,19 @@ import { ensureDatabase } from './lib/database.ts';
 
 const usage = [
   'usage: npm run admin -- create-key --email <email> [--plan free|starter|pro|business] [--name <label>]',
-  '       npm run admin -- grant-admin --email <email>',
-  '       npm run admin -- revoke-admin --email <email>',
+  '       npm run admin -- grant-admin --email <email> [--reason <why, for the audit log>]',
+  '       npm run admin -- revoke-admin --email <email> [--reason <why, for the audit log>]',
   '       npm run admin -- list-admins',
 ].join('\n');
 const commands = ['create-key', 'grant-admin', 'revoke-admin', 'list-admins'] as const;
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { email: { type: 'string' }, plan: { type: 'string' }, name: { type: 'string' } },
+  options: {
+    email: { type: 'string' },
+    plan: { type: 'string' },
+    name: { type: 'string' },
+    reason: { type: 'string' },
+  },
 });
 const command = positionals[0] as (typeof commands)[number];
 if (!commands.includes(command) || positionals.length > 1) {
@@ -45,7 +52,7 @@ function refuse(error: z.ZodError): never {
 }
 
 const createKey = createKeySchema.extend({ email: z.email() });
-const roleChange = z.strictObject({ email: z.email() });
+const roleChange = z.strictObject({ email: z.email(), reason: auditReasonSchema.optional() });
 const parsedKey = command === 'create-key' ? createKey.safeParse(values) : null;
 const parsedRole = command === 'grant-admin' || command === 'revoke-admin' ? roleChange.safeParse(values) : null;
 if (parsedKey && !parsedKey.success) refuse(parsedKey.error);
@@ -71,7 +78,12 @@ try {
       JSON.stringify({ user_id: user.id, email: user.email, plan: user.plan, key_id: key.id, key: secret }, null, 2),
     );
   } else if (parsedRole?.success) {
-    const changed = await setRole(pool, parsedRole.data.email, command === 'grant-admin' ? 'admin' : 'user');
+    const changed = await setRole(
+      pool,
+      parsedRole.data.email,
+      command === 'grant-admin' ? 'admin' : 'user',
+      parsedRole.data.reason ?? null,
+    );
     if (changed) {
       console.log(JSON.stringify(changed, null, 2));
     } else {

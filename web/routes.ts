@@ -18,6 +18,7 @@ export const pagePaths = {
   adminUsers: '/admin/users',
   adminUser: '/admin/users/:user_id',
   adminActivity: '/admin/activity',
+  adminAudit: '/admin/audit',
 } as const;
 
 /** Whether `path` is one of the app's pages (a path the server answers with index.html for a browser). */
@@ -25,11 +26,12 @@ export function isPagePath(path: string): boolean {
   if (path === '/') return true;
   const [, first, ...rest] = path.split('/');
   if (first === 'chats') return rest.length === 1 && rest[0] !== '';
-  // `/admin`, `/admin/users`, `/admin/users/<id>`, `/admin/activity`; `/admin/api/…` is the console's API.
+  // `/admin`, `/admin/users`, `/admin/users/<id>`, `/admin/activity`, `/admin/audit`; `/admin/api/…` is the
+  // console's API.
   if (first === 'admin') {
     if (rest.length === 0) return true;
     if (rest[0] === 'users') return rest.length === 1 || (rest.length === 2 && rest[1] !== '');
-    return rest.length === 1 && rest[0] === 'activity';
+    return rest.length === 1 && (rest[0] === 'activity' || rest[0] === 'audit');
   }
   return (
     rest.length === 0 && Object.values(pagePaths).includes(`/${first}` as (typeof pagePaths)[keyof typeof pagePaths])

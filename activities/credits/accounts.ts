@@ -5,7 +5,7 @@
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { PlanName, PlansFile } from '../../common/plans.ts';
-import type { CreditLedger } from './credit-ledger.ts';
+import { CreditLedger } from './credit-ledger.ts';
 
 export class AccountPlans {
   private readonly orm: MikroORM;
@@ -33,6 +33,16 @@ export class AccountPlans {
       amount: this.plans.plans[plan].monthly_credits,
       note: `${plan} monthly credits (${reason})`,
     });
+  }
+
+  /**
+   * Plans and the ledger inside the transaction of `em` (a transaction's EntityManager): both reach the database only
+   * through `orm.em.fork()`, so an ORM whose fork is that EntityManager makes a plan change and its grant part of the
+   * caller's transaction (a Stripe event's effects, an operator's change with its audit row).
+   */
+  static within(em: MikroORM['em'], plans: PlansFile): AccountPlans {
+    const scoped = { em: { fork: () => em } } as unknown as MikroORM;
+    return new AccountPlans(scoped, new CreditLedger(scoped), plans);
   }
 
   /** The current cycle's start and the next one's: calendar months from the cycle start, clamped to month ends. */

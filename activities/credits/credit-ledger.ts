@@ -10,7 +10,7 @@
  * (abandoned-holds.ts) finds them by age without reading the ledger.
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { run, type Pool, type Queryable } from '../../db/pool.ts';
+import { run, statementVariants, type Pool, type Queryable, type RidingWrite } from '../../db/pool.ts';
 
 export interface AttemptKey {
   userId: string;
@@ -42,11 +42,7 @@ export type ReservationOutcome = { ok: true } | { ok: false; available: number }
  * happens exactly when the reservation does; `alone` is the same write on its own, for a request that takes no hold
  * (the operator's) or is admitted without the statement. A Response's row is one (activities/responses/).
  */
-export interface AdmittedWrite {
-  /** Names the statement variant (prepared once per connection and name). */
-  name: string;
-  cte(first: number): string;
-  values: unknown[];
+export interface AdmittedWrite extends RidingWrite {
   alone(): Promise<void>;
 }
 
@@ -133,19 +129,13 @@ const settleStatement = { name: 'ledger-settle', text: `with ${settleCtes} ${set
  * parameter (11), happening whether or not the settlement was new (a Response's end: activities/responses/). One
  * statement instead of a transaction of two: no BEGIN and COMMIT round trips for a call that ends a stored Response.
  */
-export type SettledWrite = Pick<AdmittedWrite, 'name' | 'cte' | 'values'>;
+export type SettledWrite = RidingWrite;
 
-const settleStatements = new Map<string, { name: string; text: string }>();
-function settleStatementWith(alongside: SettledWrite): { name: string; text: string } {
-  let statement = settleStatements.get(alongside.name);
-  if (!statement) {
-    // The settlement's steps as CTEs, then the write beside it.
-    const text = `with ${settleCtes}, charged as (${settleCharge} returning 1), ${alongside.cte(11)} select 1`;
-    statement = { name: `ledger-settle+${alongside.name}`, text };
-    settleStatements.set(alongside.name, statement);
-  }
-  return statement;
-}
+// The settlement's steps as CTEs, then the write beside it.
+const settleStatementWith = statementVariants((alongside) => ({
+  name: `ledger-settle+${alongside.name}`,
+  text: `with ${settleCtes}, charged as (${settleCharge} returning 1), ${alongside.cte(11)} select 1`,
+}));
 
 /** Lifts the open hold and records the release, once; nothing when the attempt was settled or released already. */
 const releaseStatement = {
@@ -181,9 +171,7 @@ const agedHoldsStatement = {
  * inserted only from that update. The outcome columns are read from the statement's snapshot, before its changes:
  * `available` is what the account had.
  */
-const adjustStatement = {
-  name: 'ledger-adjust',
-  text: `with account as (
+const adjustCtes = `account as (
       update users set credits_balance = credits_balance + $3::int
       where id = $1::text and ($3::int >= 0 or credits_balance - credits_held + $3::int >= 0)
         and not exists (select 1 from credit_ledger where key = $2::text)
@@ -191,12 +179,17 @@ const adjustStatement = {
     ), entry as (
       insert into credit_ledger (key, user_id, kind, amount, note, estimated, created_at)
       select $2::text, id, 'adjust', $3::int, $4::text, false, now() from account
-      returning id, created_at
-    )
-    select (select id from entry)::text as entry_id, (select created_at from entry) as created_at,
+      returning id, user_id, created_at
+    )`;
+const adjustOutcome = `select (select id from entry)::text as entry_id, (select created_at from entry) as created_at,
            (select credits_balance from account) as balance,
-           (select credits_balance - credits_held from users where id = $1::text) as available_before`,
-};
+           (select credits_balance - credits_held from users where id = $1::text) as available_before`;
+const adjustStatement = { name: 'ledger-adjust', text: `with ${adjustCtes} ${adjustOutcome}` };
+/** The adjustment with a write riding in it (the operator's audit row: api/services/admin/audit.ts), from `$5`. */
+const adjustStatementWith = statementVariants((alongside) => ({
+  name: `ledger-adjust+${alongside.name}`,
+  text: `with ${adjustCtes}, ${alongside.cte(5)} ${adjustOutcome}`,
+}));
 
 /** An open hold as `agedHolds` reads it; its `key` places it in the order of the pages. */
 export interface OpenHold extends AttemptKey {
@@ -341,9 +334,14 @@ export class CreditLedger {
    * An operator's adjustment of `amount` credits (negative: taken back), once per `key`, `note` its reason (see
    * `adjustStatement`). A key used before answers the entry it wrote (`replayed`), whatever this call asked: the
    * caller compares. Nothing is written when the outcome is `short` (a debit larger than the available balance),
-   * `unknown` (no such account) or `overflow` (a balance past what the account's integer holds).
+   * `unknown` (no such account) or `overflow` (a balance past what the account's integer holds). `alongside`: a
+   * write riding in the statement (from `$5`), which may select `from entry` to happen exactly when the entry is
+   * written: not on a replay, nor on a refusal; and when it fails, nothing is adjusted.
    */
-  async adjust(entry: { userId: string; key: string; amount: number; note: string }): Promise<AdjustOutcome> {
+  async adjust(
+    entry: { userId: string; key: string; amount: number; note: string },
+    alongside?: RidingWrite,
+  ): Promise<AdjustOutcome> {
     let row: {
       entry_id: string | null;
       created_at: Date | null;
@@ -351,11 +349,12 @@ export class CreditLedger {
       available_before: number | null;
     };
     try {
-      [row] = (await run<typeof row>(this.hotPath, adjustStatement, [
+      [row] = (await run<typeof row>(this.hotPath, alongside ? adjustStatementWith(alongside) : adjustStatement, [
         entry.userId,
         entry.key,
         entry.amount,
         entry.note,
+        ...(alongside?.values ?? []),
       ])) as [typeof row];
     } catch (error) {
       const code = (error as { code?: string }).code;

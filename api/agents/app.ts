@@ -104,6 +104,7 @@ import { automationRoutes } from './routes/automation/routes.ts';
 import { messengerRoutes } from './routes/messengers/routes.ts';
 import { adminRoutes } from './routes/admin/routes.ts';
 import { AdminService } from '../services/admin/service.ts';
+import { AccountService } from '../services/account/service.ts';
 import { Operators } from '../services/admin/operators.ts';
 import { agentServiceContracts, agentsDescription } from './openapi.ts';
 import { openApiRoutes } from '../openapi/routes.ts';
@@ -459,6 +460,14 @@ export function createAgentService(dependencies: AgentAppDependencies): AgentSer
         temporalUiUrl: temporalUiUrl(settings, dependencies.environment),
         adminEmails: settings.ADMIN_EMAILS,
         capacity: dependencies.capacity,
+        accounts: new AccountService(
+          dependencies.orm,
+          dependencies.ledger,
+          dependencies.plans,
+          dependencies.catalogue.catalogue,
+          conversations,
+          dependencies.principals,
+        ),
       }),
       operators: new Operators(pool, settings.ADMIN_EMAILS),
     }).routes(),

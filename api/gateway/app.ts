@@ -254,8 +254,9 @@ export function createApp(dependencies: AppDependencies): Koa {
     dependencies.plans,
     catalogue.catalogue,
     dependencies.conversations,
+    dependencies.principals,
   );
-  keyed.use(accountRoutes(accounts, dependencies.accounts, dependencies.principals).routes());
+  keyed.use(accountRoutes(accounts).routes());
   keyed.use(billingRoutes(billing).routes());
   const mediaDependencies = mediaServiceDependencies(dependencies);
   const mediaService = new MediaService(mediaDependencies);

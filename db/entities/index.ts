@@ -1,3 +1,4 @@
+import { AdminAuditEntry } from './admin-audit.entity.ts';
 import { ApiKey } from './api-key.entity.ts';
 import { ChatConversation } from './chat-conversation.entity.ts';
 import { ChatLinkCode } from './chat-link-code.entity.ts';
@@ -34,6 +35,7 @@ import { WebSession } from './web-session.entity.ts';
 import { WorkspaceWrite } from './workspace-write.entity.ts';
 
 export {
+  AdminAuditEntry,
   ApiFile,
   Batch,
   BatchLine,
@@ -123,4 +125,5 @@ export const entities = [
   BatchLine,
   CapacityModel,
   CapacityWaiter,
+  AdminAuditEntry,
 ];

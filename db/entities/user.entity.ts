@@ -37,6 +37,14 @@ export const User = defineEntity({
     { name: 'users_email_normalised', expression: 'email = lower(btrim(email))' },
     { name: 'users_role_known', expression: "role in ('user', 'admin')" },
   ],
+  indexes: [
+    // The console's user search by address prefix (api/services/admin/service.ts, `users`): a range of the address in
+    // byte order, whatever the database's collation. The unique index on `email` is in the database's collation,
+    // where a prefix is not a range (en_US sorts by letters first, punctuation later), so it cannot answer it.
+    { name: 'users_email_prefix_index', columns: [{ name: 'email', collation: 'C' }] },
+    // Everyone, newest first, a page at a time (the console's user list without a search).
+    { properties: ['createdAt', 'id'] },
+  ],
   // Each API replica caches who a key belongs to (api/principal-cache.ts) and forgets it on this notification.
   triggers: principalTriggers('users', 'id', ['plan', 'custom_limits']),
 });

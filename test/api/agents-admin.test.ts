@@ -2,10 +2,14 @@
  * The operator console's API (`/admin/api/*`, docs/web-app.md, "Operator console") through HTTP on a test platform
  * with a real SMTP server: operators are the master key and admins' logged-in browsers (the role granted by
  * `npm run admin -- grant-admin`, run here against the platform's database, or the address in ADMIN_EMAILS); everyone
- * else, an admin's own API key included, gets 403 from every route and changes nothing. An operator finds users,
- * adjusts credits (the ledger's entry carries the reason, the balance moves by exactly the amount, a repeated
- * Idempotency-Key moves nothing, bad input is a 400 that writes nothing), revokes a key (then refused with 401), reads
- * recent turns and requests with their traces and Temporal Web UI links, failed workflows with their failures,
+ * else, an admin's own API key included, gets 403 from every route (the audit log and the plan change among them) and
+ * changes nothing. An operator finds users by the start of their address or by id, in keyset pages; adjusts credits
+ * (the ledger's entry carries the reason, the balance moves by exactly the amount, a repeated Idempotency-Key moves
+ * nothing, bad input is a 400 that writes nothing); revokes a key with a reason (then refused with 401); changes a
+ * plan and custom limits, which the account's very next request meets. Every action appears exactly once in the
+ * audit log, with its reason, its operator and its request's id, written in the action's own transaction (a row
+ * that cannot be written undoes the action), and the database refuses to change or delete a row. The operator also
+ * reads recent turns and requests with their traces and Temporal Web UI links, failed workflows with their failures,
  * provider health with a breaker the simulator's faults opened, and the platform's figures.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -13,6 +17,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import OpenAI from 'openai';
 import pg from 'pg';
 import { adminContracts } from '../../api/agents/routes/admin/contract.ts';
 import { callDirective } from '../helpers/agents.ts';
@@ -36,6 +41,7 @@ let envAdmin: { email: string; cookie: string; userId: string };
 /** Logged in, not an admin. */
 let person: { email: string; cookie: string; userId: string };
 const envAdminEmail = `ops-${randomBytes(3).toString('hex')}@example.com`;
+const aliceEmail = `alice-${randomBytes(3).toString('hex')}@example.com`;
 const execFileAsync = promisify(execFile);
 const repository = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -49,7 +55,7 @@ beforeAll(async () => {
     BREAKER_FAILURE_THRESHOLD: '2',
   });
   database = new pg.Pool({ connectionString: platform.databaseUrl, max: 2 });
-  alice = await platform.createKey(`alice-${randomBytes(3).toString('hex')}@example.com`);
+  alice = await platform.createKey(aliceEmail);
   bob = await platform.createKey(`bob-${randomBytes(3).toString('hex')}@example.com`);
   boss = await login(`boss-${randomBytes(3).toString('hex')}@example.com`);
   envAdmin = await login(envAdminEmail);
@@ -93,11 +99,15 @@ async function call(
   path: string,
   caller: Caller,
   init: RequestInit & { idempotencyKey?: string } = {},
-): Promise<{ status: number; body: Json }> {
+): Promise<{ status: number; body: Json; requestId: string | null }> {
   const headers = new Headers(init.headers);
   if (init.idempotencyKey) headers.set('idempotency-key', init.idempotencyKey);
   const response = await platform.agents(path, { ...init, ...caller, headers });
-  return { status: response.status, body: (await response.json()) as Json };
+  return {
+    status: response.status,
+    body: (await response.json()) as Json,
+    requestId: response.headers.get('x-request-id'),
+  };
 }
 
 const operator = () => ({ key: platform.masterKey });
@@ -105,6 +115,15 @@ const operator = () => ({ key: platform.masterKey });
 /** Alice's balance as her own account shows it. */
 async function balanceOf(user: { key: string }): Promise<number> {
   return ((await call('/auth/me', user)).body.credits as Json).balance as number;
+}
+
+/** The audit log's rows about a user (all of them without one), oldest first, read from the database. */
+async function auditRows(userId?: string): Promise<Json[]> {
+  const { rows } = await database.query(
+    'select * from admin_audit where $1::text is null or target_user_id = $1 order by id',
+    [userId ?? null],
+  );
+  return rows as Json[];
 }
 
 async function ledgerRows(userId: string): Promise<number> {
@@ -157,7 +176,16 @@ describe('who may use the console', () => {
     ).body.key as string;
     const balance = await balanceOf(alice);
     const rows = await ledgerRows(alice.user_id);
+    const audited = (await auditRows()).length;
     const refused: Caller[] = [alice, { cookie: person.cookie }, { key: bossKey }];
+    // The audit log and the plan change among them.
+    expect(adminContracts.map((contract) => `${contract.method} ${contract.path}`)).toEqual(
+      expect.arrayContaining(['GET /admin/api/audit', 'PATCH /admin/api/users/:user_id/account']),
+    );
+    const bodies: Record<string, unknown> = {
+      POST: { amount: 5, reason: 'not allowed' },
+      PATCH: { plan: 'free', reason: 'not allowed' },
+    };
     for (const contract of adminContracts) {
       const path = contract.path
         .replace(':user_id', alice.user_id)
@@ -166,7 +194,7 @@ describe('who may use the console', () => {
         .replace(':request_id', 'none');
       const init = {
         method: contract.method,
-        ...(contract.method === 'POST' ? { body: JSON.stringify({ amount: 5, reason: 'not allowed' }) } : {}),
+        ...(bodies[contract.method] ? { body: JSON.stringify(bodies[contract.method]) } : {}),
         idempotencyKey: randomUUID(),
       };
       for (const caller of refused) {
@@ -179,9 +207,11 @@ describe('who may use the console', () => {
       }
       expect((await call(path, {}, init)).status).toBe(401);
     }
-    // Nothing moved, and alice's key still works.
+    // Nothing moved, nothing was recorded, alice is on her plan and her key still works.
     expect(await balanceOf(alice)).toBe(balance);
     expect(await ledgerRows(alice.user_id)).toBe(rows);
+    expect(await auditRows()).toHaveLength(audited);
+    expect((await call('/auth/me', alice)).body.user.plan).toBe('business');
     for (const caller of [operator(), { cookie: boss.cookie }, { cookie: envAdmin.cookie }]) {
       expect((await call('/admin/api/users?limit=1', caller)).status).toBe(200);
       expect((await call(`/admin/api/users/${alice.user_id}`, caller)).status).toBe(200);
@@ -194,10 +224,31 @@ describe('who may use the console', () => {
     const listed = JSON.parse((await admin(['list-admins'])).stdout) as Json;
     expect(listed.admins).toEqual([{ user_id: boss.userId, email: boss.email }]);
     const temporary = await login(`temp-${randomBytes(3).toString('hex')}@example.com`);
-    await admin(['grant-admin', '--email', temporary.email]);
+    await admin(['grant-admin', '--email', temporary.email, '--reason', 'On call this week']);
     expect((await call('/admin/api/users?limit=1', { cookie: temporary.cookie })).status).toBe(200);
     await admin(['revoke-admin', '--email', temporary.email]);
     expect((await call('/admin/api/users?limit=1', { cookie: temporary.cookie })).status).toBe(403);
+    // Both in the audit log, as the shell's (the reason when one was given).
+    const log = await call(`/admin/api/audit?user_id=${temporary.userId}`, operator());
+    expect(log.body.entries).toEqual([
+      expect.objectContaining({
+        action: 'role.revoke',
+        actor: 'shell',
+        actor_email: null,
+        user_id: temporary.userId,
+        user_email: temporary.email,
+        reason: null,
+        details: { before: 'admin', after: 'user' },
+        request_id: null,
+      }),
+      expect.objectContaining({
+        action: 'role.grant',
+        reason: 'On call this week',
+        details: { before: 'user', after: 'admin' },
+      }),
+    ]);
+    const bossGrant = await call(`/admin/api/audit?user_id=${boss.userId}&action=role.grant`, operator());
+    expect(bossGrant.body.entries).toEqual([expect.objectContaining({ actor: 'shell', reason: null })]);
     const unknown = (await admin(['grant-admin', '--email', 'nobody-here@example.com']).then(
       () => ({ code: 0, stderr: '' }),
       (error: { code: number; stderr: string }) => error,
@@ -208,12 +259,13 @@ describe('who may use the console', () => {
 });
 
 describe('users, credits and keys', () => {
-  it('finds users by part of their address, a page at a time', async () => {
+  it('finds users by the start of their address or by id, a page at a time', async () => {
     const found = await call(`/admin/api/users?q=${encodeURIComponent(alice.user_id)}`, operator());
-    expect(found.body.users.map((user: Json) => user.id)).toEqual([alice.user_id]);
+    expect(found.body).toEqual({ users: [expect.objectContaining({ id: alice.user_id })], limit: 25, next: null });
     const byAddress = await call('/admin/api/users?q=ALICE-', { cookie: boss.cookie });
     expect(byAddress.status).toBe(200);
-    expect(byAddress.body).toMatchObject({ total: 1, limit: 25, offset: 0 });
+    expect(byAddress.body).toMatchObject({ limit: 25, next: null });
+    expect(byAddress.body.users).toHaveLength(1);
     expect(byAddress.body.users[0]).toMatchObject({
       id: alice.user_id,
       email: expect.stringMatching(/^alice-/),
@@ -223,18 +275,66 @@ describe('users, credits and keys', () => {
       keys: 1,
       credits: { balance: expect.any(Number), held: 0, available: expect.any(Number) },
     });
-    // A wildcard is a character like any other.
-    expect((await call('/admin/api/users?q=%25', operator())).body.total).toBe(0);
+    // The start of the address, not any part of it; a wildcard is a character like any other.
+    for (const part of [alice.user_id.slice(2, 10), aliceEmail.slice(3, 10), aliceEmail.split('@')[1]!]) {
+      expect({ part, users: (await call(`/admin/api/users?q=${part}`, operator())).body.users }).toEqual({
+        part,
+        users: [],
+      });
+    }
+    expect((await call('/admin/api/users?q=%25', operator())).body.users).toEqual([]);
+    expect((await call('/admin/api/users?q=_', operator())).body.users).toEqual([]);
+
+    // A search's pages: in address order, each continuing after the last.
+    const tag = randomBytes(3).toString('hex');
+    const pagers = await Promise.all(
+      ['d', 'a', 'c', 'e', 'b'].map((letter) => platform.createKey(`pager-${tag}-${letter}@example.com`)),
+    );
+    const pages: Json[][] = [];
+    let next: string | null = null;
+    do {
+      const query: string = `q=PAGER-${tag}&limit=2${next ? `&after=${next}` : ''}`;
+      const page = await call(`/admin/api/users?${query}`, operator());
+      expect(page.status).toBe(200);
+      pages.push(page.body.users);
+      next = page.body.next;
+    } while (next);
+    expect(pages.map((page) => page.length)).toEqual([2, 2, 1]);
+    expect(pages.flat().map((user: Json) => user.email)).toEqual(
+      ['a', 'b', 'c', 'd', 'e'].map((letter) => `pager-${tag}-${letter}@example.com`),
+    );
+    expect(new Set(pages.flat().map((user: Json) => user.id))).toEqual(new Set(pagers.map((pager) => pager.user_id)));
+
+    // Everyone, newest first, in pages that end where the list does.
     const { rows } = await database.query<{ id: string }>('select id from users order by created_at desc, id desc');
-    const everyone = await call('/admin/api/users?limit=2', operator());
-    expect(everyone.body).toMatchObject({ total: rows.length, limit: 2, offset: 0 });
-    expect(everyone.body.users.map((user: Json) => user.id)).toEqual(rows.slice(0, 2).map((row) => row.id));
-    const last = await call(`/admin/api/users?limit=2&offset=${rows.length - 1}`, operator());
-    expect(last.body.users.map((user: Json) => user.id)).toEqual([rows.at(-1)!.id]);
-    const past = await call(`/admin/api/users?offset=${rows.length + 5}`, operator());
-    expect(past.body).toMatchObject({ users: [], total: rows.length });
+    const everyone: string[] = [];
+    next = null;
+    do {
+      const page = await call(`/admin/api/users?limit=3${next ? `&after=${next}` : ''}`, operator());
+      everyone.push(...page.body.users.map((user: Json) => user.id));
+      next = page.body.next;
+    } while (next);
+    expect(everyone).toEqual(rows.map((row) => row.id));
     const admins = (await call('/admin/api/users?limit=100', operator())).body.users.filter((user: Json) => user.admin);
     expect(admins.map((user: Json) => user.id).sort()).toEqual([boss.userId, envAdmin.userId].sort());
+
+    // A cursor of one listing is refused by another, and a made-up one.
+    const searchPage = await call(`/admin/api/users?q=pager-${tag}&limit=1`, operator());
+    const everyonePage = await call('/admin/api/users?limit=1', operator());
+    for (const [query, message] of [
+      [`after=${searchPage.body.next}`, /of everyone/],
+      [`q=pager-${tag}&after=${everyonePage.body.next}`, /of this search/],
+      ['after=bm90LWpzb24', /next/],
+      [`after=${Buffer.from('{"email":1}').toString('base64url')}`, /./],
+    ] as const) {
+      const refused = await call(`/admin/api/users?${query}`, operator());
+      expect({ query, status: refused.status, param: refused.body.error?.param }).toEqual({
+        query,
+        status: 400,
+        param: expect.stringMatching(/^after/),
+      });
+      expect(refused.body.error.message).toMatch(message);
+    }
 
     const detail = await call(`/admin/api/users/${alice.user_id}`, operator());
     expect(detail.body.user).toMatchObject({ id: alice.user_id, plan_cycle_start: expect.any(String) });
@@ -248,7 +348,7 @@ describe('users, credits and keys', () => {
     for (const [query, param] of [
       ['limit=0', 'limit'],
       ['limit=101', 'limit'],
-      ['offset=-1', 'offset'],
+      ['offset=5', ''],
       ['limit=ten', 'limit'],
       [`q=${'a'.repeat(255)}`, 'q'],
       ['sort=email', ''],
@@ -310,11 +410,46 @@ describe('users, credits and keys', () => {
     expect(twins[0]!.body.entry).toEqual(twins[1]!.body.entry);
     expect(twins[0]!.body.entry.note).toBe('Refund reversed (by the master key)');
     expect(await balanceOf(alice)).toBe(before + 1200);
+
+    // In the audit log once each, though each was sent more than once: who, to whom, why, which request.
+    const log = await call(`/admin/api/audit?user_id=${alice.user_id}&action=credits.adjust`, { cookie: boss.cookie });
+    expect(log.body).toEqual({
+      entries: [
+        {
+          id: expect.any(String),
+          at: expect.any(String),
+          actor: 'master-key',
+          actor_email: null,
+          action: 'credits.adjust',
+          user_id: alice.user_id,
+          user_email: aliceEmail,
+          reason: 'Refund reversed',
+          details: { amount: -34, ledger_entry_id: twins[0]!.body.entry.id },
+          request_id: twins.find((answer) => answer.status === 201)!.requestId,
+        },
+        {
+          id: expect.any(String),
+          at: expect.any(String),
+          actor: boss.userId,
+          actor_email: boss.email,
+          action: 'credits.adjust',
+          user_id: alice.user_id,
+          user_email: aliceEmail,
+          reason: 'Goodwill',
+          details: { amount: 1234, ledger_entry_id: adjusted.body.entry.id },
+          request_id: adjusted.requestId,
+        },
+      ],
+      next_before: null,
+    });
+    expect(adjusted.requestId).toMatch(/^req_/);
+    expect(new Date(log.body.entries[1].at).getTime()).toBeLessThanOrEqual(new Date(log.body.entries[0].at).getTime());
   });
 
   it('refuses a debit past the balance and bad input, writing nothing', async () => {
     const balance = await balanceOf(alice);
     const rows = await ledgerRows(alice.user_id);
+    const audited = (await auditRows()).length;
     const short = await adjust(alice.user_id, operator(), { amount: -(balance + 1), reason: 'Too much' }, randomUUID());
     expect(short.status).toBe(409);
     expect(short.body.error.message).toMatch(/available/);
@@ -353,29 +488,267 @@ describe('users, credits and keys', () => {
     expect(crossSite.status).toBe(403);
     expect(await balanceOf(alice)).toBe(balance);
     expect(await ledgerRows(alice.user_id)).toBe(rows);
+    expect(await auditRows()).toHaveLength(audited);
   });
 
-  it('revokes a user’s key: it is refused from then on', async () => {
+  it('revokes a user’s key with a reason: it is refused from then on', async () => {
     const spare = (await call('/api/keys', alice, { method: 'POST', body: JSON.stringify({ name: 'spare' }) })).body;
     expect((await call('/auth/me', { key: spare.key })).status).toBe(200);
-    // Not bob's key to revoke under alice's name.
-    expect(
-      (await call(`/admin/api/users/${bob.user_id}/keys/${spare.id}`, operator(), { method: 'DELETE' })).status,
-    ).toBe(404);
-    const revoked = await call(
-      `/admin/api/users/${alice.user_id}/keys/${spare.id}`,
-      { cookie: envAdmin.cookie },
-      {
-        method: 'DELETE',
-      },
-    );
-    expect(revoked).toEqual({ status: 200, body: { revoked: true, id: spare.id, user_id: alice.user_id } });
+    const revoke = (userId: string, caller: Caller, body: unknown) =>
+      call(`/admin/api/users/${userId}/keys/${spare.id}/revoke`, caller, {
+        method: 'POST',
+        body: JSON.stringify(body),
+      });
+    const audited = (await auditRows()).length;
+    // Not bob's key to revoke under alice's name; and a reason is required.
+    expect((await revoke(bob.user_id, operator(), { reason: 'Leaked' })).status).toBe(404);
+    for (const body of [{}, { reason: ' ' }, { reason: 'x'.repeat(201) }, { reason: 'Leaked', extra: 1 }]) {
+      expect((await revoke(alice.user_id, operator(), body)).status).toBe(400);
+    }
+    expect((await call('/auth/me', { key: spare.key })).status).toBe(200);
+    expect(await auditRows()).toHaveLength(audited);
+    const revoked = await revoke(alice.user_id, { cookie: envAdmin.cookie }, { reason: 'Leaked in a public repo' });
+    expect(revoked).toMatchObject({ status: 200, body: { revoked: true, id: spare.id, user_id: alice.user_id } });
     expect((await call('/auth/me', { key: spare.key })).status).toBe(401);
     expect((await call('/auth/me', alice)).status).toBe(200);
-    const again = await call(`/admin/api/users/${alice.user_id}/keys/${spare.id}`, operator(), { method: 'DELETE' });
-    expect(again.status).toBe(404);
+    // Once: a second revocation finds no live key, and records nothing.
+    expect((await revoke(alice.user_id, operator(), { reason: 'Again' })).status).toBe(404);
     const keys = (await call(`/admin/api/users/${alice.user_id}`, operator())).body.api_keys as Json[];
     expect(keys.find((key) => key.id === spare.id)!.revoked_at).toEqual(expect.any(String));
+    const log = await call(`/admin/api/audit?user_id=${alice.user_id}&action=key.revoke`, operator());
+    expect(log.body.entries).toEqual([
+      expect.objectContaining({
+        actor: envAdmin.userId,
+        actor_email: envAdminEmail,
+        reason: 'Leaked in a public repo',
+        details: { key_id: spare.id, name: 'spare', preview: expect.stringMatching(/^te_/) },
+        request_id: revoked.requestId,
+      }),
+    ]);
+    expect(await auditRows()).toHaveLength(audited + 1);
+  });
+});
+
+describe('plans and limits, and the audit log', () => {
+  const messages = [{ role: 'user' as const, content: 'Hello' }];
+  const refusedModel = (key: string, model: string) =>
+    platform
+      .openai(key)
+      .chat.completions.create({ model, messages })
+      .then(
+        () => null,
+        (error: unknown) => error,
+      );
+  const changeAccount = (userId: string, caller: Caller, body: unknown) =>
+    call(`/admin/api/users/${userId}/account`, caller, { method: 'PATCH', body: JSON.stringify(body) });
+
+  it('changes a plan and custom limits, which the account’s very next request meets', async () => {
+    const email = `carol-${randomBytes(3).toString('hex')}@example.com`;
+    const carol = await platform.createKey(email, 'free');
+    expect(await refusedModel(carol.key, 'gpt-4o')).toBeInstanceOf(OpenAI.PermissionDeniedError);
+
+    const upgraded = await changeAccount(
+      carol.user_id,
+      { cookie: boss.cookie },
+      {
+        plan: 'starter',
+        reason: 'Upgrade agreed on the phone',
+      },
+    );
+    expect(upgraded.status).toBe(200);
+    expect(upgraded.body).toMatchObject({
+      user_id: carol.user_id,
+      plan: 'starter',
+      allowed_models: expect.arrayContaining(['gpt-4o', 'gpt-4o-mini']),
+    });
+    // The next request, at once, with the key whose principal this process had cached.
+    const served = await platform.openai(carol.key).chat.completions.create({ model: 'gpt-4o', messages });
+    expect(served.model).toMatch(/^gpt-4o/);
+    expect((await call('/auth/me', carol)).body.user.plan).toBe('starter');
+
+    const limited = await changeAccount(carol.user_id, operator(), {
+      custom_limits: { per_hour: 7, per_day: null, models: ['gpt-4o-mini'] },
+      reason: 'Trial limits',
+    });
+    expect(limited.body).toMatchObject({ plan: 'starter', allowed_models: ['gpt-4o-mini'] });
+    const next = await platform.fetch('/v1/chat/completions', {
+      method: 'POST',
+      key: carol.key,
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages }),
+    });
+    expect(next.status).toBe(200);
+    expect(next.headers.get('x-ratelimit-limit-hour')).toBe('7');
+    // Unlimited per day: the window is not counted, nor reported.
+    expect(next.headers.get('x-ratelimit-limit-day')).toBeNull();
+    expect(await refusedModel(carol.key, 'gpt-4o')).toBeInstanceOf(OpenAI.PermissionDeniedError);
+
+    const cleared = await changeAccount(
+      carol.user_id,
+      { cookie: boss.cookie },
+      {
+        custom_limits: null,
+        reason: 'Trial over',
+      },
+    );
+    expect(cleared.status).toBe(200);
+    const again = await platform.fetch('/v1/chat/completions', {
+      method: 'POST',
+      key: carol.key,
+      body: JSON.stringify({ model: 'gpt-4o', messages }),
+    });
+    expect(again.status).toBe(200);
+    expect(again.headers.get('x-ratelimit-limit-hour')).toBe('120');
+
+    // Each change once in the audit log, newest first, with its reason, its operator and its request.
+    const log = await call(`/admin/api/audit?user_id=${carol.user_id}`, { cookie: envAdmin.cookie });
+    expect(log.body.entries).toEqual([
+      expect.objectContaining({
+        action: 'account.update',
+        actor: boss.userId,
+        reason: 'Trial over',
+        details: {
+          before: { plan: 'starter', custom_limits: { per_hour: 7, per_day: null, models: ['gpt-4o-mini'] } },
+          after: { plan: 'starter', custom_limits: null },
+        },
+        request_id: cleared.requestId,
+      }),
+      expect.objectContaining({
+        action: 'account.update',
+        actor: 'master-key',
+        actor_email: null,
+        reason: 'Trial limits',
+        request_id: limited.requestId,
+      }),
+      expect.objectContaining({
+        action: 'account.update',
+        actor: boss.userId,
+        actor_email: boss.email,
+        user_email: email,
+        reason: 'Upgrade agreed on the phone',
+        details: {
+          before: { plan: 'free', custom_limits: null },
+          after: { plan: 'starter', custom_limits: null },
+          new_cycle: { credits_granted: 50_000 },
+        },
+        request_id: upgraded.requestId,
+      }),
+    ]);
+    // The new cycle's credits, granted by the same change.
+    const grants = await call(`/admin/api/users/${carol.user_id}/ledger?kind=grant`, operator());
+    expect(grants.body.entries.map((entry: Json) => entry.amount)).toEqual([50_000, 100]);
+  });
+
+  it('refuses a bad change, changing and recording nothing', async () => {
+    const dave = await platform.createKey(`dave-${randomBytes(3).toString('hex')}@example.com`, 'free');
+    const audited = (await auditRows()).length;
+    for (const body of [
+      { plan: 'starter' },
+      { plan: 'starter', reason: '  ' },
+      { plan: 'starter', reason: 'x'.repeat(201) },
+      { plan: 'gold', reason: 'No such plan' },
+      { reason: 'Nothing to change' },
+      { custom_limits: { per_hour: 0 }, reason: 'Zero' },
+      { custom_limits: { models: [] }, reason: 'No models' },
+      { custom_limits: { models: ['gpt-4o', 'gpt-imaginary'] }, reason: 'A typo' },
+      { custom_limits: { per_minute: 5 }, reason: 'Unknown limit' },
+      { plan: 'pro', reason: 'Extra', note: 'field' },
+    ]) {
+      const refused = await changeAccount(dave.user_id, operator(), body);
+      expect({ body, status: refused.status, type: refused.body.error?.type }).toEqual({
+        body,
+        status: 400,
+        type: 'invalid_request',
+      });
+    }
+    const typo = await changeAccount(dave.user_id, operator(), {
+      custom_limits: { models: ['gpt-imaginary'] },
+      reason: 'A typo',
+    });
+    expect(typo.body.error).toMatchObject({
+      param: 'custom_limits.models',
+      message: expect.stringMatching(/gpt-imaginary/),
+    });
+    expect((await changeAccount('user_nobody', operator(), { plan: 'pro', reason: 'Ghost' })).status).toBe(404);
+    expect((await call('/auth/me', dave)).body.user.plan).toBe('free');
+    expect(await auditRows()).toHaveLength(audited);
+  });
+
+  it('records the gateway’s own PATCH /api/v1/account/{id} as the master key’s', async () => {
+    const erin = await platform.createKey(`erin-${randomBytes(3).toString('hex')}@example.com`, 'free');
+    const patch = (key: string, body: unknown) =>
+      platform.fetch(`/api/v1/account/${erin.user_id}`, { method: 'PATCH', key, body: JSON.stringify(body) });
+    expect((await patch(erin.key, { plan: 'pro', reason: 'Self-service' })).status).toBe(403);
+    const plain = await patch(platform.masterKey, { plan: 'pro' });
+    expect(plain.status).toBe(200);
+    const reasoned = await patch(platform.masterKey, { custom_limits: { per_day: 50 }, reason: 'Billing ticket 42' });
+    expect(reasoned.status).toBe(200);
+    const log = await call(`/admin/api/audit?user_id=${erin.user_id}`, operator());
+    expect(log.body.entries).toEqual([
+      expect.objectContaining({
+        actor: 'master-key',
+        reason: 'Billing ticket 42',
+        request_id: reasoned.headers.get('x-request-id'),
+      }),
+      expect.objectContaining({ actor: 'master-key', reason: null, request_id: plain.headers.get('x-request-id') }),
+    ]);
+    expect(plain.headers.get('x-request-id')).toMatch(/^req_/);
+  });
+
+  it('reads the log newest first, a page at a time, of one user or one action', async () => {
+    const all = (await auditRows()).reverse();
+    expect(all.length).toBeGreaterThan(4);
+    const ids: string[] = [];
+    let before: string | null = null;
+    do {
+      const page = await call(`/admin/api/audit?limit=2${before ? `&before=${before}` : ''}`, { cookie: boss.cookie });
+      expect(page.status).toBe(200);
+      ids.push(...page.body.entries.map((entry: Json) => entry.id));
+      before = page.body.next_before;
+    } while (before);
+    expect(ids).toEqual(all.map((row) => String(row.id)));
+    const updates = await call('/admin/api/audit?action=account.update&limit=200', operator());
+    expect(updates.body.entries.length).toBe(all.filter((row) => row.action === 'account.update').length);
+    for (const query of ['action=credits.gift', 'before=abc', 'limit=0', 'limit=201', 'user_id=not%20an%20id', 'q=x']) {
+      expect({ query, status: (await call(`/admin/api/audit?${query}`, operator())).status }).toEqual({
+        query,
+        status: 400,
+      });
+    }
+  });
+
+  it('keeps the log append-only, written in each action’s own transaction', async () => {
+    const rows = await auditRows();
+    // The database refuses to change or remove an entry, whoever asks.
+    for (const statement of [
+      `update admin_audit set reason = 'rewritten' where id = ${rows[0]!.id}`,
+      `delete from admin_audit where id = ${rows[0]!.id}`,
+      'truncate admin_audit',
+    ]) {
+      await expect(database.query(statement)).rejects.toThrow(/admin_audit is append-only/);
+    }
+    expect(await auditRows()).toEqual(rows);
+
+    // An entry that cannot be written undoes its action: an adjustment, a revocation, a plan change.
+    const frank = await platform.createKey(`frank-${randomBytes(3).toString('hex')}@example.com`, 'free');
+    const balance = await balanceOf(frank);
+    const ledger = await ledgerRows(frank.user_id);
+    await database.query(`alter table admin_audit add constraint test_refused check (reason <> 'Refuse to record')`);
+    try {
+      const reason = 'Refuse to record';
+      const adjusted = await adjust(frank.user_id, operator(), { amount: 50, reason }, randomUUID());
+      const revoked = await call(`/admin/api/users/${frank.user_id}/keys/${frank.id}/revoke`, operator(), {
+        method: 'POST',
+        body: JSON.stringify({ reason }),
+      });
+      const changed = await changeAccount(frank.user_id, operator(), { plan: 'pro', reason });
+      expect([adjusted.status, revoked.status, changed.status]).toEqual([500, 500, 500]);
+    } finally {
+      await database.query('alter table admin_audit drop constraint test_refused');
+    }
+    expect(await balanceOf(frank)).toBe(balance);
+    expect(await ledgerRows(frank.user_id)).toBe(ledger);
+    expect((await call('/auth/me', frank)).body.user.plan).toBe('free');
+    expect(await auditRows()).toEqual(rows);
   });
 });
 

@@ -1,11 +1,14 @@
 /**
  * The operator console (`/admin`, docs/web-app.md "Operator console") in a real browser: Debian's Chromium driven by
  * playwright-core against a test platform with a real SMTP server. A person logs in through the mail's magic link and
- * is refused the console (not an operator); made an admin from a shell (`npm run admin -- grant-admin`), they find
- * a customer, adjust the customer's credits with a reason using the keyboard alone and see the ledger entry (the
- * balance moved by exactly that, once, though the button was pressed twice), see a refusal in the API's words,
- * revoke one of the customer's keys through the confirm step (the key then gets 401), read a turn's trace with its
- * provider attempts and Temporal link, and see provider health and the day's failed workflows. Every console page
+ * is refused the console (not an operator: the API refuses the audit log and a plan change to that browser too); made
+ * an admin from a shell (`npm run admin -- grant-admin`), they find a customer by the start of the address, change the
+ * customer's plan and limits with a reason (the customer's next request meets them), adjust the customer's credits
+ * with a reason using the keyboard alone and see the ledger entry (the balance moved by exactly that, once, though the
+ * button was pressed twice), see a refusal in the API's words, revoke one of the customer's keys through the confirm
+ * step with a reason (the key then gets 401), see each of these once in the audit log, on the customer's page and on
+ * the log's own, read a turn's trace with its provider attempts and Temporal link, and see provider health and the
+ * day's failed workflows. Every console page
  * passes axe-core (no serious or critical violation) at 375 and 1280 px in the light and dark themes, with nothing
  * wider than the screen and no CSP violation. With WEB_SCREENSHOTS=<folder> the pages are photographed into it
  * (docs/web/ holds them).
@@ -98,13 +101,15 @@ async function photograph(name: string): Promise<void> {
 }
 
 /** One of the console's sections by its own navigation. */
-async function openSection(name: 'Overview' | 'Users' | 'Activity'): Promise<void> {
+async function openSection(name: 'Overview' | 'Users' | 'Activity' | 'Audit log'): Promise<void> {
   await page.getByRole('navigation', { name: 'Operator console' }).getByRole('link', { name, exact: true }).click();
   await page.getByRole('heading', { level: 1, name: name === 'Overview' ? 'Operator console' : name }).waitFor();
 }
 
 const balanceOf = async (key: string) =>
   (((await (await platform.agents('/auth/me', { key })).json()) as Json).credits as Json).balance as number;
+const planOf = async (key: string) =>
+  (((await (await platform.agents('/auth/me', { key })).json()) as Json).user as Json).plan as string;
 
 describe('the operator console', () => {
   it('tells a person who is not an operator so', async () => {
@@ -118,11 +123,29 @@ describe('the operator console', () => {
     await expectAccessible();
     await photograph('admin-refused-1280');
     // The API says the same to this browser.
-    const answer = await page.evaluate(async () => {
-      const response = await fetch('/admin/api/users', { headers: { accept: 'application/json' } });
-      return { status: response.status, body: await response.json() };
-    });
-    expect(answer).toMatchObject({ status: 403, body: { error: { type: 'permission_denied' } } });
+    const answers = await page.evaluate(async (userId) => {
+      const ask = async (path: string, init: RequestInit = {}) => {
+        const response = await fetch(path, {
+          ...init,
+          headers: { accept: 'application/json', 'content-type': 'application/json' },
+        });
+        return { status: response.status, type: ((await response.json()) as Json).error?.type };
+      };
+      return [
+        await ask('/admin/api/users'),
+        await ask('/admin/api/audit'),
+        await ask(`/admin/api/users/${userId}/account`, {
+          method: 'PATCH',
+          body: JSON.stringify({ plan: 'free', reason: 'Not mine to change' }),
+        }),
+      ];
+    }, customer.user_id);
+    expect(answers).toEqual([
+      { status: 403, type: 'permission_denied' },
+      { status: 403, type: 'permission_denied' },
+      { status: 403, type: 'permission_denied' },
+    ]);
+    expect(await planOf(customer.key)).toBe('pro');
   });
 
   it('opens for the same person once a shell grants the admin role', async () => {
@@ -147,14 +170,62 @@ describe('the operator console', () => {
     await photograph('admin-overview-1280');
   });
 
-  it('finds a customer and adjusts their credits with a reason, by keyboard, and sees the ledger entry', async () => {
+  it('finds a customer by the start of the address and changes the plan and limits, met by the next request', async () => {
     await openSection('Users');
-    await page.getByRole('searchbox', { name: 'Find users by e-mail address or id' }).fill(`CUSTOMER-${suffix}`);
-    await page.getByRole('searchbox', { name: 'Find users by e-mail address or id' }).press('Enter');
-    await page.getByText('One user matching').waitFor();
+    const search = page.getByRole('searchbox', { name: 'Find users by the start of their e-mail address, or by id' });
+    // Not any part of the address: its start.
+    await search.fill(suffix);
+    await search.press('Enter');
+    await page.getByText(`No user’s address starts with “${suffix}”`).waitFor();
+    await search.fill(`CUSTOMER-${suffix}`);
+    await search.press('Enter');
+    await page.getByText(`1 user whose address starts with “CUSTOMER-${suffix}”`).waitFor();
     await expectAccessible();
     await page.getByRole('link', { name: customerEmail }).click();
     await page.getByRole('heading', { level: 1, name: customerEmail }).waitFor();
+    await page.getByRole('option', { name: /^starter: 50,000 credits a month/ }).waitFor({ state: 'attached' });
+
+    // Starter, at most 7 requests an hour, gpt-4o-mini only; a reason for the audit log.
+    await page.getByLabel('Plan', { exact: true }).selectOption('starter');
+    await page.getByLabel('Requests an hour').selectOption('number');
+    await page.getByLabel('How many an hour').fill('7');
+    await page.getByLabel('Models', { exact: true }).selectOption('list');
+    await page.getByLabel('Model ids, separated by commas').fill('gpt-4o-mini');
+    await page.getByLabel('Reason for the change').fill('Trial on the starter plan');
+    await page.getByLabel('Reason for the change').press('Enter');
+    await page.getByRole('status').filter({ hasText: 'Saved: plan starter' }).waitFor();
+    await page
+      .getByTestId('user-plan')
+      .filter({ hasText: /^starter$/ })
+      .waitFor();
+    // The customer's next request meets the change.
+    expect(await planOf(customer.key)).toBe('starter');
+    const refused = await platform.fetch('/v1/chat/completions', {
+      method: 'POST',
+      key: customer.key,
+      body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Hi' }] }),
+    });
+    expect(refused.status).toBe(403);
+    const served = await platform.fetch('/v1/chat/completions', {
+      method: 'POST',
+      key: customer.key,
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }] }),
+    });
+    expect(served.status).toBe(200);
+    expect(served.headers.get('x-ratelimit-limit-hour')).toBe('7');
+    // The form shows what is in force now; saving it again changes nothing.
+    await expect(page.getByLabel('How many an hour').inputValue()).resolves.toBe('7');
+    await page.getByLabel('Reason for the change').fill('Again');
+    await page.getByRole('button', { name: 'Save plan and limits' }).click();
+    await page.getByRole('status').filter({ hasText: 'Nothing to save' }).waitFor();
+    const entry = page.getByTestId('audit-entry').filter({ hasText: 'Trial on the starter plan' });
+    await entry.waitFor();
+    await expect(entry.textContent()).resolves.toMatch(/Plan or limits changed.*plan pro → starter/);
+    await expect(page.getByTestId('audit-entry').count()).resolves.toBe(1);
+    await expectAccessible();
+  });
+
+  it('adjusts the customer’s credits with a reason, by keyboard, and sees the ledger entry', async () => {
     const before = await balanceOf(customer.key);
 
     // The keyboard alone: the amount, Tab to the reason, Enter to send.
@@ -171,11 +242,10 @@ describe('the operator console', () => {
     );
     expect(await balanceOf(customer.key)).toBe(before + 500);
     await expectAccessible();
-    await photograph('admin-user-1280');
 
     // A button pressed twice: one adjustment.
     await page.getByLabel('Credits (negative to take back)').fill('25');
-    await page.getByLabel('Reason').fill('Double-clicked bonus');
+    await page.getByLabel('Reason', { exact: true }).fill('Double-clicked bonus');
     await page.getByRole('button', { name: 'Adjust credits' }).dblclick();
     await page.getByRole('status').filter({ hasText: '+25 credits' }).waitFor();
     const bonus = page.getByTestId('ledger-entry').filter({ hasText: 'Double-clicked bonus' });
@@ -190,7 +260,7 @@ describe('the operator console', () => {
 
     // Refused in the API's words.
     await page.getByLabel('Credits (negative to take back)').fill('-99999999');
-    await page.getByLabel('Reason').fill('Take it all back');
+    await page.getByLabel('Reason', { exact: true }).fill('Take it all back');
     await page.getByRole('button', { name: 'Adjust credits' }).click();
     await expect(page.getByRole('alert').textContent()).resolves.toMatch(
       /The adjustment was refused: .*would leave less than nothing/,
@@ -198,7 +268,7 @@ describe('the operator console', () => {
     expect(await balanceOf(customer.key)).toBe(before + 525);
   });
 
-  it('revokes one of the customer’s keys after a confirm step, and the key is refused', async () => {
+  it('revokes one of the customer’s keys after a confirm step with a reason, and the key is refused', async () => {
     expect((await platform.agents('/auth/me', { key: laptop.key })).status).toBe(200);
     await page.getByRole('button', { name: 'Revoke key laptop' }).click();
     const confirm = page.getByRole('group', { name: 'Confirm revoking key laptop' });
@@ -208,15 +278,18 @@ describe('the operator console', () => {
     await page.keyboard.press('Escape');
     await confirm.waitFor({ state: 'detached' });
     expect((await platform.agents('/auth/me', { key: laptop.key })).status).toBe(200);
-    // Focus lands on the confirmation: Enter revokes.
+    // Focus lands on the reason: typed, Enter revokes.
     await page.getByRole('button', { name: 'Revoke key laptop' }).click();
     // (Waited for: the focus moves once the confirmation has rendered, later on a busy machine. Read through the
     // DevTools protocol, as the CSP allows, where Playwright's waitForFunction would evaluate a string in the page.)
     await waitFor(
-      'the focus on the confirmation',
+      'the focus on the reason',
       async () =>
-        (await page.evaluate('document.activeElement && document.activeElement.textContent')) === 'Yes, revoke laptop',
+        (await page.evaluate(
+          'document.activeElement && document.activeElement.labels && document.activeElement.labels[0] && document.activeElement.labels[0].textContent',
+        )) === 'Reason for revoking',
     );
+    await page.keyboard.type('Left on a stolen laptop');
     await page.keyboard.press('Enter');
     await page.getByText('Revoked key laptop: it is refused from now on.').waitFor();
     await waitFor(
@@ -224,10 +297,44 @@ describe('the operator console', () => {
       async () => (await platform.agents('/auth/me', { key: laptop.key })).status === 401,
     );
     expect((await platform.agents('/auth/me', { key: customer.key })).status).toBe(200);
+    // Each action of this page once in the customer's audit log, newest first, with its reason.
+    await page.getByTestId('audit-entry').filter({ hasText: 'Left on a stolen laptop' }).waitFor();
+    const entries = await page.getByTestId('audit-entry').allTextContents();
+    expect(entries).toEqual([
+      expect.stringMatching(/Key revoked.*Left on a stolen laptop.*laptop \(te_/),
+      expect.stringMatching(/Credits adjusted.*Double-clicked bonus.*\+25 credits/),
+      expect.stringMatching(/Credits adjusted.*Goodwill for the outage.*\+500 credits/),
+      expect.stringMatching(/Plan or limits changed.*Trial on the starter plan/),
+    ]);
+    for (const text of entries) expect(text).toContain(adminEmail);
+    await photograph('admin-user-1280');
     await page.setViewportSize({ width: 375, height: 812 });
     await expectAccessible();
     await photograph('admin-user-375');
     await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  it('lists every operator action in the audit log, with the role the shell granted', async () => {
+    await openSection('Audit log');
+    await page.getByTestId('audit-entry').first().waitFor();
+    const entries = await page.getByTestId('audit-entry').allTextContents();
+    expect(entries).toHaveLength(5);
+    expect(entries[4]).toMatch(/a shell \(npm run admin\)Admin role granted/);
+    expect(entries.slice(0, 4).every((text) => text.includes(customerEmail))).toBe(true);
+    // One action's entries.
+    await page.getByLabel('Action').selectOption('key.revoke');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.waitForURL(/action=key\.revoke/);
+    const entryCount = (count: number) =>
+      waitFor(`${count} entries shown`, async () => (await page.getByTestId('audit-entry').count()) === count);
+    await entryCount(1);
+    await expect(page.getByTestId('audit-entry').textContent()).resolves.toMatch(/Key revoked/);
+    await expectAccessible();
+    await page.getByLabel('Action').selectOption('');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.waitForURL((url) => !url.search.includes('action'));
+    await entryCount(5);
+    await photograph('admin-audit-1280');
   });
 
   it('shows recent turns with their traces and Temporal links', async () => {
@@ -255,6 +362,7 @@ describe('the operator console', () => {
       ['/admin/users', 'Users'],
       [`/admin/users/${customer.user_id}`, customerEmail],
       ['/admin/activity', 'Activity'],
+      ['/admin/audit', 'Audit log'],
     ] as const;
     for (const theme of ['light', 'dark'] as const) {
       // Chosen in the account menu at desktop width (a phone has it behind the Menu button); kept across pages.

@@ -26,6 +26,7 @@ const AdminOverviewPage = lazy(() => admin().then((module) => module.AdminOvervi
 const AdminUsersPage = lazy(() => admin().then((module) => module.AdminUsersPage));
 const AdminUserPage = lazy(() => admin().then((module) => module.AdminUserPage));
 const AdminActivityPage = lazy(() => admin().then((module) => module.AdminActivityPage));
+const AdminAuditPage = lazy(() => admin().then((module) => module.AdminAuditPage));
 
 const navigation: Array<[string, string]> = [
   [pagePaths.chat, 'Chat'],
@@ -154,6 +155,7 @@ function Shell({ me }: { me: LoggedIn }) {
             <Route path={pagePaths.adminUsers} component={AdminUsersPage} />
             <Route path={pagePaths.adminUser} component={AdminUserPage} />
             <Route path={pagePaths.adminActivity} component={AdminActivityPage} />
+            <Route path={pagePaths.adminAudit} component={AdminAuditPage} />
             <Route default component={NotFound} />
           </Router>
         </ErrorBoundary>

@@ -3,11 +3,13 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Catalogue } from '../../../common/catalogue.ts';
 import { planAllows, type PlanName, type PlansFile } from '../../../common/plans.ts';
 import type { CreditLedger } from '../../../activities/credits/credit-ledger.ts';
-import type { AccountPlans } from '../../../activities/credits/accounts.ts';
+import { AccountPlans } from '../../../activities/credits/accounts.ts';
 import { ApiError } from '../../errors.ts';
 import type { CustomLimits } from '../apikeys/service.ts';
 import { messengerChannels, type ConversationStore } from '../../../activities/conversations/conversation-store.ts';
 import type { MessengerPlatform } from '../../../common/messengers.ts';
+import type { PrincipalCache } from '../../principal-cache.ts';
+import { recordAudit, type AuditContext } from '../admin/audit.ts';
 
 interface AccountRow {
   id: string;
@@ -23,6 +25,8 @@ export class AccountService {
   private readonly plans: PlansFile;
   private readonly catalogue: Catalogue;
   private readonly conversations: ConversationStore;
+  /** This replica's cache of keys' principals (absent: every request reads the database). */
+  private readonly principals: PrincipalCache | undefined;
 
   constructor(
     orm: MikroORM,
@@ -30,12 +34,14 @@ export class AccountService {
     plans: PlansFile,
     catalogue: Catalogue,
     conversations: ConversationStore,
+    principals?: PrincipalCache,
   ) {
     this.orm = orm;
     this.ledger = ledger;
     this.plans = plans;
     this.catalogue = catalogue;
     this.conversations = conversations;
+    this.principals = principals;
   }
 
   /** The first account shape: credits, channels and the models the plan allows. */
@@ -142,26 +148,64 @@ export class AccountService {
     };
   }
 
-  /** Operator changes: a new plan starts a new cycle (with its credits); custom limits replace the old ones. */
-  async update(
-    userId: string,
-    update: { plan?: PlanName; custom_limits?: CustomLimits | null },
-    accounts: AccountPlans,
-  ) {
-    const row = await this.row(userId);
-    if (update.custom_limits !== undefined) {
-      await this.orm.em
-        .fork()
-        .execute(
+  /**
+   * An operator's change of an account, the one implementation behind both doors (the gateway's
+   * `PATCH /api/v1/account/{id}` and the console's `PATCH /admin/api/users/{id}/account`): a new plan starts a new
+   * cycle with its monthly credits; custom limits replace the old ones whole (null clears them). One transaction with
+   * its audit row (`account.update`: the plan and limits before and after), the account's row locked first, so two
+   * changes at once are applied and recorded one after the other. Every replica's cache of the account's keys hears of
+   * it from the database (principal-triggers.ts); this one forgets them before answering, so the account's next
+   * request, on any door, meets the new plan and limits.
+   */
+  async update(userId: string, update: { plan?: PlanName; custom_limits?: CustomLimits | null }, by: AuditContext) {
+    this.checkModels(update.custom_limits?.models);
+    await this.orm.em.fork().transactional(async (em) => {
+      const [before] = await em.execute<Array<{ plan: PlanName; custom_limits: CustomLimits | null }>>(
+        'select plan, custom_limits from users where id = ? for update',
+        [userId],
+      );
+      if (!before) throw new ApiError('not_found', `No account ${userId}`);
+      const after = {
+        plan: update.plan ?? before.plan,
+        custom_limits: update.custom_limits === undefined ? before.custom_limits : update.custom_limits,
+      };
+      if (update.custom_limits !== undefined) {
+        await em.execute(
           'update users set custom_limits = ? where id = ?',
-          [update.custom_limits === null ? null : JSON.stringify(update.custom_limits), userId],
+          [after.custom_limits === null ? null : JSON.stringify(after.custom_limits), userId],
           'run',
         );
-    }
-    if (update.plan !== undefined && update.plan !== row.plan) {
-      await accounts.startCycle(userId, update.plan, new Date(), 'changed by the operator');
-    }
+      }
+      let cycle: { credits_granted: number } | null = null;
+      if (after.plan !== before.plan) {
+        const granted = await AccountPlans.within(em, this.plans).startCycle(
+          userId,
+          after.plan,
+          new Date(),
+          'changed by the operator',
+        );
+        cycle = { credits_granted: granted ? this.plans.plans[after.plan].monthly_credits : 0 };
+      }
+      await recordAudit(em, 'account.update', by, userId, { before, after, ...(cycle ? { new_cycle: cycle } : {}) });
+    });
+    this.principals?.forget(userId);
     return this.account(userId);
+  }
+
+  /** A custom list of models names models of the catalogue: a misspelt id would lock the account out silently. */
+  private checkModels(models: CustomLimits['models'] | undefined): void {
+    if (models === undefined || models === 'all') return;
+    const known = new Set([
+      ...this.catalogue.models.map((model) => model.id),
+      ...this.catalogue.embeddingModels.map((model) => model.id),
+      ...(this.catalogue.selfHosted ? [this.catalogue.selfHosted.id] : []),
+    ]);
+    const unknown = models.filter((model) => !known.has(model));
+    if (unknown.length > 0) {
+      throw new ApiError('invalid_request', `No such model in the catalogue: ${unknown.join(', ')}`, {
+        param: 'custom_limits.models',
+      });
+    }
   }
 
   private async row(userId: string): Promise<AccountRow> {

@@ -17,7 +17,8 @@
  * says what is wrong.
  */
 import { normalizeEmail } from '../../../common/email.ts';
-import type { Pool } from '../../../db/pool.ts';
+import { run, statementVariants, type Pool } from '../../../db/pool.ts';
+import { auditWrite, shellActor } from './audit.ts';
 import { requireCaller, type CallerState } from '../../auth.ts';
 import { ApiError } from '../../errors.ts';
 
@@ -78,20 +79,46 @@ export class Operators {
 }
 
 /**
- * Sets an account's role (`npm run admin -- grant-admin|revoke-admin --email …`); the account by its address, which is
- * normalised first. Null when there is no such account (a person logs in once before they can be made an admin).
+ * Sets an account's role (`npm run admin -- grant-admin|revoke-admin --email … [--reason …]`); the account by its
+ * address, which is normalised first. Null when there is no such account (a person logs in once before they can be
+ * made an admin). Recorded in the audit log as the shell's (`role.grant` or `role.revoke`, the role before and after),
+ * by the same statement.
  */
 export async function setRole(
   pool: Pool,
   email: string,
   role: Role,
+  reason: string | null = null,
 ): Promise<{ user_id: string; email: string; role: Role } | null> {
-  const { rows } = await pool.query<{ id: string; email: string }>(
-    'update users set role = $2 where email = $1 returning id, email',
-    [normalizeEmail(email), role],
+  const audit = auditWrite(
+    role === 'admin' ? 'role.grant' : 'role.revoke',
+    { actor: shellActor, reason, requestId: null },
+    {
+      from: 'changed',
+      target: 'changed.id',
+      details: { after: role },
+      fromDetails: `jsonb_build_object('before', changed.before)`,
+    },
   );
+  const rows = await run<{ id: string; email: string }>(pool, setRoleStatementWith(audit), [
+    normalizeEmail(email),
+    role,
+    ...audit.values,
+  ]);
   return rows[0] ? { user_id: rows[0].id, email: rows[0].email, role } : null;
 }
+
+/** The role set by address, the old one read under the row's lock (`before`); a write riding from `$3`. */
+const setRoleStatementWith = statementVariants((alongside) => ({
+  name: `admin-set-role+${alongside.name}`,
+  text: `with target as (
+      select id, role from users where email = $1::text for update
+    ), changed as (
+      update users u set role = $2::text from target where u.id = target.id
+      returning u.id, u.email, target.role as before
+    ), ${alongside.cte(3)}
+    select id, email from changed`,
+}));
 
 /** The accounts with the admin role (`npm run admin -- list-admins`). */
 export async function listAdmins(pool: Pool): Promise<Array<{ user_id: string; email: string | null }>> {

@@ -2,10 +2,13 @@
  * The operator console's reads and writes (api/agents/routes/admin/, docs/web-app.md, "Operator console"), on the
  * platform's own parts rather than copies of them:
  *
- * - users, their plans, balances and keys: `users` and `api_keys`; a credit adjustment is the credit ledger's
- *   (`CreditLedger.adjust`: one ledger, the entry and the balance in one statement, once per idempotency key); a key
- *   is revoked by `ApiKeyService.revoke`, which also drops it from this replica's principal cache at once (the others
- *   hear it from the database).
+ * - users, their plans, balances and keys: `users` and `api_keys`, found by the start of the address (a range of
+ *   `users_email_prefix_index`) or by id, or listed newest first, in keyset pages; a credit adjustment is the credit
+ *   ledger's (`CreditLedger.adjust`: one ledger, the entry and the balance in one statement, once per idempotency
+ *   key); a key is revoked by `ApiKeyService.revoke`, which also drops it from this replica's principal cache at once
+ *   (the others hear it from the database); a plan or limits change is the gateway's (`AccountService.update`).
+ * - the audit log (audit.ts): each of those three actions writes its row with the action itself, in its statement
+ *   or transaction, with the operator, the reason and the request's id.
  * - recent chat turns: `chat_turns` (newest first, on its (created_at, …) index), their credits from the ledger's
  *   settlements (`credit_ledger.workflow_id` is the turn's id); a turn's trace adds the tools it called (names only),
  *   its ledger entries, its workflow as Temporal describes it and the `trace` query of the chat-turn workflow
@@ -43,12 +46,18 @@ import type {
   TurnSummary,
   TurnTrace,
   UserSummary,
+  UsersCursor,
 } from '../../agents/routes/admin/schema.ts';
+import { encodeUsersCursor } from '../../agents/routes/admin/schema.ts';
 import { ApiError } from '../../errors.ts';
 import type { CompletionService } from '../../gateway/routes/completions/service.ts';
-import type { ApiKeyService, Principal } from '../apikeys/service.ts';
+import type { ApiKeyService, CustomLimits, Principal } from '../apikeys/service.ts';
 import type { DashboardService } from '../dashboard/service.ts';
+import { actorOf, auditWrite, readAudit } from './audit.ts';
 import { adminEmailSet, isAdminAccount, type Operator } from './operators.ts';
+import type { AccountService } from '../account/service.ts';
+import type { PlanName } from '../../../common/plans.ts';
+import { normalizeEmail } from '../../../common/email.ts';
 
 const { HistoryEventFilterType } = proto.temporal.api.enums.v1;
 
@@ -71,6 +80,8 @@ export interface AdminServiceDependencies {
   adminEmails: string[];
   /** The durable capacity queue (docs/capacity-queue.md). */
   capacity: Pick<CapacityQueue, 'depth'>;
+  /** Accounts: plan and limits changes, the one implementation the gateway's `PATCH /api/v1/account/{id}` uses too. */
+  accounts: AccountService;
   /** How long a turn's trace query may take before the trace is answered without its attempts. */
   traceQueryTimeoutMs?: number;
 }
@@ -125,15 +136,38 @@ interface TurnRow {
 const userColumns = `u.id, u.email, u.plan, u.role, u.credits_balance, u.credits_held, u.created_at,
   (select count(*) from api_keys k where k.user_id = u.id and k.revoked_at is null)::int as keys`;
 
+/** A user's creation as the next page's cursor: to the microsecond (a JavaScript Date keeps milliseconds). */
+const cursorColumn = `to_char(u.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at`;
+
 /**
- * Users whose address contains `$1` (a LIKE pattern) or whose id is `$2`; all without them. Newest first; `total`
- * counts the matches (a window over the page's query, so one statement).
+ * Everyone, newest first, a page after the cursor's creation (`$1`, to the microsecond; `infinity` for the first page)
+ * and id (`$2`): the (created_at, id) index read backwards from the cursor, `$3` rows.
  */
-const usersStatement = {
-  name: 'admin-users',
-  text: `select ${userColumns}, count(*) over ()::int as total from users u
-         where $1::text is null or u.email like $1::text escape '\\' or u.id = $2::text
-         order by u.created_at desc, u.id desc limit $3::int offset $4::int`,
+export const newestUsersStatement = {
+  name: 'admin-users-newest',
+  text: `select ${userColumns}, 1 as rank, ${cursorColumn} from users u
+         where (u.created_at, u.id) < ($1::timestamptz, $2::text)
+         order by u.created_at desc, u.id desc limit $3::int`,
+};
+
+/**
+ * A search: on its first page (`$5`), the user whose id is `$1`; then the users whose address is in [`$2`, `$3`) in
+ * byte order (the addresses starting with the search: `$3` is it with its last character one higher) and after the
+ * cursor's address `$4` ('' on the first page), in address order, `$6` rows. The address range is read from
+ * `users_email_prefix_index` (the address in the "C" collation: byte order whatever the database's collation), so a
+ * page costs its rows, not the table: docs/web-app.md, "Operator console", has the plan.
+ */
+export const searchUsersStatement = {
+  name: 'admin-users-search',
+  text: `select * from (
+           select ${userColumns}, 0 as rank, ${cursorColumn} from users u where u.id = $1::text and $5::boolean
+           union all
+           (select ${userColumns}, 1 as rank, ${cursorColumn} from users u
+            where u.email collate "C" >= $2::text and u.email collate "C" < $3::text
+              and u.email collate "C" > $4::text and (not $5::boolean or u.id <> $1::text)
+            order by u.email collate "C" limit $6::int)
+         ) found
+         order by rank, email collate "C" limit $6::int`,
 };
 
 const userStatement = {
@@ -229,25 +263,37 @@ export class AdminService {
 
   // Users, credits, keys.
 
-  async users(query: { q?: string | undefined; limit: number; offset: number }) {
-    const search = query.q ? query.q.toLowerCase() : null;
-    const pattern = search === null ? null : `%${search.replace(/[\\%_]/g, (character) => `\\${character}`)}%`;
-    const rows = await run<UserRow & { total: number }>(this.dependencies.pool, usersStatement, [
-      pattern,
-      query.q ?? null,
-      query.limit,
-      query.offset,
-    ]);
-    let total = rows[0]?.total;
-    if (total === undefined) {
-      // An empty page: past the last match, or no match at all; the count says which.
-      const { rows: counted } = await this.dependencies.pool.query<{ total: number }>(
-        `select count(*)::int as total from users u where $1::text is null or u.email like $1::text escape '\\' or u.id = $2::text`,
-        [pattern, query.q ?? null],
-      );
-      total = counted[0]!.total;
+  /**
+   * A page of users: with `q`, the user whose id it is and those whose address starts with it; without, everyone,
+   * newest first. Keyset pages: `next` (the last row's address, or creation and id) continues after the page's last
+   * row, so a page costs its own rows however deep it is, and a user added meanwhile never shifts a page.
+   */
+  async users(query: { q?: string | undefined; limit: number; after?: UsersCursor | undefined }) {
+    const { pool } = this.dependencies;
+    const rows = query.q
+      ? await run<UserRow & { rank: number; cursor_at: string }>(pool, searchUsersStatement, [
+          query.q,
+          ...prefixRange(normalizeEmail(query.q)),
+          query.after && 'email' in query.after ? query.after.email : '',
+          query.after === undefined,
+          query.limit + 1,
+        ])
+      : await run<UserRow & { rank: number; cursor_at: string }>(pool, newestUsersStatement, [
+          query.after && 'created_at' in query.after ? query.after.created_at : 'infinity',
+          query.after && 'id' in query.after ? query.after.id : '',
+          query.limit + 1,
+        ]);
+    const page = rows.slice(0, query.limit);
+    const last = page.at(-1);
+    let next: UsersCursor | null = null;
+    if (rows.length > query.limit && last) {
+      next = query.q ? { email: last.rank === 0 ? '' : last.email! } : { created_at: last.cursor_at, id: last.id };
     }
-    return { users: rows.map((row) => this.userSummary(row)), total, limit: query.limit, offset: query.offset };
+    return {
+      users: page.map((row) => this.userSummary(row)),
+      limit: query.limit,
+      next: next && encodeUsersCursor(next),
+    };
   }
 
   async user(userId: string) {
@@ -315,10 +361,22 @@ export class AdminService {
     userId: string,
     request: { amount: number; reason: string },
     idempotencyKey: string,
+    requestId: string,
   ) {
     const note = `${request.reason} (by ${operator.label})`;
     const key = `adjust:${userId}:${createHash('sha256').update(idempotencyKey).digest('base64url')}`;
-    const outcome = await this.dependencies.ledger.adjust({ userId, key, amount: request.amount, note });
+    // The audit row rides in the adjustment's statement, written from its ledger entry: once, as the entry is.
+    const audit = auditWrite(
+      'credits.adjust',
+      { actor: actorOf(operator), reason: request.reason, requestId },
+      {
+        from: 'entry',
+        target: 'entry.user_id',
+        details: { amount: request.amount },
+        fromDetails: `jsonb_build_object('ledger_entry_id', entry.id::text)`,
+      },
+    );
+    const outcome = await this.dependencies.ledger.adjust({ userId, key, amount: request.amount, note }, audit);
     switch (outcome.outcome) {
       case 'unknown':
         throw new ApiError('not_found', `No user ${userId}`);
@@ -354,11 +412,42 @@ export class AdminService {
     };
   }
 
-  async revokeKey(userId: string, keyId: string) {
-    if (!(await this.dependencies.keys.revoke(userId, keyId))) {
+  /** Revokes one of the user's keys, its audit row riding in the revocation's statement (none when nothing was). */
+  async revokeKey(operator: Operator, userId: string, keyId: string, reason: string, requestId: string) {
+    const audit = auditWrite(
+      'key.revoke',
+      { actor: actorOf(operator), reason, requestId },
+      {
+        from: 'revoked',
+        target: 'revoked.user_id',
+        fromDetails: `jsonb_build_object('key_id', revoked.id, 'name', revoked.name, 'preview', revoked.preview)`,
+      },
+    );
+    if (!(await this.dependencies.keys.revoke(userId, keyId, audit))) {
       throw new ApiError('not_found', `No live key ${keyId} of user ${userId}`);
     }
     return { revoked: true as const, id: keyId, user_id: userId };
+  }
+
+  /** Changes the user's plan or custom limits: the gateway's own `AccountService.update`, audited as this operator's. */
+  async changeAccount(
+    operator: Operator,
+    userId: string,
+    change: { plan?: PlanName; custom_limits?: CustomLimits | null; reason: string },
+    requestId: string,
+  ) {
+    const { reason, ...update } = change;
+    return this.dependencies.accounts.update(userId, update, { actor: actorOf(operator), reason, requestId });
+  }
+
+  /** The audit log, newest first: of one user or everyone's, one action or all. */
+  async audit(query: {
+    user_id?: string | undefined;
+    action?: string | undefined;
+    before?: string | undefined;
+    limit: number;
+  }) {
+    return readAudit(this.dependencies.pool, query);
   }
 
   // Turns and requests.
@@ -643,6 +732,24 @@ export class AdminService {
       temporal_url: this.temporalUrl(row.id),
     };
   }
+}
+
+/**
+ * The addresses starting with `prefix`, as a range in byte order (UTF-8's order is the code points'): from the prefix
+ * itself up to, not including, the prefix with its last character one higher (a surrogate's code points are skipped;
+ * a last character that cannot go higher is dropped and the one before it raised instead).
+ */
+export function prefixRange(prefix: string): [string, string] {
+  const characters = [...prefix];
+  while (characters.length > 0) {
+    const last = characters.pop()!.codePointAt(0)!;
+    if (last < 0x10ffff) {
+      const next = last + 1 === 0xd800 ? 0xe000 : last + 1;
+      return [prefix, characters.join('') + String.fromCodePoint(next)];
+    }
+  }
+  // Only U+10FFFF: no address starts with it, and nothing is below the empty upper bound.
+  return [prefix, ''];
 }
 
 function ledgerEntry(row: LedgerRow): LedgerEntry {

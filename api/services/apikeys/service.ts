@@ -10,7 +10,7 @@ import { normalizeEmail } from '../../../common/email.ts';
 import type { PlanName } from '../../../common/plans.ts';
 import type { AccountPlans } from '../../../activities/credits/accounts.ts';
 import { ApiKey, User } from '../../../db/entities/index.ts';
-import { run, type Pool } from '../../../db/pool.ts';
+import { run, statementVariants, type Pool, type RidingWrite } from '../../../db/pool.ts';
 import type { PrincipalCache } from '../../principal-cache.ts';
 
 export const keyPrefix = 'te_';
@@ -56,6 +56,16 @@ const keyLookup = {
          where k.secret_hash = $1 and k.revoked_at is null`,
 };
 const touchKey = { name: 'api-key-touch', text: 'update api_keys set last_used_at = now() where id = $1' };
+
+const revokeCte = `revoked as (
+    update api_keys set revoked_at = now() where id = $1::text and user_id = $2::text and revoked_at is null
+    returning id, user_id, name, preview
+  )`;
+const revokeStatement = { name: 'api-key-revoke', text: `with ${revokeCte} select id from revoked` };
+const revokeStatementWith = statementVariants((alongside) => ({
+  name: `api-key-revoke+${alongside.name}`,
+  text: `with ${revokeCte}, ${alongside.cte(3)} select id from revoked`,
+}));
 
 export interface ApiKeyServiceDependencies {
   orm: MikroORM;
@@ -202,13 +212,18 @@ export class ApiKeyService {
     return this.orm.em.fork().find(ApiKey, { user: userId, revokedAt: null }, { orderBy: { createdAt: 'asc' } });
   }
 
-  /** Revokes one of the user's keys; false when the user has no such live key. */
-  async revoke(userId: string, keyId: string): Promise<boolean> {
-    const em = this.orm.em.fork();
-    const key = await em.findOne(ApiKey, { id: keyId, user: userId, revokedAt: null });
-    if (!key) return false;
-    key.revokedAt = new Date();
-    await em.flush();
+  /**
+   * Revokes one of the user's keys; false when the user has no such live key. One statement: `alongside`, a write
+   * riding in it from `$3` (the operator's audit row, api/services/admin/audit.ts), may select `from revoked` (the
+   * key's `id`, `user_id`, `name` and `preview`) to happen exactly when this call revoked the key.
+   */
+  async revoke(userId: string, keyId: string, alongside?: RidingWrite): Promise<boolean> {
+    const revoked = await run(this.pool, alongside ? revokeStatementWith(alongside) : revokeStatement, [
+      keyId,
+      userId,
+      ...(alongside?.values ?? []),
+    ]);
+    if (revoked.length === 0) return false;
     // Other replicas hear it from the database (principal-cache.ts); this one must not wait for that.
     this.principals?.forget(userId);
     return true;

@@ -37,7 +37,6 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type Stripe from 'stripe';
 import { AccountPlans } from '../../../activities/credits/accounts.ts';
-import { CreditLedger } from '../../../activities/credits/credit-ledger.ts';
 import type { PlanName, PlansFile } from '../../../common/plans.ts';
 import type { Settings } from '../../../config/settings.ts';
 import { ApiError } from '../../errors.ts';
@@ -230,10 +229,8 @@ export class BillingService {
     event: Stripe.Event,
   ): Promise<{ stale?: true; ignored?: string; applied?: string }> {
     const at = new Date(event.created * 1000);
-    // AccountPlans and CreditLedger reach the database only through `orm.em.fork()`: handing them an ORM whose
-    // fork is this transaction's EntityManager makes the plan update and the grant part of this transaction.
-    const scoped = { em: { fork: () => em } } as unknown as MikroORM;
-    const accounts = new AccountPlans(scoped, new CreditLedger(scoped), this.plans);
+    // The plan update and the grant in this transaction.
+    const accounts = AccountPlans.within(em, this.plans);
 
     switch (event.type) {
       case 'checkout.session.completed': {

@@ -1,13 +1,15 @@
 /**
  * Pieces of the operator console's pages (docs/web-app.md, "Operator console"): the gate that tells a person who is
- * not an operator so, the console's own navigation, health badges, links to the Temporal Web UI and tables that
- * scroll sideways on a phone (a focusable, named region, so the keyboard reaches what is out of sight).
+ * not an operator so, the console's own navigation, health badges, links to the Temporal Web UI, tables that scroll
+ * sideways on a phone (a focusable, named region, so the keyboard reaches what is out of sight) and lists read newest
+ * first a page at a time (the ledger, the audit log).
  */
-import type { ComponentChildren } from 'preact';
+import type { ComponentChildren, Ref } from 'preact';
+import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { pagePaths } from '../../routes.ts';
 import { useAccount } from '../account.tsx';
-import { PageHeader } from '../components/ui.tsx';
+import { ErrorNote, PageHeader, useAction, useLoad } from '../components/ui.tsx';
 
 /**
  * The console's pages for an admin; for anyone else a page saying they are not an operator. The API refuses them
@@ -44,6 +46,7 @@ const sections: Array<[string, string]> = [
   [pagePaths.admin, 'Overview'],
   [pagePaths.adminUsers, 'Users'],
   [pagePaths.adminActivity, 'Activity'],
+  [pagePaths.adminAudit, 'Audit log'],
 ];
 
 function AdminNavigation() {
@@ -155,5 +158,83 @@ export function StatusCounts({ counts, caption }: { counts: Record<string, numbe
         ))}
       </tbody>
     </table>
+  );
+}
+
+/** A page of a list read newest first: its entries, and the `before` of the older ones (null on the last page). */
+export interface OlderPage<Entry> {
+  entries: Entry[];
+  next_before: string | null;
+}
+
+/**
+ * A list read newest first a page at a time (the credit ledger, the audit log): the first page, loaded again when
+ * `keys` change, and the older pages appended on request (`OlderEntries`).
+ */
+export function useOlderPages<Entry>(load: (before?: string) => Promise<OlderPage<Entry>>, keys: unknown[]) {
+  const [older, setOlder] = useState<Entry[]>([]);
+  const [next, setNext] = useState<string | null>(null);
+  const more = useAction();
+  const first = useLoad(async () => {
+    const page = await load();
+    setOlder([]);
+    setNext(page.next_before);
+    return page;
+  }, keys);
+  return {
+    first,
+    entries: [...(first.value?.entries ?? []), ...older],
+    more,
+    next,
+    loadOlder: () =>
+      more.run(async () => {
+        const page = await load(next ?? undefined);
+        setOlder((previous) => [...previous, ...page.entries]);
+        setNext(page.next_before);
+      }),
+  };
+}
+
+/** The button that appends the older entries of a `useOlderPages` list, while there are any, and its failure. */
+export function OlderEntries({
+  pages,
+}: {
+  pages: Pick<ReturnType<typeof useOlderPages>, 'more' | 'next' | 'loadOlder'>;
+}) {
+  return (
+    <>
+      <ErrorNote error={pages.more.error} />
+      {pages.next ? (
+        <button type="button" class="secondary" disabled={pages.more.busy} onClick={() => void pages.loadOlder()}>
+          Older entries
+        </button>
+      ) : null}
+    </>
+  );
+}
+
+/**
+ * The reason an action's audit entry keeps (and a credit adjustment's ledger note): required, at most 200 characters,
+ * as the console's API takes it.
+ */
+export function ReasonField(props: {
+  id: string;
+  label: string;
+  value: string;
+  onInput(value: string): void;
+  inputRef?: Ref<HTMLInputElement>;
+}) {
+  return (
+    <div class="field grow">
+      <label for={props.id}>{props.label}</label>
+      <input
+        id={props.id}
+        ref={props.inputRef}
+        required
+        maxLength={200}
+        value={props.value}
+        onInput={(event) => props.onInput((event.target as HTMLInputElement).value)}
+      />
+    </div>
   );
 }

@@ -1,20 +1,33 @@
 /**
- * One user in the console (`/admin/users/{id}`): the account and its credits, a credit adjustment with its reason
- * (`POST /admin/api/users/{id}/credits`), the keys with a confirmed revoke (`DELETE …/keys/{key_id}`), the credit
- * ledger newest first (`GET …/ledger`, a kind at a time if wished, older pages on request) and the latest turns.
+ * One user in the console (`/admin/users/{id}`): the account and its credits, the plan and custom limits changed with
+ * a reason (`PATCH /admin/api/users/{id}/account`, the gateway's own account change), a credit adjustment with its
+ * reason (`POST …/credits`), the keys with a revoke confirmed with a reason (`POST …/keys/{key_id}/revoke`), the
+ * credit ledger newest first (`GET …/ledger`, a kind at a time if wished, older pages on request), the latest turns
+ * and the user's entries of the audit log (`GET /admin/api/audit?user_id=…`), which every action here adds to.
  *
  * The adjustment's Idempotency-Key is made when the form is filled in and kept until the adjustment is made: a
  * second click, or a retry after a lost answer, sends the same key, and the service answers the first adjustment
  * without moving credits again. The key lives in the page's memory only.
  */
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
 import { pagePaths } from '../../routes.ts';
 import { api, data, type Answer } from '../api/client.ts';
 import { ErrorNote, formatDate, formatNumber, Loading, StatusNote, useAction, useLoad } from '../components/ui.tsx';
-import { AdminGate, formatCredits, ScrollTable, TemporalLink } from './shared.tsx';
+import { AuditLog, describeLimits, type Limits } from './audit.tsx';
+import {
+  AdminGate,
+  formatCredits,
+  OlderEntries,
+  ReasonField,
+  ScrollTable,
+  TemporalLink,
+  useOlderPages,
+} from './shared.tsx';
 
 type Detail = Answer<'/admin/api/users/{user_id}', 'get'>;
+type PlanInfo = Answer<'/billing/plans', 'get'>['plans'][number];
+type PlanName = PlanInfo['id'];
 type Key = Detail['api_keys'][number];
 type LedgerPage = Answer<'/admin/api/users/{user_id}/ledger', 'get'>;
 
@@ -28,7 +41,14 @@ export function AdminUserPage() {
     [userId],
   );
   const [ledgerVersion, setLedgerVersion] = useState(0);
+  // Bumped by every action of the page: the audit log shows its entry.
+  const [auditVersion, setAuditVersion] = useState(0);
+  const [planNotice, setPlanNotice] = useState<string | null>(null);
   const user = detail.value?.user;
+  const acted = async () => {
+    setAuditVersion((version) => version + 1);
+    await detail.reload();
+  };
   return (
     <AdminGate title={user ? (user.email ?? user.id) : 'User'}>
       <p>
@@ -45,7 +65,9 @@ export function AdminUserPage() {
                 <code>{user.id}</code>
               </dd>
               <dt>Plan</dt>
-              <dd>{user.plan}</dd>
+              <dd data-testid="user-plan">{user.plan}</dd>
+              <dt>Custom limits</dt>
+              <dd>{describeLimits(user.custom_limits as Limits | null)}</dd>
               <dt>Role</dt>
               <dd>{user.admin ? (user.role === 'admin' ? 'admin' : 'admin (ADMIN_EMAILS)') : user.role}</dd>
               <dt>Credits</dt>
@@ -59,21 +81,247 @@ export function AdminUserPage() {
               <dd>{formatDate(user.last_login_at)}</dd>
             </dl>
           </section>
+          <PlanAndLimits
+            // Made again from the account once it changed, so the form shows what is now in force.
+            key={`${user.plan} ${JSON.stringify(user.custom_limits)}`}
+            userId={user.id}
+            plan={user.plan as PlanName}
+            limits={user.custom_limits as Limits | null}
+            notice={planNotice}
+            onChanged={async (notice) => {
+              setLedgerVersion((version) => version + 1);
+              await acted();
+              // Once the page shows the account as changed.
+              setPlanNotice(notice);
+            }}
+          />
           <AdjustCredits
             userId={user.id}
             onAdjusted={async () => {
               setLedgerVersion((version) => version + 1);
-              await detail.reload();
+              await acted();
             }}
           />
-          <Keys userId={user.id} keys={detail.value.api_keys} reload={detail.reload} />
+          <Keys userId={user.id} keys={detail.value.api_keys} reload={acted} />
           <Ledger userId={user.id} version={ledgerVersion} />
           <Turns userId={user.id} />
+          <AuditLog userId={user.id} showUser={false} version={auditVersion} />
         </>
       ) : detail.error ? null : (
         <Loading what="the user" />
       )}
     </AdminGate>
+  );
+}
+
+/** A window's limit in the form: the plan's, none, or a number. */
+type WindowChoice = 'plan' | 'none' | 'number';
+type ModelsChoice = 'plan' | 'all' | 'list';
+
+function windowChoice(value: number | null | undefined): [WindowChoice, string] {
+  return value === undefined ? ['plan', ''] : value === null ? ['none', ''] : ['number', String(value)];
+}
+
+/** Limits in one key order, null when none is set (as the account API clears them): comparable as JSON. */
+function normalise(limits: Limits | null | undefined): Limits | null {
+  if (!limits) return null;
+  const result: Limits = {};
+  if (limits.per_hour !== undefined) result.per_hour = limits.per_hour;
+  if (limits.per_day !== undefined) result.per_day = limits.per_day;
+  if (limits.models !== undefined) result.models = limits.models;
+  return Object.keys(result).length > 0 ? result : null;
+}
+
+/**
+ * The plan and the custom limits (`PATCH /admin/api/users/{id}/account`, the gateway's account change): a plan of the
+ * platform's (`GET /billing/plans`), each window's limit (the plan's, none, or a number) and the models (the plan's,
+ * every model, or a list), and the reason the audit log records. Only what changed is sent.
+ */
+function PlanAndLimits(props: {
+  userId: string;
+  plan: PlanName;
+  limits: Limits | null;
+  notice: string | null;
+  onChanged(notice: string): Promise<void>;
+}) {
+  const plans = useLoad(async () => (await data(api.GET('/billing/plans'))).plans, []);
+  const current = normalise(props.limits);
+  const [plan, setPlan] = useState<PlanName>(props.plan);
+  const [hour, setHour] = useState(windowChoice(current?.per_hour));
+  const [day, setDay] = useState(windowChoice(current?.per_day));
+  const [models, setModels] = useState<[ModelsChoice, string]>(
+    current?.models === undefined
+      ? ['plan', '']
+      : current.models === 'all'
+        ? ['all', '']
+        : ['list', current.models.join(', ')],
+  );
+  const [reason, setReason] = useState('');
+  const [unchanged, setUnchanged] = useState(false);
+  const action = useAction();
+  const chosen = plans.value?.find((entry) => entry.id === plan);
+
+  const limits = (): Limits | null => {
+    const next: Limits = {};
+    if (hour[0] !== 'plan') next.per_hour = hour[0] === 'none' ? null : Number(hour[1]);
+    if (day[0] !== 'plan') next.per_day = day[0] === 'none' ? null : Number(day[1]);
+    if (models[0] === 'all') next.models = 'all';
+    if (models[0] === 'list') next.models = models[1].split(/[\s,]+/).filter(Boolean);
+    return normalise(next);
+  };
+
+  return (
+    <form
+      class="card"
+      aria-labelledby="plan-title"
+      onSubmit={async (event) => {
+        event.preventDefault();
+        if (action.busy) return;
+        const wanted = limits();
+        const change = {
+          ...(plan !== props.plan ? { plan } : {}),
+          ...(JSON.stringify(wanted) !== JSON.stringify(current) ? { custom_limits: wanted } : {}),
+        };
+        setUnchanged(Object.keys(change).length === 0);
+        if (Object.keys(change).length === 0) return;
+        await action.run(async () => {
+          const account = await data(
+            api.PATCH('/admin/api/users/{user_id}/account', {
+              params: { path: { user_id: props.userId } },
+              body: { ...change, reason },
+            }),
+          );
+          await props.onChanged(
+            `Saved: plan ${account.plan}, limits ${describeLimits(wanted)}. The account’s next request meets them.`,
+          );
+        });
+      }}
+    >
+      <h2 id="plan-title">Plan and limits</h2>
+      <p class="muted">
+        A new plan starts a new cycle with its monthly credits. Limits set here replace the plan’s for this account
+        alone. Both hold from the account’s next request, and the audit log keeps your reason.
+      </p>
+      <ErrorNote error={plans.error} prefix="The plans could not be read" />
+      <div class="inline-form">
+        <div class="field">
+          <label for="plan-select">Plan</label>
+          <select
+            id="plan-select"
+            value={plan}
+            onChange={(event) => setPlan((event.target as HTMLSelectElement).value as PlanName)}
+          >
+            {(plans.value ?? [{ id: props.plan } as PlanInfo]).map((entry) => (
+              <option key={entry.id} value={entry.id}>
+                {entry.monthly_credits === undefined
+                  ? entry.id
+                  : `${entry.id}: ${formatNumber(entry.monthly_credits)} credits a month`}
+              </option>
+            ))}
+          </select>
+        </div>
+        <WindowField
+          id="limit-hour"
+          label="Requests an hour"
+          countLabel="How many an hour"
+          planLimit={chosen?.rate_limits.per_hour}
+          value={hour}
+          onChange={setHour}
+        />
+        <WindowField
+          id="limit-day"
+          label="Requests a day"
+          countLabel="How many a day"
+          planLimit={chosen?.rate_limits.per_day}
+          value={day}
+          onChange={setDay}
+        />
+        <div class="field">
+          <label for="limit-models">Models</label>
+          <select
+            id="limit-models"
+            value={models[0]}
+            onChange={(event) => setModels([(event.target as HTMLSelectElement).value as ModelsChoice, models[1]])}
+          >
+            <option value="plan">
+              The plan’s
+              {chosen ? ` (${chosen.models === 'all' ? 'every model' : chosen.models.join(', ')})` : ''}
+            </option>
+            <option value="all">Every model</option>
+            <option value="list">Only these</option>
+          </select>
+        </div>
+        {models[0] === 'list' ? (
+          <div class="field grow">
+            <label for="limit-models-list">Model ids, separated by commas</label>
+            <input
+              id="limit-models-list"
+              required
+              value={models[1]}
+              onInput={(event) => setModels(['list', (event.target as HTMLInputElement).value])}
+            />
+          </div>
+        ) : null}
+      </div>
+      <div class="inline-form">
+        <ReasonField id="plan-reason" label="Reason for the change" value={reason} onInput={setReason} />
+        <button type="submit" disabled={action.busy}>
+          Save plan and limits
+        </button>
+      </div>
+      {unchanged ? <StatusNote>Nothing to save: that is the plan and the limits in force.</StatusNote> : null}
+      {props.notice && !unchanged ? <StatusNote>{props.notice}</StatusNote> : null}
+      <ErrorNote error={action.error} prefix="The change was refused" />
+    </form>
+  );
+}
+
+/** A window's limit: the plan's (named), none, or a number, whose field shows when chosen. */
+function WindowField(props: {
+  id: string;
+  label: string;
+  countLabel: string;
+  planLimit: number | null | undefined;
+  value: [WindowChoice, string];
+  onChange(value: [WindowChoice, string]): void;
+}) {
+  const [choice, count] = props.value;
+  const planLimit =
+    props.planLimit === undefined
+      ? ''
+      : props.planLimit === null
+        ? ' (no limit)'
+        : ` (${formatNumber(props.planLimit)})`;
+  return (
+    <>
+      <div class="field">
+        <label for={props.id}>{props.label}</label>
+        <select
+          id={props.id}
+          value={choice}
+          onChange={(event) => props.onChange([(event.target as HTMLSelectElement).value as WindowChoice, count])}
+        >
+          <option value="plan">The plan’s{planLimit}</option>
+          <option value="none">No limit</option>
+          <option value="number">This many</option>
+        </select>
+      </div>
+      {choice === 'number' ? (
+        <div class="field">
+          <label for={`${props.id}-count`}>{props.countLabel}</label>
+          <input
+            id={`${props.id}-count`}
+            type="number"
+            inputMode="numeric"
+            min={1}
+            step={1}
+            required
+            value={count}
+            onInput={(event) => props.onChange(['number', (event.target as HTMLInputElement).value])}
+          />
+        </div>
+      ) : null}
+    </>
   );
 }
 
@@ -128,16 +376,7 @@ function AdjustCredits({ userId, onAdjusted }: { userId: string; onAdjusted(): P
             onInput={(event) => setAmount((event.target as HTMLInputElement).value)}
           />
         </div>
-        <div class="field grow">
-          <label for="adjust-reason">Reason</label>
-          <input
-            id="adjust-reason"
-            required
-            maxLength={200}
-            value={reason}
-            onInput={(event) => setReason((event.target as HTMLInputElement).value)}
-          />
-        </div>
+        <ReasonField id="adjust-reason" label="Reason" value={reason} onInput={setReason} />
         <button type="submit" disabled={action.busy}>
           Adjust credits
         </button>
@@ -183,11 +422,12 @@ function Keys({ userId, keys, reload }: { userId: string; keys: Key[]; reload():
                     name={name(key)}
                     busy={action.busy}
                     onCancel={() => setConfirming(null)}
-                    onConfirm={async () => {
+                    onConfirm={async (reason) => {
                       const revoked = await action.run(() =>
                         data(
-                          api.DELETE('/admin/api/users/{user_id}/keys/{key_id}', {
+                          api.POST('/admin/api/users/{user_id}/keys/{key_id}/revoke', {
                             params: { path: { user_id: userId, key_id: key.id } },
+                            body: { reason },
                           }),
                         ),
                       );
@@ -220,51 +460,58 @@ function Keys({ userId, keys, reload }: { userId: string; keys: Key[]; reload():
   );
 }
 
-/** The confirm step of a revoke: focus lands on it, Escape or Cancel goes back. */
-function ConfirmRevoke(props: { name: string; busy: boolean; onConfirm(): void; onCancel(): void }) {
-  const confirm = useRef<HTMLButtonElement>(null);
-  useEffect(() => confirm.current?.focus(), []);
+/**
+ * The confirm step of a revoke, which asks the reason the audit log keeps: focus lands on the reason, Enter revokes,
+ * Escape or Cancel goes back.
+ */
+function ConfirmRevoke(props: { name: string; busy: boolean; onConfirm(reason: string): void; onCancel(): void }) {
+  const [reason, setReason] = useState('');
+  const input = useRef<HTMLInputElement>(null);
+  const id = useId();
+  useEffect(() => input.current?.focus(), []);
   return (
     <div
-      class="confirm"
       role="group"
       aria-label={`Confirm revoking key ${props.name}`}
       onKeyDown={(event) => {
         if (event.key === 'Escape') props.onCancel();
       }}
     >
-      <span>Programs using it stop working at once.</span>
-      <button type="button" class="danger" ref={confirm} disabled={props.busy} onClick={props.onConfirm}>
-        Yes, revoke {props.name}
-      </button>
-      <button type="button" class="secondary" onClick={props.onCancel}>
-        Cancel
-      </button>
+      <form
+        class="confirm"
+        onSubmit={(event) => {
+          event.preventDefault();
+          if (!props.busy) props.onConfirm(reason);
+        }}
+      >
+        <span>Programs using it stop working at once.</span>
+        <ReasonField id={id} label="Reason for revoking" value={reason} onInput={setReason} inputRef={input} />
+        <button type="submit" class="danger" disabled={props.busy}>
+          Yes, revoke {props.name}
+        </button>
+        <button type="button" class="secondary" onClick={props.onCancel}>
+          Cancel
+        </button>
+      </form>
     </div>
   );
 }
 
 function Ledger({ userId, version }: { userId: string; version: number }) {
   const [kind, setKind] = useState<(typeof kinds)[number] | ''>('');
-  const [older, setOlder] = useState<LedgerPage['entries']>([]);
-  const [next, setNext] = useState<string | null>(null);
-  const more = useAction();
-  const load = (before?: string) =>
-    data(
-      api.GET('/admin/api/users/{user_id}/ledger', {
-        params: {
-          path: { user_id: userId },
-          query: { limit: 25, ...(kind ? { kind } : {}), ...(before ? { before } : {}) },
-        },
-      }),
-    );
-  const first = useLoad(async () => {
-    const page = await load();
-    setOlder([]);
-    setNext(page.next_before);
-    return page;
-  }, [userId, kind, version]);
-  const entries = [...(first.value?.entries ?? []), ...older];
+  const pages = useOlderPages(
+    (before) =>
+      data(
+        api.GET('/admin/api/users/{user_id}/ledger', {
+          params: {
+            path: { user_id: userId },
+            query: { limit: 25, ...(kind ? { kind } : {}), ...(before ? { before } : {}) },
+          },
+        }),
+      ),
+    [userId, kind, version],
+  );
+  const { first, entries } = pages;
   return (
     <section class="card" aria-labelledby="ledger-title">
       <div class="item-head">
@@ -312,23 +559,7 @@ function Ledger({ userId, version }: { userId: string; version: number }) {
                 </tr>
               ))}
             </ScrollTable>
-            <ErrorNote error={more.error} />
-            {next ? (
-              <button
-                type="button"
-                class="secondary"
-                disabled={more.busy}
-                onClick={() =>
-                  more.run(async () => {
-                    const page = await load(next);
-                    setOlder((previous) => [...previous, ...page.entries]);
-                    setNext(page.next_before);
-                  })
-                }
-              >
-                Older entries
-              </button>
-            ) : null}
+            <OlderEntries pages={pages} />
           </>
         )
       ) : first.error ? null : (

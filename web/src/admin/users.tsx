@@ -1,7 +1,8 @@
 /**
- * The console's users (`/admin/users`): find them by part of their address or by id, 25 to a page, newest first,
- * with plan, credits, keys and the admin role (`GET /admin/api/users`); each leads to its own page. The search and
- * the page are in the address (`?q=…&page=…`), so a reload or a shared link shows the same list.
+ * The console's users (`/admin/users`): found by the start of their address or by their id (`GET /admin/api/users`,
+ * read from an index), or everyone newest first, 25 to a page, with plan, credits, keys and the admin role; each
+ * leads to its own page. The search and the page are in the address (`?q=…&after=…`, `after` being the previous
+ * page's `next`), so a reload or a shared link shows the same list, and the browser's Back goes to the page before.
  */
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
@@ -23,26 +24,26 @@ export function AdminUsersPage() {
 function Users() {
   const location = useLocation();
   const searched = location.query.q ?? '';
-  const page = Math.max(1, Number(location.query.page) || 1);
+  const after = location.query.after ?? '';
   const [query, setQuery] = useState(searched);
   const users = useLoad(
     () =>
       data(
         api.GET('/admin/api/users', {
-          params: { query: { ...(searched ? { q: searched } : {}), limit: pageSize, offset: (page - 1) * pageSize } },
+          params: { query: { ...(searched ? { q: searched } : {}), ...(after ? { after } : {}), limit: pageSize } },
         }),
       ),
-    [searched, page],
+    [searched, after],
   );
-  const go = (q: string, to: number) => {
+  const go = (q: string, from?: string) => {
     const parameters = new URLSearchParams();
     if (q) parameters.set('q', q);
-    if (to > 1) parameters.set('page', String(to));
+    if (from) parameters.set('after', from);
     const search = parameters.toString();
     location.route(`${pagePaths.adminUsers}${search ? `?${search}` : ''}`);
   };
   const value = users.value;
-  const last = value ? Math.max(1, Math.ceil(value.total / pageSize)) : 1;
+  const count = value?.users.length ?? 0;
   return (
     <>
       <form
@@ -50,10 +51,10 @@ function Users() {
         class="inline-form"
         onSubmit={(event) => {
           event.preventDefault();
-          go(query.trim(), 1);
+          go(query.trim());
         }}
       >
-        <label for="user-search">Find users by e-mail address or id</label>
+        <label for="user-search">Find users by the start of their e-mail address, or by id</label>
         <input
           id="user-search"
           type="search"
@@ -68,7 +69,7 @@ function Users() {
             class="link-button"
             onClick={() => {
               setQuery('');
-              go('', 1);
+              go('');
             }}
           >
             Show everyone
@@ -77,19 +78,24 @@ function Users() {
       </form>
       <ErrorNote error={users.error} />
       {value ? (
-        value.users.length === 0 ? (
-          <p class="muted">{searched ? `No user matches “${searched}”.` : 'No users yet.'}</p>
+        count === 0 ? (
+          <p class="muted">
+            {searched
+              ? `No user’s address starts with “${searched}”, and no user has it as id.`
+              : after
+                ? 'No more users.'
+                : 'No users yet.'}
+          </p>
         ) : (
           <>
             <p role="status">
-              {value.total === 1
-                ? 'One user'
-                : `Users ${formatNumber(value.offset + 1)} to ${formatNumber(value.offset + value.users.length)} of ${formatNumber(value.total)}`}
-              {searched ? ` matching “${searched}”` : ''}.
+              {count === 1 ? '1 user' : `${formatNumber(count)} users`}
+              {searched ? ` whose address starts with “${searched}” (or whose id it is)` : ', newest first'}
+              {after ? ', continued' : ''}.
             </p>
             <ScrollTable
               label="Users"
-              caption="Users, newest first"
+              caption={searched ? 'Users found, by address' : 'Users, newest first'}
               columns={['User', 'Plan', { title: 'Credits', number: true }, { title: 'Keys', number: true }, 'Joined']}
             >
               {value.users.map((user) => (
@@ -111,24 +117,25 @@ function Users() {
                 </tr>
               ))}
             </ScrollTable>
-            {last > 1 ? (
-              <nav aria-label="Pages of users" class="button-row">
-                <button type="button" class="secondary" disabled={page <= 1} onClick={() => go(searched, page - 1)}>
-                  Previous page
-                </button>
-                <span>
-                  Page {page} of {last}
-                </span>
-                <button type="button" class="secondary" disabled={page >= last} onClick={() => go(searched, page + 1)}>
-                  Next page
-                </button>
-              </nav>
-            ) : null}
           </>
         )
       ) : users.error ? null : (
         <Loading what="users" />
       )}
+      {value && (after || value.next) ? (
+        <nav aria-label="Pages of users" class="button-row">
+          {after ? (
+            <button type="button" class="secondary" onClick={() => go(searched)}>
+              First page
+            </button>
+          ) : null}
+          {value.next ? (
+            <button type="button" class="secondary" onClick={() => go(searched, value.next!)}>
+              Next page
+            </button>
+          ) : null}
+        </nav>
+      ) : null}
     </>
   );
 }

@@ -2,8 +2,12 @@
 import { z } from 'zod';
 import { json, route } from '../../../openapi/contract.ts';
 import { completionTraceSchema } from '../../../gateway/routes/completions/contract.ts';
+import { accountSchema } from '../../../gateway/routes/account/contract.ts';
 import {
+  accountChangeSchema,
   adjustCreditsSchema,
+  auditAnswerSchema,
+  auditQuerySchema,
   adjustmentAnswerSchema,
   failedAnswerSchema,
   failedQuerySchema,
@@ -19,6 +23,7 @@ import {
   requestsQuerySchema,
   requestSummarySchema,
   revokedKeySchema,
+  revokeKeySchema,
   turnParamsSchema,
   turnsQuerySchema,
   turnSummarySchema,
@@ -70,11 +75,13 @@ export const adminContracts = [
   route({
     method: 'GET',
     path: '/admin/api/users',
-    summary: 'Users: find by e-mail address or id, a page at a time',
+    summary: 'Users: find by the start of their e-mail address or by id, a page at a time',
+    description:
+      'With `q`: the user whose id is `q`, then the users whose address starts with `q` (any case), in address order, read from an index. Without: everyone, newest first. Keyset pages: pass a page’s `next` as `after` (with the same `q`) for the next one.',
     tags,
     access,
     request: { query: usersQuerySchema },
-    responses: { 200: json(usersAnswerSchema, 'A page of users, newest first') },
+    responses: { 200: json(usersAnswerSchema, 'A page of users') },
   }),
   route({
     method: 'GET',
@@ -115,14 +122,37 @@ export const adminContracts = [
     },
   }),
   route({
-    method: 'DELETE',
-    path: '/admin/api/users/:user_id/keys/:key_id',
-    summary: 'Revoke one of a user’s API keys',
+    method: 'POST',
+    path: '/admin/api/users/:user_id/keys/:key_id/revoke',
+    summary: 'Revoke one of a user’s API keys, with a reason for the audit log',
     tags,
     access,
-    request: { params: keyParamsSchema },
+    request: { params: keyParamsSchema, body: revokeKeySchema },
     responses: { 200: json(revokedKeySchema, 'Revoked: the key fails from its next use, on every replica') },
     errors: { 404: 'No such live key of the user' },
+  }),
+  route({
+    method: 'PATCH',
+    path: '/admin/api/users/:user_id/account',
+    summary: 'Change a user’s plan or custom limits, with a reason for the audit log',
+    description:
+      'The gateway’s `PATCH /api/v1/account/{id}`, done by the same service function: a new plan starts a new cycle with its monthly credits; `custom_limits` replaces the account’s whole (`per_hour`, `per_day`: a number, or null for unlimited; absent: the plan’s; `models`: `all` or catalogue ids), null clears them. The account’s next request meets the change.',
+    tags,
+    access,
+    request: { params: userParamsSchema, body: accountChangeSchema },
+    responses: { 200: json(accountSchema, 'The account as changed') },
+    errors: { 404: 'No such user' },
+  }),
+  route({
+    method: 'GET',
+    path: '/admin/api/audit',
+    summary: 'The audit log: every operator action, newest first',
+    description:
+      'Credit adjustments, key revocations and account changes from the console (and the gateway’s `PATCH /api/v1/account/{id}` with the master key), and the admin role granted or taken back from a shell: who, what, to whom, when, why and in which request. Append-only: the database refuses to change or delete an entry.',
+    tags,
+    access,
+    request: { query: auditQuerySchema },
+    responses: { 200: json(auditAnswerSchema, 'A page of entries') },
   }),
   route({
     method: 'GET',

@@ -8,11 +8,16 @@
  * - `GET /admin/api/providers`: providers and media engines with their circuit breakers.
  * - `GET /admin/api/queue`: the durable capacity queue (docs/capacity-queue.md).
  * - `GET /admin/api/workflows/failed?hours=&limit=`: failed and timed-out workflows, with their failures.
- * - `GET /admin/api/users?q=&limit=&offset=`, `GET /admin/api/users/{id}`, `GET /admin/api/users/{id}/ledger`.
+ * - `GET /admin/api/users?q=&limit=&after=` (a search by address prefix or id, or everyone newest first; keyset
+ *   pages), `GET /admin/api/users/{id}`, `GET /admin/api/users/{id}/ledger`.
  * - `POST /admin/api/users/{id}/credits` `{amount, reason}` with `Idempotency-Key`: 201, or 200 for a repeat.
- * - `DELETE /admin/api/users/{id}/keys/{key_id}`: revokes one of the user's keys.
+ * - `POST /admin/api/users/{id}/keys/{key_id}/revoke` `{reason}`: revokes one of the user's keys.
+ * - `PATCH /admin/api/users/{id}/account` `{plan?, custom_limits?, reason}`: the gateway's account change.
+ * - `GET /admin/api/audit?user_id=&action=&limit=&before=`: the audit log of operators' actions, newest first.
  * - `GET /admin/api/turns`, `GET /admin/api/turns/{id}`, `GET /admin/api/requests`, `GET /admin/api/requests/{id}`.
  *
+ * Every action (an adjustment, a revocation, an account change) writes its audit row with the action itself
+ * (api/services/admin/audit.ts), with the reason and the request's `X-Request-Id`, which every console answer carries.
  * Answers are `Cache-Control: private, no-store`: they are about other people.
  */
 import Router from '@koa/router';
@@ -22,8 +27,11 @@ import type { CallerState } from '../../../auth.ts';
 import { invalidRequest } from '../../../errors.ts';
 import type { AdminService } from '../../../services/admin/service.ts';
 import type { Operator, Operators } from '../../../services/admin/operators.ts';
+import { requestIdOf } from '../../../observability.ts';
 import {
+  accountChangeSchema,
   adjustCreditsSchema,
+  auditQuerySchema,
   failedQuerySchema,
   idempotencyHeadersSchema,
   keyParamsSchema,
@@ -31,6 +39,7 @@ import {
   overviewQuerySchema,
   requestParamsSchema,
   requestsQuerySchema,
+  revokeKeySchema,
   turnParamsSchema,
   turnsQuerySchema,
   userParamsSchema,
@@ -51,6 +60,8 @@ export function adminRoutes(dependencies: { admin: AdminService; operators: Oper
   router.use(async (context, next) => {
     context.state.operator = await operators.require(context.state);
     context.set('Cache-Control', 'private, no-store');
+    // Every console request has its id (its log line carries it); an action's audit row records it.
+    requestIdOf(context);
     await next();
   });
 
@@ -87,14 +98,31 @@ export function adminRoutes(dependencies: { admin: AdminService; operators: Oper
     const { user_id } = parse(userParamsSchema, context.params);
     const headers = parse(idempotencyHeadersSchema, { 'idempotency-key': headerOf(context, 'idempotency-key') });
     const body = parse(adjustCreditsSchema, context.request.body ?? {});
-    const answer = await admin.adjustCredits(context.state.operator!, user_id, body, headers['idempotency-key']);
+    const answer = await admin.adjustCredits(
+      context.state.operator!,
+      user_id,
+      body,
+      headers['idempotency-key'],
+      requestIdOf(context),
+    );
     context.status = answer.replayed ? 200 : 201;
     context.body = answer;
   });
 
-  router.delete('/users/:user_id/keys/:key_id', async (context) => {
+  router.post('/users/:user_id/keys/:key_id/revoke', async (context) => {
     const { user_id, key_id } = parse(keyParamsSchema, context.params);
-    context.body = await admin.revokeKey(user_id, key_id);
+    const { reason } = parse(revokeKeySchema, context.request.body ?? {});
+    context.body = await admin.revokeKey(context.state.operator!, user_id, key_id, reason, requestIdOf(context));
+  });
+
+  router.patch('/users/:user_id/account', async (context) => {
+    const { user_id } = parse(userParamsSchema, context.params);
+    const change = parse(accountChangeSchema, context.request.body ?? {});
+    context.body = await admin.changeAccount(context.state.operator!, user_id, change, requestIdOf(context));
+  });
+
+  router.get('/audit', async (context) => {
+    context.body = await admin.audit(parse(auditQuerySchema, context.query));
   });
 
   router.get('/turns', async (context) => {

@@ -4,6 +4,8 @@
  */
 import { z } from 'zod';
 import { isoDate } from '../../../openapi/contract.ts';
+import { accountChangeFields, changesSomething } from '../../../gateway/routes/account/schema.ts';
+import { auditActions, auditReasonSchema } from '../../../services/admin/audit.ts';
 
 const count = z.number().int();
 const nullableDate = isoDate.nullable();
@@ -21,15 +23,54 @@ export const keyParamsSchema = z.strictObject({
 export const turnParamsSchema = z.strictObject({ turn_id: workflowIdSchema });
 export const requestParamsSchema = z.strictObject({ request_id: workflowIdSchema });
 
+/** Where a page of users ends, for the next (`next` of a page; opaque to clients, a base64url JSON object here). */
+const usersCursorSchema = z.union([
+  /** A search's: the last address shown ('' after the user whose id is `q`, shown first). */
+  z.strictObject({ email: z.string().max(254) }),
+  /** The list of everyone's: the last user's creation (ISO 8601 to the microsecond, as PostgreSQL keeps it) and id. */
+  z.strictObject({
+    created_at: z.string().regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/),
+    id: userIdSchema,
+  }),
+]);
+export type UsersCursor = z.infer<typeof usersCursorSchema>;
+
+export function encodeUsersCursor(cursor: UsersCursor): string {
+  return Buffer.from(JSON.stringify(cursor)).toString('base64url');
+}
+
 /**
- * `GET /admin/api/users`: `q` finds users whose e-mail address contains it (case does not matter: addresses are
- * stored lower-cased) or whose id it is; pages of `limit` (default 25, at most 100) from `offset`, newest first.
+ * `GET /admin/api/users`: with `q`, the user whose id is `q`, then the users whose e-mail address starts with it (case
+ * does not matter: addresses are stored lower-cased), in address order; without it, everyone, newest first. Pages of
+ * `limit` (default 25, at most 100); `after` is the previous page's `next`.
  */
-export const usersQuerySchema = z.strictObject({
-  q: z.string().trim().max(254, 'at most 254 characters').optional(),
-  limit: z.coerce.number('must be a number').int().min(1).max(100).default(25),
-  offset: z.coerce.number('must be a number').int().min(0).max(100_000).default(0),
-});
+export const usersQuerySchema = z
+  .strictObject({
+    q: z.string().trim().max(254, 'at most 254 characters').optional(),
+    limit: z.coerce.number('must be a number').int().min(1).max(100).default(25),
+    after: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,800}$/, 'the `next` of a page')
+      .transform((text, context) => {
+        try {
+          return JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown;
+        } catch {
+          context.addIssue({ code: 'custom', message: 'the `next` of a page' });
+          return z.NEVER;
+        }
+      })
+      .pipe(usersCursorSchema)
+      .optional(),
+  })
+  .superRefine((query, context) => {
+    if (query.after && 'email' in query.after !== Boolean(query.q)) {
+      context.addIssue({
+        code: 'custom',
+        path: ['after'],
+        message: query.q ? 'the `next` of a page of this search' : 'the `next` of a page of everyone (no `q`)',
+      });
+    }
+  });
 
 export const ledgerKinds = ['grant', 'purchase', 'adjust', 'reserve', 'settle', 'release'] as const;
 
@@ -58,7 +99,29 @@ export const adjustCreditsSchema = z.strictObject({
     .min(-maxAdjustment, `at least -${maxAdjustment}`)
     .max(maxAdjustment, `at most ${maxAdjustment}`)
     .refine((amount) => amount !== 0, 'must not be 0'),
-  reason: z.string().trim().min(1, 'give the reason, for the ledger').max(200, 'at most 200 characters'),
+  reason: auditReasonSchema,
+});
+
+/** `POST /admin/api/users/{user_id}/keys/{key_id}/revoke`: why, for the audit log. */
+export const revokeKeySchema = z.strictObject({ reason: auditReasonSchema });
+
+/**
+ * `PATCH /admin/api/users/{user_id}/account`: the gateway's `PATCH /api/v1/account/{id}` (a plan, custom limits, or
+ * both; the same service function does it), with the reason required.
+ */
+export const accountChangeSchema = accountChangeFields
+  .extend({ reason: auditReasonSchema })
+  .refine(...changesSomething);
+
+/** `GET /admin/api/audit`: newest first, `limit` entries (default 50) older than entry `before`, of one user or all. */
+export const auditQuerySchema = z.strictObject({
+  user_id: userIdSchema.optional(),
+  action: z.enum(auditActions).optional(),
+  limit: z.coerce.number('must be a number').int().min(1).max(200).default(50),
+  before: z
+    .string()
+    .regex(/^[1-9][0-9]{0,17}$/, 'an entry id (the `next_before` of a page)')
+    .optional(),
 });
 
 export const idempotencyHeadersSchema = z.object({
@@ -112,10 +175,9 @@ export const userSummarySchema = z.strictObject({
 
 export const usersAnswerSchema = z.strictObject({
   users: z.array(userSummarySchema),
-  /** Users matching `q` (all users without it). */
-  total: count,
   limit: count,
-  offset: count,
+  /** Pass as `after` for the next page (with the same `q`); null on the last page. */
+  next: z.string().nullable(),
 });
 
 export const keySchema = z.strictObject({
@@ -165,6 +227,28 @@ export const adjustmentAnswerSchema = z.strictObject({
 });
 
 export const revokedKeySchema = z.strictObject({ revoked: z.literal(true), id: z.string(), user_id: z.string() });
+
+export const auditEntrySchema = z.strictObject({
+  id: z.string(),
+  at: isoDate,
+  actor: z.string().meta({ description: 'An admin’s user id, `master-key` or `shell` (`npm run admin`)' }),
+  actor_email: z.string().nullable().meta({ description: 'The admin’s address when they acted' }),
+  action: z.enum(auditActions),
+  user_id: z.string().nullable().meta({ description: 'The account acted on' }),
+  user_email: z.string().nullable().meta({ description: 'That account’s address now' }),
+  reason: z.string().nullable(),
+  details: z.record(z.string(), z.unknown()).meta({
+    description:
+      '`credits.adjust`: amount, ledger_entry_id; `key.revoke`: key_id, name, preview; `account.update`: before and after ({plan, custom_limits}), new_cycle; `role.*`: before and after',
+  }),
+  request_id: z.string().nullable().meta({ description: 'The request’s X-Request-Id (null for the shell)' }),
+});
+
+export const auditAnswerSchema = z.strictObject({
+  entries: z.array(auditEntrySchema),
+  /** Pass as `before` for the older entries; null on the last page. */
+  next_before: z.string().nullable(),
+});
 
 const temporalUrl = z.url().meta({ description: 'The workflow in the Temporal Web UI (TEMPORAL_UI_URL)' });
 
@@ -320,6 +404,7 @@ export const overviewSchema = z.strictObject({
 });
 
 export type UserSummary = z.infer<typeof userSummarySchema>;
+export type AuditEntry = z.infer<typeof auditEntrySchema>;
 export type LedgerEntry = z.infer<typeof ledgerEntrySchema>;
 export type TurnSummary = z.infer<typeof turnSummarySchema>;
 export type TurnTrace = z.infer<typeof turnTraceSchema>;

@@ -34,6 +34,8 @@ export const accountContracts = [
     method: 'PATCH',
     path: '/api/v1/account/:id',
     summary: 'Change an account’s plan or custom limits',
+    description:
+      'A new plan starts a new cycle with its monthly credits; `custom_limits` replaces the account’s whole, null clears them. Recorded in the operator console’s audit log as the master key’s, with `reason` when given (the console’s own door, `PATCH /admin/api/users/{id}/account`, requires one).',
     tags,
     access: 'operator',
     request: { body: accountUpdateSchema },

@@ -2,17 +2,18 @@
  * `GET /api/v1/account/{id}`, `GET /api/v1/auth/me`, `GET /api/v1/usage` (spec 4.6). A user sees only their
  * own account (403 otherwise); the operator key may read any, and `X-User-Id` selects the user for the
  * operator only (a user's `X-User-Id` naming someone else is refused the same way). `PATCH
- * /api/v1/account/{id}` is the operator's: plan changes and business accounts' custom limits.
+ * /api/v1/account/{id}` is the operator's: plan changes and business accounts' custom limits, with an optional
+ * `reason`, recorded in the operator console's audit log as the master key's (AccountService.update).
  */
 import Router from '@koa/router';
 import type { AuthState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
 import { accountUpdateSchema, usageQuerySchema } from './schema.ts';
-import type { AccountPlans } from '../../../../activities/credits/accounts.ts';
+import { requestIdOf } from '../../../observability.ts';
+import { masterKeyActor } from '../../../services/admin/audit.ts';
 import type { AccountService } from '../../../services/account/service.ts';
-import type { PrincipalCache } from '../../../principal-cache.ts';
 
-export function accountRoutes(accounts: AccountService, plans: AccountPlans, principals?: PrincipalCache) {
+export function accountRoutes(accounts: AccountService) {
   const router = new Router<AuthState>();
 
   const subject = (principal: AuthState['principal'], requested: string | undefined) => {
@@ -35,9 +36,12 @@ export function accountRoutes(accounts: AccountService, plans: AccountPlans, pri
       throw new ApiError('permission_denied', 'Only the operator key may change accounts');
     const parsed = accountUpdateSchema.safeParse(context.request.body ?? {});
     if (!parsed.success) throw invalidRequest(parsed.error);
-    context.body = await accounts.update(context.params.id!, parsed.data, plans);
-    // Every replica hears of the change from the database; this one drops the cached keys before answering.
-    principals?.forget(context.params.id!);
+    const { reason, ...update } = parsed.data;
+    context.body = await accounts.update(context.params.id!, update, {
+      actor: masterKeyActor,
+      reason: reason ?? null,
+      requestId: requestIdOf(context),
+    });
   });
 
   router.get('/api/v1/auth/me', async (context) => {
