@@ -1,5 +1,8 @@
-/** A chat's header: its title, and its actions (rename, share and export, usage, delete). */
-import { useState } from 'preact/hooks';
+/**
+ * A chat's header: its title, and its actions (rename, share and export, usage, delete): a row on a wide screen,
+ * behind a Chat actions button on a narrow one (styles.css shows one or the other), each opening its panel below.
+ */
+import { useRef, useState } from 'preact/hooks';
 import { api, data } from '../api/client.ts';
 import { CopyButton, ErrorNote, formatNumber, formatUsd, Loading, useAction, useLoad } from '../components/ui.tsx';
 
@@ -15,7 +18,16 @@ export interface HeaderProps {
 
 export function ConversationHeader(props: HeaderProps) {
   const [panel, setPanel] = useState<'none' | 'rename' | 'share' | 'usage' | 'delete'>('none');
-  const toggle = (name: typeof panel) => setPanel(panel === name ? 'none' : name);
+  const [menuOpen, setMenuOpen] = useState(false);
+  const menuButton = useRef<HTMLButtonElement>(null);
+  const toggle = (name: typeof panel) => {
+    setPanel(panel === name ? 'none' : name);
+    // The list closes behind the choice; the focus goes back to its button rather than to the page's start.
+    if (menuOpen) {
+      setMenuOpen(false);
+      menuButton.current?.focus();
+    }
+  };
   return (
     <header class="conversation-header">
       <button
@@ -28,19 +40,43 @@ export function ConversationHeader(props: HeaderProps) {
       </button>
       <h1 id="conversation-title">{props.saved ? (props.title ?? 'Chat') : 'New chat'}</h1>
       {props.saved ? (
-        <div class="conversation-actions">
-          <button type="button" class="secondary" aria-expanded={panel === 'rename'} onClick={() => toggle('rename')}>
-            Rename
+        <div
+          class={`conversation-menu${menuOpen ? ' open' : ''}`}
+          onKeyDown={(event) => {
+            if (event.key === 'Escape' && menuOpen) {
+              setMenuOpen(false);
+              menuButton.current?.focus();
+            }
+          }}
+          onFocusOut={(event) => {
+            // Leaving the list (Tab past its end, a click elsewhere) closes it.
+            if (!event.currentTarget.contains(event.relatedTarget as Node | null)) setMenuOpen(false);
+          }}
+        >
+          <button
+            type="button"
+            ref={menuButton}
+            class="secondary menu-toggle"
+            aria-expanded={menuOpen}
+            aria-controls="conversation-actions"
+            onClick={() => setMenuOpen(!menuOpen)}
+          >
+            Chat actions
           </button>
-          <button type="button" class="secondary" aria-expanded={panel === 'share'} onClick={() => toggle('share')}>
-            Share / export
-          </button>
-          <button type="button" class="secondary" aria-expanded={panel === 'usage'} onClick={() => toggle('usage')}>
-            Usage
-          </button>
-          <button type="button" class="danger" aria-expanded={panel === 'delete'} onClick={() => toggle('delete')}>
-            Delete
-          </button>
+          <div id="conversation-actions" class="conversation-actions">
+            <button type="button" class="secondary" aria-expanded={panel === 'rename'} onClick={() => toggle('rename')}>
+              Rename
+            </button>
+            <button type="button" class="secondary" aria-expanded={panel === 'share'} onClick={() => toggle('share')}>
+              Share / export
+            </button>
+            <button type="button" class="secondary" aria-expanded={panel === 'usage'} onClick={() => toggle('usage')}>
+              Usage
+            </button>
+            <button type="button" class="danger" aria-expanded={panel === 'delete'} onClick={() => toggle('delete')}>
+              Delete
+            </button>
+          </div>
         </div>
       ) : null}
       {panel === 'rename' ? (

@@ -1,9 +1,77 @@
-/** The composer: the message, the agent (automatic or one), an agent loop's limit, and an attachment. */
-import { useRef, useState } from 'preact/hooks';
+/**
+ * The composer: the message, the agent (automatic or one), an agent loop's limit, and one attachment: chosen with
+ * Attach, dropped on the composer or pasted into the message, shown before it is sent (an image as itself, another
+ * file by its name, kind and size) with a Remove button. A file the service would refuse (its kinds, its size, the
+ * account's quota) is refused here in the same terms, before anything is sent.
+ */
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api, data } from '../api/client.ts';
-import { uploadFile } from '../api/uploads.ts';
-import { ErrorNote, useAction, useLoad } from '../components/ui.tsx';
+import { uploadFile, type UploadedFile } from '../api/uploads.ts';
+import { ErrorNote, formatBytes, useAction, useLoad } from '../components/ui.tsx';
 import type { LiveTurn } from './live.ts';
+
+type Kind = UploadedFile['kind'];
+
+/** The kinds the service reads (activities/uploads/upload-store.ts), by content type and by file extension. */
+const kindsByType: Record<string, Kind> = {
+  'image/png': 'png',
+  'image/jpeg': 'jpeg',
+  'image/webp': 'webp',
+  'image/gif': 'gif',
+  'application/pdf': 'pdf',
+  'text/csv': 'csv',
+  'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': 'xlsx',
+};
+const kindsByExtension: Record<string, Kind> = {
+  png: 'png',
+  jpg: 'jpeg',
+  jpeg: 'jpeg',
+  webp: 'webp',
+  gif: 'gif',
+  pdf: 'pdf',
+  csv: 'csv',
+  xlsx: 'xlsx',
+};
+const kindNames: Record<Kind, string> = {
+  png: 'PNG image',
+  jpeg: 'JPEG image',
+  webp: 'WebP image',
+  gif: 'GIF image',
+  pdf: 'PDF document',
+  csv: 'CSV file',
+  xlsx: 'Excel workbook',
+};
+const imageKinds = new Set<Kind>(['png', 'jpeg', 'webp', 'gif']);
+const accept = Object.keys(kindsByType).join(',') + ',.csv,.xlsx';
+
+/** The file's kind as its type or name says (the service decides by its bytes, and says so if they disagree). */
+function kindOf(file: File): Kind | null {
+  const extension = /\.([a-z0-9]+)$/i.exec(file.name)?.[1]?.toLowerCase() ?? '';
+  return kindsByType[file.type] ?? kindsByExtension[extension] ?? null;
+}
+
+interface Attachment {
+  file: File;
+  kind: Kind;
+  /** A `blob:` URL of an image, revoked when the attachment goes. */
+  preview: string | null;
+}
+
+/** Why the service would refuse `file` for its size (upload-store.ts's rules: empty, the file limit, the quota). */
+async function sizeRefusal(file: File): Promise<string | null> {
+  if (file.size === 0) return `${file.name} is empty`;
+  const limits = await data(api.GET('/upload'));
+  if (file.size > limits.max_file_bytes) {
+    return `${file.name} (${formatBytes(file.size)}) is larger than the limit of ${formatBytes(limits.max_file_bytes)}`;
+  }
+  if (limits.used_bytes + file.size > limits.quota_bytes) {
+    return (
+      `${file.name} would take your files past your quota of ${formatBytes(limits.quota_bytes)} ` +
+      `(${formatBytes(limits.used_bytes)} used): delete some files first`
+    );
+  }
+  return null;
+}
 
 export function Composer(props: {
   sessionId: string;
@@ -19,15 +87,63 @@ export function Composer(props: {
   const [agent, setAgent] = useState('');
   const [loop, setLoop] = useState(false);
   const [iterations, setIterations] = useState(5);
-  const [file, setFile] = useState<File | null>(null);
+  const [attachment, setAttachment] = useState<Attachment | null>(null);
+  const [dragging, setDragging] = useState(false);
   const fileInput = useRef<HTMLInputElement>(null);
   const action = useAction();
+  const attaching = useAction();
   const agents = useLoad(async () => (await data(api.GET('/agents'))).agents, []);
+
+  // An image's preview URL lives as long as its attachment (replaced, removed, sent, or the composer gone).
+  useLayoutEffect(
+    () => () => {
+      if (attachment?.preview) URL.revokeObjectURL(attachment.preview);
+    },
+    [attachment],
+  );
+  // A file dropped beside the composer would make the browser open it in place of the chat: such a drop does nothing.
+  useEffect(() => {
+    const ignore = (event: DragEvent) => {
+      if (event.dataTransfer?.types.includes('Files')) event.preventDefault();
+    };
+    window.addEventListener('dragover', ignore);
+    window.addEventListener('drop', ignore);
+    return () => {
+      window.removeEventListener('dragover', ignore);
+      window.removeEventListener('drop', ignore);
+    };
+  }, []);
+
+  const attach = (files: FileList | File[] | null | undefined) =>
+    attaching.run(async () => {
+      const list = [...(files ?? [])];
+      // The input forgets its choice, so choosing the same file again (after a refusal or a removal) is a change.
+      if (fileInput.current) fileInput.current.value = '';
+      if (list.length === 0) return;
+      if (list.length > 1) throw new Error('one file at a time: attach one, send it, then the next');
+      const file = list[0]!;
+      const kind = kindOf(file);
+      if (!kind) {
+        throw new Error(
+          `${file.name} is not a kind of file the service reads: attach a PNG, JPEG, WebP or GIF image, a PDF, ` +
+            'an Excel workbook (xlsx) or a CSV file',
+        );
+      }
+      const refused = await sizeRefusal(file);
+      if (refused) throw new Error(refused);
+      setAttachment({ file, kind, preview: imageKinds.has(kind) ? URL.createObjectURL(file) : null });
+    });
+
+  const removeAttachment = () => {
+    setAttachment(null);
+    attaching.clear();
+  };
 
   const submit = async (event?: Event) => {
     event?.preventDefault();
     const text = message.trim();
-    if (!text || action.busy) return;
+    if (!text || action.busy || attaching.busy) return;
+    const file = attachment?.file ?? null;
     await action.run(async () => {
       let imageFileId: string | undefined;
       let note = '';
@@ -53,13 +169,58 @@ export function Composer(props: {
         file ? file.name : null,
       );
       setMessage('');
-      setFile(null);
-      if (fileInput.current) fileInput.current.value = '';
+      removeAttachment();
     });
   };
 
+  const draggingFiles = (event: DragEvent) => {
+    if (!event.dataTransfer?.types.includes('Files')) return false;
+    event.preventDefault();
+    event.dataTransfer.dropEffect = 'copy';
+    return true;
+  };
+
   return (
-    <form class="composer" onSubmit={submit} aria-label="Send a message">
+    <form
+      class={`composer${dragging ? ' dragging' : ''}`}
+      onSubmit={submit}
+      aria-label="Send a message"
+      onDragEnter={(event) => setDragging(draggingFiles(event))}
+      onDragOver={(event) => setDragging(draggingFiles(event))}
+      onDragLeave={(event) => {
+        if (!event.currentTarget.contains(event.relatedTarget as Node | null)) setDragging(false);
+      }}
+      onDrop={(event) => {
+        if (!draggingFiles(event)) return;
+        setDragging(false);
+        void attach(event.dataTransfer?.files);
+      }}
+    >
+      {dragging ? (
+        <div class="drop-zone" aria-hidden="true">
+          Drop the file to attach it
+        </div>
+      ) : null}
+      {attachment ? (
+        <div class="attachment-preview" role="group" aria-label="Attachment">
+          {attachment.preview ? (
+            <img src={attachment.preview} alt={`Preview of ${attachment.file.name}`} />
+          ) : (
+            <span class="file-badge" aria-hidden="true">
+              {attachment.kind}
+            </span>
+          )}
+          <span class="attachment-details">
+            <span class="attachment-name">{attachment.file.name}</span>
+            <span class="muted">
+              {kindNames[attachment.kind]} · {formatBytes(attachment.file.size)}
+            </span>
+          </span>
+          <button type="button" class="secondary" disabled={action.busy} onClick={removeAttachment}>
+            Remove<span class="visually-hidden"> attachment {attachment.file.name}</span>
+          </button>
+        </div>
+      ) : null}
       <label for="composer-message" class="visually-hidden">
         Message
       </label>
@@ -74,6 +235,14 @@ export function Composer(props: {
           if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
             event.preventDefault();
             void submit();
+          }
+        }}
+        onPaste={(event) => {
+          // A pasted image (a screenshot, an image copied from a page) comes as a file: attached, not pasted as text.
+          const files = event.clipboardData?.files;
+          if (files?.length) {
+            event.preventDefault();
+            void attach(files);
           }
         }}
       />
@@ -110,31 +279,29 @@ export function Composer(props: {
             />
           </label>
         ) : null}
-        <label class="file-picker">
-          <span>{file ? `Attached: ${file.name}` : 'Attach an image or file'}</span>
-          <input
-            ref={fileInput}
-            type="file"
-            accept="image/png,image/jpeg,image/webp,image/gif,application/pdf,text/csv,.csv,.xlsx"
-            onChange={(event) => setFile((event.target as HTMLInputElement).files?.[0] ?? null)}
-          />
-        </label>
-        {file ? (
-          <button
-            type="button"
-            class="link-button"
-            onClick={() => {
-              setFile(null);
-              if (fileInput.current) fileInput.current.value = '';
-            }}
-          >
-            Remove attachment
-          </button>
-        ) : null}
-        <button type="submit" class="send" disabled={action.busy || !message.trim()}>
+        <button
+          type="button"
+          class="secondary"
+          title="Attach an image or a file (or drop one here, or paste an image)"
+          disabled={action.busy || attaching.busy}
+          onClick={() => fileInput.current?.click()}
+        >
+          {attaching.busy ? 'Attaching…' : 'Attach'}
+        </button>
+        {/* Opened by Attach; the button is what people and screen readers meet. */}
+        <input
+          ref={fileInput}
+          type="file"
+          hidden
+          aria-label="Attach an image or file"
+          accept={accept}
+          onChange={(event) => void attach((event.target as HTMLInputElement).files)}
+        />
+        <button type="submit" class="send" disabled={action.busy || attaching.busy || !message.trim()}>
           {action.busy ? 'Sending…' : 'Send'}
         </button>
       </div>
+      <ErrorNote error={attaching.error} prefix="Not attached" />
       <ErrorNote error={action.error} prefix="Not sent" />
       {props.streaming ? <span class="visually-hidden">An answer is streaming.</span> : null}
     </form>
