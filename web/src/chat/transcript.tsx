@@ -36,87 +36,98 @@ export function Transcript(props: TranscriptProps) {
     return number === null || !props.groups.some((group) => group.number === number);
   });
   const lastTurnId = lastTurn(props);
+  // One list for the history's turns and those only streamed so far: a turn moving from the one to the other keeps its
+  // key, and so its DOM (see `groupKey`).
   return (
     <>
-      {props.groups.map((group) => {
-        const entry = group.number !== null ? liveByNumber.get(group.number) : undefined;
-        const view = group.number !== null ? props.views.get(group.number) : undefined;
-        const question = group.messages.find((message) => message.role === 'user');
-        const answer = entry ? answerOf(entry) : storedAnswer(group);
-        const ended = entry ? entry.turn.status !== 'streaming' : view?.status !== 'running';
-        return (
-          <div class="turn-group" key={group.key}>
-            {question ? (
-              <UserMessage
-                text={question.content ?? ''}
-                channel={question.channel}
-                turnId={view?.turn_id ?? null}
-                editable={ended && !props.busy && view !== undefined}
-                onSend={props.onSend}
-              />
+      {[
+        ...props.groups.map((group) => {
+          const entry = group.number !== null ? liveByNumber.get(group.number) : undefined;
+          const view = group.number !== null ? props.views.get(group.number) : undefined;
+          const question = group.messages.find((message) => message.role === 'user');
+          const answer = entry ? answerOf(entry) : storedAnswer(group);
+          const ended = entry ? entry.turn.status !== 'streaming' : view?.status !== 'running';
+          return (
+            <div class="turn-group" key={groupKey(group.number, group.key)}>
+              {question ? (
+                <UserMessage
+                  text={question.content ?? ''}
+                  channel={question.channel}
+                  turnId={view?.turn_id ?? null}
+                  editable={ended && !props.busy && view !== undefined}
+                  onSend={props.onSend}
+                />
+              ) : null}
+              {group.messages
+                .filter((message) => message.role !== 'user' && !entry)
+                .map((message) => (
+                  <HistoryItem key={message.cursor} message={message} view={view} />
+                ))}
+              {!entry && view?.cost ? (
+                <CostLine
+                  cost={{
+                    credits: view.cost.credits,
+                    costUsd: view.cost.cost_usd,
+                    inputTokens: view.cost.input_tokens,
+                    outputTokens: view.cost.output_tokens,
+                    model: view.cost.model,
+                    stopped: view.cost.stopped ?? false,
+                  }}
+                />
+              ) : null}
+              {!entry && view?.error ? (
+                <p class="note error" role="alert">
+                  The turn failed: {view.error}
+                </p>
+              ) : null}
+              {entry?.attachment ? <p class="attachment-note">Attached: {entry.attachment}</p> : null}
+              {entry ? <LiveTurnView key="live" entry={entry} /> : null}
+              {view && ended ? (
+                <TurnActions
+                  view={view}
+                  question={question?.content ?? null}
+                  answer={answer}
+                  agents={props.agents}
+                  busy={props.busy}
+                  onSend={props.onSend}
+                  onShowBranch={props.onShowBranch}
+                />
+              ) : null}
+              {props.suggestions && view && props.suggestions.turnId === view.turn_id && view.turn_id === lastTurnId ? (
+                <Suggestions items={props.suggestions.items} busy={props.busy} onSend={props.onSend} />
+              ) : null}
+            </div>
+          );
+        }),
+        ...unplaced.map((entry) => (
+          <div class="turn-group" key={groupKey(turnNumber(entry.turn.turnId), `live-${entry.key}`)}>
+            {entry.userMessage ? (
+              <article class="message user" aria-label="You">
+                <p class="speaker">You</p>
+                <p class="user-text">{entry.userMessage}</p>
+                {entry.attachment ? <p class="attachment-note">Attached: {entry.attachment}</p> : null}
+              </article>
             ) : null}
-            {group.messages
-              .filter((message) => message.role !== 'user' && !entry)
-              .map((message) => (
-                <HistoryItem key={message.cursor} message={message} view={view} />
-              ))}
-            {!entry && view?.cost ? (
-              <CostLine
-                cost={{
-                  credits: view.cost.credits,
-                  costUsd: view.cost.cost_usd,
-                  inputTokens: view.cost.input_tokens,
-                  outputTokens: view.cost.output_tokens,
-                  model: view.cost.model,
-                  stopped: view.cost.stopped ?? false,
-                }}
-              />
-            ) : null}
-            {!entry && view?.error ? (
+            {entry.refusal ? (
               <p class="note error" role="alert">
-                The turn failed: {view.error}
+                Not sent: {entry.refusal}
               </p>
-            ) : null}
-            {entry?.attachment ? <p class="attachment-note">Attached: {entry.attachment}</p> : null}
-            {entry ? <LiveTurnView entry={entry} /> : null}
-            {view && ended ? (
-              <TurnActions
-                view={view}
-                question={question?.content ?? null}
-                answer={answer}
-                agents={props.agents}
-                busy={props.busy}
-                onSend={props.onSend}
-                onShowBranch={props.onShowBranch}
-              />
-            ) : null}
-            {props.suggestions && view && props.suggestions.turnId === view.turn_id && view.turn_id === lastTurnId ? (
-              <Suggestions items={props.suggestions.items} busy={props.busy} onSend={props.onSend} />
-            ) : null}
+            ) : (
+              <LiveTurnView key="live" entry={entry} />
+            )}
           </div>
-        );
-      })}
-      {unplaced.map((entry) => (
-        <div class="turn-group" key={`live-${entry.key}`}>
-          {entry.userMessage ? (
-            <article class="message user" aria-label="You">
-              <p class="speaker">You</p>
-              <p class="user-text">{entry.userMessage}</p>
-              {entry.attachment ? <p class="attachment-note">Attached: {entry.attachment}</p> : null}
-            </article>
-          ) : null}
-          {entry.refusal ? (
-            <p class="note error" role="alert">
-              Not sent: {entry.refusal}
-            </p>
-          ) : (
-            <LiveTurnView entry={entry} />
-          )}
-        </div>
-      ))}
+        )),
+      ]}
     </>
   );
 }
+
+/**
+ * A turn's place in the transcript is keyed by its number, whether the history shows it yet or only its stream does:
+ * when the history arrives (the address changed with the turn's start) the streaming turn keeps its DOM, rather than
+ * being drawn again from scratch in the middle of its first tokens.
+ */
+const groupKey = (number: number | null, otherwise: string) => (number !== null ? `turn-${number}` : otherwise);
 
 /** The id of the transcript's last turn, when the history shows it. */
 function lastTurn(props: TranscriptProps): string | null {

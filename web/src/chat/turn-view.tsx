@@ -86,8 +86,8 @@ let drawnMarked = false;
 export function LiveTurnView({ entry }: { entry: LiveTurn }) {
   const { turn } = entry;
   const hasText = turn.parts.some((part) => part.kind === 'text');
-  // The first token is in the DOM now, in the frame that paints it (live.ts renders in animation frames): a message
-  // posted now arrives right after that paint (User Timing for `npm run bench:web`).
+  // The first token is in the DOM now (live.ts renders a turn's first token at once, then once per animation frame):
+  // a message posted now arrives right after the paint that shows it (User Timing for `npm run bench:web`).
   useLayoutEffect(() => {
     if (hasText && !drawnMarked) {
       drawnMarked = true;
