@@ -254,6 +254,7 @@ function Conversation(props: ConversationProps) {
         streaming={streaming}
         onSend={(request, loop, attachment) => sendTurn(request, loop, attachment)}
         live={live}
+        agents={agents.value ?? []}
       />
     </section>
   );

@@ -7,7 +7,7 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api, data } from '../api/client.ts';
 import { uploadFile, type UploadedFile } from '../api/uploads.ts';
-import { ErrorNote, formatBytes, useAction, useLoad } from '../components/ui.tsx';
+import { ErrorNote, formatBytes, useAction } from '../components/ui.tsx';
 import type { LiveTurn } from './live.ts';
 
 type Kind = UploadedFile['kind'];
@@ -77,6 +77,8 @@ export function Composer(props: {
   sessionId: string;
   streaming: boolean;
   live: LiveTurn[];
+  /** The agents to pick from: the conversation's list, read once for the composer and the transcript's actions. */
+  agents: Array<{ id: string; name: string }>;
   onSend(
     request: { message: string; image_file_id?: string; preferred_agents?: string[]; max_iterations?: number },
     loop: boolean,
@@ -92,7 +94,6 @@ export function Composer(props: {
   const fileInput = useRef<HTMLInputElement>(null);
   const action = useAction();
   const attaching = useAction();
-  const agents = useLoad(async () => (await data(api.GET('/agents'))).agents, []);
 
   // An image's preview URL lives as long as its attachment (replaced, removed, sent, or the composer gone).
   useLayoutEffect(
@@ -251,7 +252,7 @@ export function Composer(props: {
           <span>Agent</span>
           <select value={agent} onChange={(event) => setAgent((event.target as HTMLSelectElement).value)}>
             <option value="">Automatic</option>
-            {(agents.value ?? []).map((item) => (
+            {props.agents.map((item) => (
               <option key={item.id} value={item.id}>
                 {item.name}
               </option>
