@@ -197,8 +197,20 @@ describe('the web app', () => {
     await page.getByRole('textbox', { name: 'Message' }).fill('Tell me a long story about a lighthouse');
     await page.getByRole('button', { name: 'Send' }).click();
     const turn = page.locator('.message.assistant.live').last();
-    await turn.locator('.markdown').waitFor({ timeout: 60_000 });
-    const streamed = await turn.locator('.markdown').textContent();
+    // The stream stalls after its third token; the first is drawn at once and the rest a frame later: wait for all three
+    // before reading what Stop must keep.
+    const streamed = await waitFor(
+      'the three tokens before the stall',
+      async () => {
+        const text =
+          (await turn
+            .locator('.markdown')
+            .textContent({ timeout: 1_000 })
+            .catch(() => null)) ?? '';
+        return text.trim().split(/\s+/).length >= 3 ? text : null;
+      },
+      60_000,
+    );
     await turn.getByRole('button', { name: 'Stop', exact: true }).click();
     await turn.getByTestId('turn-cost').waitFor({ timeout: 60_000 });
     await expect(turn.getByTestId('turn-cost').textContent()).resolves.toMatch(/^Stopped · /);
