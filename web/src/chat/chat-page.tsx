@@ -118,15 +118,20 @@ function Conversation(props: ConversationProps) {
   const live = useLiveTurns(sessionId);
   const [older, setOlder] = useState<HistoryMessage[]>([]);
   const [before, setBefore] = useState<string | null>(null);
+  // A new chat becomes saved when its first turn starts: its history then is that turn, live already, so the address
+  // change does not read it again (the read's answer would re-render the conversation as the first token arrives);
+  // the turn's end reads it.
+  const saved = useRef(props.saved);
+  saved.current = props.saved;
   const history = useLoad(async () => {
-    if (!props.saved) return { messages: [], next_before: null, turns: [] } as EmptyPage;
+    if (!saved.current) return { messages: [], next_before: null, turns: [] } as EmptyPage;
     const page = await data(
       api.GET('/history/{session_id}', { params: { path: { session_id: sessionId }, query: { limit: 100 } } }),
     );
     setBefore(page.next_before);
     setOlder([]);
     return page;
-  }, [sessionId, props.saved]);
+  }, [sessionId]);
   const loadOlder = useAction();
   const [olderTurns, setOlderTurns] = useState<TurnView[]>([]);
   const streaming = live.some((entry) => entry.turn.status === 'streaming' && !entry.refusal);
@@ -149,11 +154,10 @@ function Conversation(props: ConversationProps) {
   );
 
   const log = useRef<HTMLDivElement>(null);
+  const content = useRef<HTMLDivElement>(null);
+  const end = useRef<HTMLDivElement>(null);
   const stickToBottom = useRef(true);
-  useLayoutEffect(() => {
-    const element = log.current;
-    if (element && stickToBottom.current) element.scrollTop = element.scrollHeight;
-  });
+  useLayoutEffect(() => followToBottom(log.current!, content.current!, end.current!, stickToBottom), []);
 
   const afterTurn = async (entry: LiveTurn) => {
     props.onTurnEnded();
@@ -201,63 +205,85 @@ function Conversation(props: ConversationProps) {
   return (
     <section class="conversation" aria-labelledby="conversation-title">
       <ConversationHeader {...props} />
-      <div
-        class="messages"
-        ref={log}
-        role="log"
-        aria-live="polite"
-        aria-label="Messages"
-        tabIndex={0}
-        onScroll={(event) => {
-          const element = event.currentTarget;
-          stickToBottom.current = element.scrollHeight - element.scrollTop - element.clientHeight < 80;
-        }}
-      >
-        {before ? (
-          <button
-            type="button"
-            class="secondary load-older"
-            disabled={loadOlder.busy}
-            onClick={() =>
-              loadOlder.run(async () => {
-                const page = await data(
-                  api.GET('/history/{session_id}', {
-                    params: { path: { session_id: sessionId }, query: { limit: 100, before } },
-                  }),
-                );
-                setOlder((previous) => [...page.messages, ...previous]);
-                setOlderTurns((previous) => [...page.turns, ...previous]);
-                setBefore(page.next_before ?? null);
-              })
-            }
-          >
-            Load earlier messages
-          </button>
-        ) : null}
-        <ErrorNote error={loadOlder.error} />
-        {history.loading && !history.value ? <Loading what="the conversation" /> : null}
-        <ErrorNote error={history.error} prefix="The conversation could not be loaded" />
-        {groups.length === 0 && live.length === 0 && !history.loading ? <EmptyChat /> : null}
-        <Transcript
-          groups={groups}
-          views={views}
-          live={live.filter((entry) => !settled.has(entry.key) || isPlaced(entry, groups))}
-          agents={agents.value ?? []}
-          busy={streaming}
-          suggestions={suggestions}
-          onSend={sendTurn}
-          onShowBranch={showBranch}
-        />
+      <div class="messages" ref={log} role="log" aria-live="polite" aria-label="Messages" tabIndex={0}>
+        <div class="messages-content" ref={content}>
+          {before ? (
+            <button
+              type="button"
+              class="secondary load-older"
+              disabled={loadOlder.busy}
+              onClick={() =>
+                loadOlder.run(async () => {
+                  const page = await data(
+                    api.GET('/history/{session_id}', {
+                      params: { path: { session_id: sessionId }, query: { limit: 100, before } },
+                    }),
+                  );
+                  setOlder((previous) => [...page.messages, ...previous]);
+                  setOlderTurns((previous) => [...page.turns, ...previous]);
+                  setBefore(page.next_before ?? null);
+                })
+              }
+            >
+              Load earlier messages
+            </button>
+          ) : null}
+          <ErrorNote error={loadOlder.error} />
+          {history.loading && !history.value ? <Loading what="the conversation" /> : null}
+          <ErrorNote error={history.error} prefix="The conversation could not be loaded" />
+          {groups.length === 0 && live.length === 0 && !history.loading ? <EmptyChat /> : null}
+          <Transcript
+            groups={groups}
+            views={views}
+            live={live.filter((entry) => !settled.has(entry.key) || isPlaced(entry, groups))}
+            agents={agents.value ?? []}
+            busy={streaming}
+            suggestions={suggestions}
+            onSend={sendTurn}
+            onShowBranch={showBranch}
+          />
+          <div class="messages-end" ref={end} />
+        </div>
       </div>
       <Composer
         sessionId={sessionId}
         streaming={streaming}
         onSend={(request, loop, attachment) => sendTurn(request, loop, attachment)}
-        live={live}
         agents={agents.value ?? []}
       />
     </section>
   );
+}
+
+/**
+ * Keeps the conversation scrolled to its end while the person is there (within 80 px of it), as it grows or its
+ * box shrinks; once they scroll up to read, it stays where they are until they come back down or send. Observers,
+ * not reads after each render: the browser reports the content's new size after the layout it does anyway in a frame
+ * (reading `scrollHeight` after each render forced one more, in the middle of a stream), and whether the end is in
+ * view after the scroll that follows, so the page itself never measures anything.
+ */
+function followToBottom(
+  scroller: HTMLElement,
+  content: HTMLElement,
+  end: HTMLElement,
+  stick: { current: boolean },
+): () => void {
+  const resized = new ResizeObserver(() => {
+    if (stick.current) scroller.scrollTop = scroller.scrollHeight;
+  });
+  resized.observe(content);
+  resized.observe(scroller);
+  const seen = new IntersectionObserver(
+    (entries) => {
+      stick.current = entries.at(-1)!.isIntersecting;
+    },
+    { root: scroller, rootMargin: '0px 0px 80px 0px' },
+  );
+  seen.observe(end);
+  return () => {
+    resized.disconnect();
+    seen.disconnect();
+  };
 }
 
 type EmptyPage = Pick<HistoryPage, 'messages' | 'next_before' | 'turns'>;

@@ -8,7 +8,6 @@ import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api, data } from '../api/client.ts';
 import { uploadFile, type UploadedFile } from '../api/uploads.ts';
 import { ErrorNote, formatBytes, useAction } from '../components/ui.tsx';
-import type { LiveTurn } from './live.ts';
 
 type Kind = UploadedFile['kind'];
 
@@ -76,7 +75,6 @@ async function sizeRefusal(file: File): Promise<string | null> {
 export function Composer(props: {
   sessionId: string;
   streaming: boolean;
-  live: LiveTurn[];
   /** The agents to pick from: the conversation's list, read once for the composer and the transcript's actions. */
   agents: Array<{ id: string; name: string }>;
   onSend(

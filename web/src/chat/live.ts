@@ -3,7 +3,7 @@
  * remounting the page when a new chat gets its address, keeps the stream and what it showed. One entry per turn,
  * in the order sent; a page subscribes to its session's.
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useLayoutEffect, useState } from 'preact/hooks';
 import { applyEvent, emptyTurn, type StreamEvent, type Turn } from './events.ts';
 import { followTurn, sendMessage, type ChatRequest } from '../api/stream.ts';
 import { RequestFailed } from '../api/client.ts';
@@ -21,18 +21,31 @@ export interface LiveTurn {
 }
 
 const turns: LiveTurn[] = [];
-const listeners = new Set<() => void>();
 let nextKey = 1;
 let sawFirstToken = false;
 
+/**
+ * Two kinds of listener, so that a token re-renders the turn it belongs to and nothing else: a page hears of a
+ * session's turns coming, going, getting their id or ending (what its transcript and composer show depends on that),
+ * a turn's view hears of everything that changes the turn. A streaming token used to re-render the whole conversation
+ * (header, every earlier turn, composer) each frame.
+ */
+const pageListeners = new Set<() => void>();
+const turnListeners = new Map<LiveTurn, Set<() => void>>();
+let pageChanged = false;
+const turnsChanged = new Set<LiveTurn>();
+
 let frameRequested = false;
-let changedSinceRender = false;
 /** A first token was just rendered at once: the coming frame paints it and renders nothing itself. */
 let holdFrame = false;
 
 function render(): void {
-  changedSinceRender = false;
-  for (const listener of listeners) listener();
+  const page = pageChanged;
+  const changedTurns = [...turnsChanged];
+  pageChanged = false;
+  turnsChanged.clear();
+  if (page) for (const listener of pageListeners) listener();
+  for (const entry of changedTurns) for (const listener of turnListeners.get(entry) ?? []) listener();
 }
 
 function onFrame(): void {
@@ -42,7 +55,7 @@ function onFrame(): void {
     return;
   }
   frameRequested = false;
-  if (changedSinceRender) render();
+  if (pageChanged || turnsChanged.size) render();
 }
 
 /**
@@ -53,8 +66,9 @@ function onFrame(): void {
  * rather than waiting for that frame's callbacks, and that frame, which paints it, renders nothing more: what the
  * rest of the burst brought follows a frame later (`npm run bench:web` measures the first token).
  */
-function changed(now = false): void {
-  changedSinceRender = true;
+function changed(entry: LiveTurn | null, now = false): void {
+  if (entry) turnsChanged.add(entry);
+  else pageChanged = true;
   if (now) {
     render();
     holdFrame = true;
@@ -65,8 +79,11 @@ function changed(now = false): void {
 }
 
 function update(entry: LiveTurn, change: (turn: Turn) => Turn, now = false): void {
-  entry.turn = change(entry.turn);
-  changed(now);
+  const before = entry.turn;
+  entry.turn = change(before);
+  // What the page reads of a turn: its id (where the transcript places it) and its status (whether one streams).
+  if (entry.turn.turnId !== before.turnId || entry.turn.status !== before.status) pageChanged = true;
+  changed(entry, now);
 }
 
 /**
@@ -86,17 +103,31 @@ function afterPaint(work: () => void): void {
   setTimeout(run, 100);
 }
 
-/** The session's live turns, re-rendered as they change. */
+/** The session's live turns, re-rendered as they come, get their ids and end (not as they stream: `useLiveTurn`). */
 export function useLiveTurns(sessionId: string | null): LiveTurn[] {
+  useListener(pageListeners);
+  return turns.filter((entry) => entry.sessionId === sessionId);
+}
+
+/** A live turn as it is now, re-rendered with each frame that changed it. */
+export function useLiveTurn(entry: LiveTurn): Turn {
+  let listeners = turnListeners.get(entry);
+  if (!listeners) turnListeners.set(entry, (listeners = new Set()));
+  useListener(listeners);
+  return entry.turn;
+}
+
+function useListener(listeners: Set<() => void>): void {
   const [, setVersion] = useState(0);
-  useEffect(() => {
+  // A layout effect: subscribed before the browser paints, so no change between this render and the subscription
+  // goes unheard (a change in that gap would otherwise wait for the next one).
+  useLayoutEffect(() => {
     const listener = () => setVersion((version) => version + 1);
     listeners.add(listener);
     return () => {
       listeners.delete(listener);
     };
-  }, []);
-  return turns.filter((entry) => entry.sessionId === sessionId);
+  }, [listeners]);
 }
 
 function onEvent(entry: LiveTurn) {
@@ -131,7 +162,7 @@ export function send(options: SendOptions): LiveTurn {
     controller: new AbortController(),
   };
   turns.push(entry);
-  changed();
+  changed(null);
   void (async () => {
     try {
       await sendMessage(
@@ -171,7 +202,7 @@ export function attach(sessionId: string, turnId: string, onEnd: (entry: LiveTur
     controller: new AbortController(),
   };
   turns.push(entry);
-  changed();
+  changed(null);
   void (async () => {
     try {
       await followTurn(turnId, { onEvent: onEvent(entry) }, entry.controller.signal);
@@ -192,7 +223,7 @@ function finish(entry: LiveTurn): void {
       error: 'The stream ended before the turn finished',
     }));
   }
-  changed();
+  changed(null);
 }
 
 export function markCancelling(entry: LiveTurn): void {

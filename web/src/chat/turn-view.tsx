@@ -7,7 +7,7 @@ import { api, data, type Answer } from '../api/client.ts';
 import { Markdown } from '../components/markdown.tsx';
 import { ErrorNote, formatDate, formatNumber, formatUsd, Json, useAction } from '../components/ui.tsx';
 import type { Approval, ToolCall, Turn } from './events.ts';
-import { markCancelling, type LiveTurn } from './live.ts';
+import { markCancelling, useLiveTurn, type LiveTurn } from './live.ts';
 
 export type HistoryPage = Answer<'/history/{session_id}', 'get'>;
 export type HistoryMessage = HistoryPage['messages'][number];
@@ -83,18 +83,32 @@ export function HistoryItem({ message, view }: { message: HistoryMessage; view?:
 
 let drawnMarked = false;
 
+/**
+ * User Timing marks for `npm run bench:web`, set once per page load: the first token's DOM commit
+ * (`tessera:first-token-committed`); a task posted then (`tessera:first-token-drawn`: Chromium runs it after the next
+ * frame when one is due, before that frame otherwise); and a task posted from the next frame's animation callbacks
+ * (`tessera:first-token-painted`), which runs once that frame, the one that paints the token, has been rendered.
+ */
+function markFirstToken(): void {
+  drawnMarked = true;
+  performance.mark('tessera:first-token-committed');
+  afterTask(() => performance.mark('tessera:first-token-drawn'));
+  requestAnimationFrame(() => afterTask(() => performance.mark('tessera:first-token-painted')));
+}
+
+function afterTask(work: () => void): void {
+  const channel = new MessageChannel();
+  channel.port1.onmessage = work;
+  channel.port2.postMessage(null);
+}
+
 export function LiveTurnView({ entry }: { entry: LiveTurn }) {
-  const { turn } = entry;
+  // The turn re-renders itself as it streams; the conversation around it re-renders only as turns come and end.
+  const turn = useLiveTurn(entry);
   const hasText = turn.parts.some((part) => part.kind === 'text');
-  // The first token is in the DOM now (live.ts renders a turn's first token at once, then once per animation frame):
-  // a message posted now arrives right after the paint that shows it (User Timing for `npm run bench:web`).
+  // The first token is in the DOM now (live.ts renders a turn's first token at once, then once per animation frame).
   useLayoutEffect(() => {
-    if (hasText && !drawnMarked) {
-      drawnMarked = true;
-      const channel = new MessageChannel();
-      channel.port1.onmessage = () => performance.mark('tessera:first-token-drawn');
-      channel.port2.postMessage(null);
-    }
+    if (hasText && !drawnMarked) markFirstToken();
   }, [hasText]);
   return (
     <article
