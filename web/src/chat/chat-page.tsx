@@ -10,7 +10,7 @@ import { useAccount } from '../account.tsx';
 import { ErrorNote, Loading, useAction, useLoad } from '../components/ui.tsx';
 import { ConversationHeader } from './chat-header.tsx';
 import { Composer } from './composer.tsx';
-import { attach, send, turnNumber, useLiveTurns, type LiveTurn } from './live.ts';
+import { attach, isRunning, send, turnNumber, useLiveTurns, type LiveTurn } from './live.ts';
 import { SessionSidebar } from './session-list.tsx';
 import { Transcript, type SendRequest } from './transcript.tsx';
 import {
@@ -50,10 +50,18 @@ export function ChatPage() {
   }, [routeSession, query.turn]);
 
   const onTurnStarted = (session: string, turnId: string) => {
-    // The address now names the session and the running turn (replaced, so Back does not step through turns).
-    location.route(`/chats/${encodeURIComponent(session)}?turn=${encodeURIComponent(turnId)}`, true);
-    // The chat is listed from its first message on: an approval or a loop may keep its answer for minutes.
-    void sessions.reload();
+    // Each of these re-renders the whole app, and neither is urgent: they wait until the page is idle (after the
+    // first token is painted, when it comes with the turn's start), 300 ms at most.
+    whenIdle(() => {
+      const path = `/chats/${encodeURIComponent(session)}`;
+      // Unless the person went elsewhere meanwhile: the address names the session and, while it runs, the turn
+      // (replaced, so Back does not step through turns).
+      if (window.location.pathname === '/' || window.location.pathname === path) {
+        location.route(isRunning(turnId) ? `${path}?turn=${encodeURIComponent(turnId)}` : path, true);
+      }
+      // The chat is listed from its first message on: an approval or a loop may keep its answer for minutes.
+      void sessions.reload();
+    });
   };
   const onTurnEnded = () => {
     void sessions.reload();
@@ -92,6 +100,11 @@ export function ChatPage() {
       />
     </div>
   );
+}
+
+function whenIdle(work: () => void): void {
+  if (typeof requestIdleCallback === 'function') requestIdleCallback(work, { timeout: 300 });
+  else setTimeout(work, 50);
 }
 
 function clearTurnFromAddress(): void {

@@ -45,7 +45,12 @@ function render(): void {
   pageChanged = false;
   turnsChanged.clear();
   if (page) for (const listener of pageListeners) listener();
-  for (const entry of changedTurns) for (const listener of turnListeners.get(entry) ?? []) listener();
+  for (const entry of changedTurns) renderTurn(entry);
+}
+
+function renderTurn(entry: LiveTurn): void {
+  turnsChanged.delete(entry);
+  for (const listener of turnListeners.get(entry) ?? []) listener();
 }
 
 function onFrame(): void {
@@ -62,15 +67,17 @@ function onFrame(): void {
  * Pages re-render once per animation frame, however many events arrived: a burst of tokens is parsed in one go
  * (microtasks), and rendering each token as it is parsed would hold the page's main thread until the burst ended,
  * keeping the first token off the screen (measured: 65 ms for a simulated answer's burst). A turn's first token is
- * the exception (`now`): it is rendered at once, in the burst, so it is in the DOM before the next frame begins
- * rather than waiting for that frame's callbacks, and that frame, which paints it, renders nothing more: what the
- * rest of the burst brought follows a frame later (`npm run bench:web` measures the first token).
+ * the exception (`now`): its turn is rendered at once, in the burst, alone (a page change pending with it, as the turn
+ * getting its id in the same burst, waits), so it is in the DOM before the next frame begins rather than waiting for
+ * that frame's callbacks, and that frame, which paints it, renders nothing more: what the rest of the burst brought
+ * follows a frame later (`npm run bench:web` measures the first token).
  */
 function changed(entry: LiveTurn | null, now = false): void {
   if (entry) turnsChanged.add(entry);
   else pageChanged = true;
-  if (now) {
-    render();
+  if (now && entry) {
+    // The turn alone: what else changed (the page's part included) waits for the frame after the one that paints it.
+    renderTurn(entry);
     holdFrame = true;
   }
   if (frameRequested) return;
@@ -224,6 +231,11 @@ function finish(entry: LiveTurn): void {
     }));
   }
   changed(null);
+}
+
+/** Whether the turn is streaming on this page now. */
+export function isRunning(turnId: string): boolean {
+  return turns.some((entry) => entry.turn.turnId === turnId && entry.turn.status === 'streaming');
 }
 
 export function markCancelling(entry: LiveTurn): void {

@@ -37,7 +37,7 @@ export function Transcript(props: TranscriptProps) {
   });
   const lastTurnId = lastTurn(props);
   // One list for the history's turns and those only streamed so far: a turn moving from the one to the other keeps its
-  // key, and so its DOM (see `groupKey`).
+  // key, and so its DOM (see `liveKey`).
   return (
     <>
       {[
@@ -48,7 +48,7 @@ export function Transcript(props: TranscriptProps) {
           const answer = entry ? answerOf(entry) : storedAnswer(group);
           const ended = entry ? entry.turn.status !== 'streaming' : view?.status !== 'running';
           return (
-            <div class="turn-group" key={groupKey(group.number, group.key)}>
+            <div class="turn-group" key={entry ? liveKey(entry) : groupKey(group.number, group.key)}>
               {question ? (
                 <UserMessage
                   text={question.content ?? ''}
@@ -100,7 +100,7 @@ export function Transcript(props: TranscriptProps) {
           );
         }),
         ...unplaced.map((entry) => (
-          <div class="turn-group" key={groupKey(turnNumber(entry.turn.turnId), `live-${entry.key}`)}>
+          <div class="turn-group" key={liveKey(entry)}>
             {entry.userMessage ? (
               <article class="message user" aria-label="You">
                 <p class="speaker">You</p>
@@ -123,10 +123,11 @@ export function Transcript(props: TranscriptProps) {
 }
 
 /**
- * A turn's place in the transcript is keyed by its number, whether the history shows it yet or only its stream does:
- * when the history arrives (the address changed with the turn's start) the streaming turn keeps its DOM, rather than
- * being drawn again from scratch in the middle of its first tokens.
+ * A turn's place in the transcript: a turn streamed on this page keeps the key it had from its sending on, whether
+ * the history shows it yet or not, so it keeps its DOM as it gets its id and when the history places it (rather than
+ * being drawn again from scratch, once in the middle of its first tokens); the history's other turns by their number.
  */
+const liveKey = (entry: LiveTurn) => `live-${entry.key}`;
 const groupKey = (number: number | null, otherwise: string) => (number !== null ? `turn-${number}` : otherwise);
 
 /** The id of the transcript's last turn, when the history shows it. */
