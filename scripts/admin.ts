@@ -2,8 +2,9 @@
  * Operator commands. Uses DATABASE_URL, else the embedded database in the local state's directory (TESSERA_DATA_DIR,
  * else .data/: scripts/lib/data-dir.ts), the one `npm start` uses.
  *
- * - `npm run admin -- create-key --email a@b.c [--plan pro] [--name laptop]` creates the user if needed and prints a
- *   new API key (the only time it is shown).
+ * - `npm run admin -- create-key --email a@b.c [--plan pro] [--name laptop] [--reason "…"]` creates the user if needed
+ *   (on that plan; an account found keeps its own) and prints a new API key (the only time it is shown); written to the
+ *   console's audit log as the shell's `key.create`, in the key's own transaction.
  * - `npm run admin -- grant-admin --email a@b.c [--reason "…"]` gives an account the admin role: logged in, that
  *   person's browser opens the operator console (`/admin`, docs/web-app.md, "Operator console"). The account must exist
  *   (the person logs in once first). `revoke-admin --email a@b.c [--reason "…"]` takes the role back; both are written
@@ -14,7 +15,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { ApiKeyService } from '../api/services/apikeys/service.ts';
 import { listAdmins, setRole } from '../api/services/admin/operators.ts';
-import { auditReasonSchema } from '../api/services/admin/audit.ts';
+import { auditReasonSchema, shellActor } from '../api/services/admin/audit.ts';
 import { createKeySchema } from '../api/gateway/routes/apikeys/schema.ts';
 import { migrate, openOrm } from '../db/orm.ts';
 import { openPool } from '../db/pool.ts';
@@ -26,6 +27,7 @@ import { ensureDatabase } from './lib/database.ts';
 
 const usage = [
   'usage: npm run admin -- create-key --email <email> [--plan free|starter|pro|business] [--name <label>]',
+  '                                     [--reason <why, for the audit log>]',
   '       npm run admin -- grant-admin --email <email> [--reason <why, for the audit log>]',
   '       npm run admin -- revoke-admin --email <email> [--reason <why, for the audit log>]',
   '       npm run admin -- list-admins',
@@ -72,8 +74,11 @@ try {
     const ledger = new CreditLedger(orm, pool);
     const accounts = new AccountPlans(orm, ledger, loadPlans());
     const keys = new ApiKeyService({ orm, pool, masterKey: undefined, accounts });
-    const user = await keys.ensureUser({ email: parsedKey.data.email, plan: parsedKey.data.plan });
-    const { key, secret } = await keys.create(user.id, parsedKey.data.name ?? null);
+    const { email, plan, name, reason } = parsedKey.data;
+    const { user, key, secret } = await keys.createForOperator(
+      { email, plan, name: name ?? null },
+      { actor: shellActor, reason: reason ?? null, requestId: null },
+    );
     console.log(
       JSON.stringify({ user_id: user.id, email: user.email, plan: user.plan, key_id: key.id, key: secret }, null, 2),
     );

@@ -45,6 +45,11 @@ export class AccountPlans {
     return new AccountPlans(scoped, new CreditLedger(scoped), plans);
   }
 
+  /** These plans inside the transaction of `em` (`within`, with this instance's plans). */
+  inTransaction(em: MikroORM['em']): AccountPlans {
+    return AccountPlans.within(em, this.plans);
+  }
+
   /** The current cycle's start and the next one's: calendar months from the cycle start, clamped to month ends. */
   static nextCycleStart(cycleStart: Date): Date {
     const next = new Date(cycleStart);

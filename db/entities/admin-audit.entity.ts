@@ -1,8 +1,8 @@
 import { defineEntity, p } from '@mikro-orm/core';
 
 /**
- * The operator console's audit log: one row per operator action (a credit adjustment, a key revocation, a plan or
- * limits change, a role granted or taken back from a shell), written by the statement or transaction that does the
+ * The operator console's audit log: one row per operator action (a credit adjustment, a key made by the master key or
+ * the shell, a key revocation, a plan or limits change, a role granted or taken back from a shell), written by the statement or transaction that does the
  * action (api/services/admin/audit.ts), so an action that rolls back leaves no row and a row that cannot be written
  * rolls the action back.
  *
@@ -22,13 +22,13 @@ export const AdminAuditEntry = defineEntity({
     actor: p.string(),
     /** The admin's address when they acted (null for the master key and the shell). */
     actorEmail: p.string().nullable(),
-    /** What: `credits.adjust`, `key.revoke`, `account.update`, `role.grant`, `role.revoke`. */
+    /** What: `credits.adjust`, `key.create`, `key.revoke`, `account.update`, `role.grant`, `role.revoke`. */
     action: p.string(),
     /** To whom: the account acted on. */
     targetUserId: p.string().nullable(),
     /** Why, in the operator's words; required by the console, optional on the gateway's and the shell's doors. */
     reason: p.text().nullable(),
-    /** The action's particulars: the amount and ledger entry, the key, the plan and limits before and after. */
+    /** The action's particulars: the amount and ledger entry, the key (never its secret), the plan and limits. */
     details: p.json<Record<string, unknown>>(),
     /** The request's `X-Request-Id` (null for the shell): the same id is in the request's log line and trace. */
     requestId: p.string().nullable(),

@@ -6,9 +6,11 @@
  * changes nothing. An operator finds users by the start of their address or by id, in keyset pages; adjusts credits
  * (the ledger's entry carries the reason, the balance moves by exactly the amount, a repeated Idempotency-Key moves
  * nothing, bad input is a 400 that writes nothing); revokes a key with a reason (then refused with 401); changes a
- * plan and custom limits, which the account's very next request meets. Every action appears exactly once in the
- * audit log, with its reason, its operator and its request's id, written in the action's own transaction (a row
- * that cannot be written undoes the action), and the database refuses to change or delete a row. The operator also
+ * plan and custom limits, which the account's very next request meets. The gateway's own operator writes (a plan
+ * change, a key made by the master key with its account when new) and the shell's key creation are operator actions
+ * too. Every action appears exactly once in the audit log, with its reason, its operator and its request's id (a key's
+ * secret never), written in the action's own transaction (a row that cannot be written undoes the action; a refused
+ * request writes nothing), and the database refuses to change or delete a row. The operator also
  * reads recent turns and requests with their traces and Temporal Web UI links, failed workflows with their failures,
  * provider health with a breaker the simulator's faults opened, and the platform's figures.
  */
@@ -632,6 +634,13 @@ describe('plans and limits, and the audit log', () => {
         },
         request_id: upgraded.requestId,
       }),
+      // Her key and account, made by the master key (platform.createKey).
+      expect.objectContaining({
+        action: 'key.create',
+        actor: 'master-key',
+        reason: null,
+        details: expect.objectContaining({ account_created: true, plan: 'free' }),
+      }),
     ]);
     // The new cycle's credits, granted by the same change.
     const grants = await call(`/admin/api/users/${carol.user_id}/ledger?kind=grant`, operator());
@@ -673,6 +682,13 @@ describe('plans and limits, and the audit log', () => {
     expect(await auditRows()).toHaveLength(audited);
   });
 
+  /** A `key.create` entry's details for a key without a name on a new free account (spread and override). */
+  const made = { name: null, preview: expect.stringMatching(/^te_.{4}….{4}$/), account_created: true, plan: 'free' };
+  const createKey = (key: string, body: unknown) =>
+    platform.fetch('/api/v1/apikeys', { method: 'POST', key, body: JSON.stringify(body) });
+  const usersWith = async (email: string) =>
+    (await database.query('select id from users where email = $1', [email])).rows.length;
+
   it('records the gateway’s own PATCH /api/v1/account/{id} as the master key’s', async () => {
     const erin = await platform.createKey(`erin-${randomBytes(3).toString('hex')}@example.com`, 'free');
     const patch = (key: string, body: unknown) =>
@@ -690,8 +706,132 @@ describe('plans and limits, and the audit log', () => {
         request_id: reasoned.headers.get('x-request-id'),
       }),
       expect.objectContaining({ actor: 'master-key', reason: null, request_id: plain.headers.get('x-request-id') }),
+      expect.objectContaining({ action: 'key.create', actor: 'master-key', details: { key_id: erin.id, ...made } }),
     ]);
     expect(plain.headers.get('x-request-id')).toMatch(/^req_/);
+  });
+
+  it('records the gateway’s POST /api/v1/apikeys by the master key, with its reason and never the secret', async () => {
+    const email = `gina-${randomBytes(3).toString('hex')}@example.com`;
+    const first = await createKey(platform.masterKey, {
+      email: email.toUpperCase(),
+      plan: 'starter',
+      name: 'ci',
+      reason: '  Onboarding ticket 7 ',
+    });
+    expect(first.status).toBe(201);
+    const gina = (await first.json()) as Json;
+    // Another key for the same account, with no reason; the plan named is not the account's and is not applied.
+    const second = await createKey(platform.masterKey, { email, plan: 'pro' });
+    expect(second.status).toBe(201);
+    const again = (await second.json()) as Json;
+    expect(again.user_id).toBe(gina.user_id);
+    expect((await call('/auth/me', { key: again.key as string })).body.user.plan).toBe('starter');
+
+    // Read by an admin's browser: each creation once, newest first, with the master key, the reason and the request.
+    const log = await call(`/admin/api/audit?user_id=${gina.user_id}`, { cookie: boss.cookie });
+    expect(log.status).toBe(200);
+    expect(log.body.entries).toEqual([
+      expect.objectContaining({
+        action: 'key.create',
+        actor: 'master-key',
+        actor_email: null,
+        user_id: gina.user_id,
+        user_email: email,
+        reason: null,
+        details: { ...made, key_id: again.id, account_created: false, plan: 'starter' },
+        request_id: second.headers.get('x-request-id'),
+      }),
+      expect.objectContaining({
+        action: 'key.create',
+        actor: 'master-key',
+        reason: 'Onboarding ticket 7',
+        details: { ...made, key_id: gina.id, name: 'ci', plan: 'starter' },
+        request_id: first.headers.get('x-request-id'),
+      }),
+    ]);
+    expect(first.headers.get('x-request-id')).toMatch(/^req_/);
+    // Neither secret anywhere in the log, as the API answers it or as the table holds it.
+    const stored = JSON.stringify(await auditRows(gina.user_id));
+    for (const secret of [gina.key as string, again.key as string]) {
+      expect(JSON.stringify(log.body)).not.toContain(secret);
+      expect(stored).not.toContain(secret);
+      expect(stored).not.toContain(secret.slice(3, 20));
+    }
+
+    // A key with no address: a new account of its own, on the free plan by default.
+    const bare = await createKey(platform.masterKey, { name: 'kiosk' });
+    expect(bare.status).toBe(201);
+    const kiosk = (await bare.json()) as Json;
+    const kioskLog = await call(`/admin/api/audit?user_id=${kiosk.user_id}&action=key.create`, operator());
+    expect(kioskLog.body.entries).toEqual([
+      expect.objectContaining({ user_email: null, details: { ...made, key_id: kiosk.id, name: 'kiosk' } }),
+    ]);
+
+    // Two keys at once for one new address: one account, made once, and each key recorded once.
+    const twinEmail = `jo-${randomBytes(3).toString('hex')}@example.com`;
+    const twins = await Promise.all(
+      ['one', 'two'].map(async (name) => {
+        const response = await createKey(platform.masterKey, { email: twinEmail, name });
+        expect(response.status).toBe(201);
+        return (await response.json()) as Json;
+      }),
+    );
+    expect(twins[1]!.user_id).toBe(twins[0]!.user_id);
+    const twinLog = await call(`/admin/api/audit?user_id=${twins[0]!.user_id}`, operator());
+    expect(
+      twinLog.body.entries.map((entry: Json) => [entry.details.name, entry.details.account_created]).sort(),
+    ).toEqual([
+      ['one', expect.any(Boolean)],
+      ['two', expect.any(Boolean)],
+    ]);
+    expect(twinLog.body.entries.filter((entry: Json) => entry.details.account_created)).toHaveLength(1);
+
+    // The shell's create-key is the same operator action, as the shell's.
+    const shellEmail = `hank-${randomBytes(3).toString('hex')}@example.com`;
+    const printed = await admin(['create-key', '--email', shellEmail, '--plan', 'pro', '--reason', 'Partner trial']);
+    const hank = JSON.parse(printed.stdout.slice(printed.stdout.lastIndexOf('{\n'))) as Json;
+    const hankLog = await call(`/admin/api/audit?user_id=${hank.user_id}`, operator());
+    expect(hankLog.body.entries).toEqual([
+      expect.objectContaining({
+        action: 'key.create',
+        actor: 'shell',
+        reason: 'Partner trial',
+        details: { ...made, key_id: hank.key_id, plan: 'pro' },
+        request_id: null,
+      }),
+    ]);
+  });
+
+  it('refuses a bad key creation, creating and recording nothing', async () => {
+    const email = `ivan-${randomBytes(3).toString('hex')}@example.com`;
+    const ivan = await platform.createKey(`ivan-own-${randomBytes(3).toString('hex')}@example.com`, 'free');
+    const audited = (await auditRows()).length;
+    for (const body of [
+      { email, reason: '  ' },
+      { email, reason: 'x'.repeat(201) },
+      { email, reason: 7 },
+      { email, plan: 'gold', reason: 'No such plan' },
+      { email: 'not an address', reason: 'Typo' },
+      { email, name: '', reason: 'Empty name' },
+      { email, reason: 'Extra', note: 'field' },
+    ]) {
+      const refused = await createKey(platform.masterKey, body);
+      expect({ body, status: refused.status, type: ((await refused.json()) as Json).error?.type }).toEqual({
+        body,
+        status: 400,
+        type: 'invalid_request',
+      });
+    }
+    // A user's key may not name a user, a plan or a reason.
+    for (const body of [{ email }, { plan: 'pro' }, { name: 'mine', reason: 'Mine' }]) {
+      expect({ body, status: (await createKey(ivan.key, body)).status }).toEqual({ body, status: 403 });
+    }
+    expect(await usersWith(email)).toBe(0);
+    expect(await auditRows()).toHaveLength(audited);
+    // A user's own key is the user's doing, not an operator's: not in the log.
+    expect((await createKey(ivan.key, { name: 'mine' })).status).toBe(201);
+    expect(await auditRows()).toHaveLength(audited);
   });
 
   it('reads the log newest first, a page at a time, of one user or one action', async () => {
@@ -728,8 +868,12 @@ describe('plans and limits, and the audit log', () => {
     }
     expect(await auditRows()).toEqual(rows);
 
-    // An entry that cannot be written undoes its action: an adjustment, a revocation, a plan change.
-    const frank = await platform.createKey(`frank-${randomBytes(3).toString('hex')}@example.com`, 'free');
+    // An entry that cannot be written undoes its action: an adjustment, a revocation, a plan change, a key made with
+    // its account.
+    const frankEmail = `frank-${randomBytes(3).toString('hex')}@example.com`;
+    const frank = await platform.createKey(frankEmail, 'free');
+    const recorded = await auditRows();
+    const newcomer = `grace-${randomBytes(3).toString('hex')}@example.com`;
     const balance = await balanceOf(frank);
     const ledger = await ledgerRows(frank.user_id);
     await database.query(`alter table admin_audit add constraint test_refused check (reason <> 'Refuse to record')`);
@@ -741,14 +885,29 @@ describe('plans and limits, and the audit log', () => {
         body: JSON.stringify({ reason }),
       });
       const changed = await changeAccount(frank.user_id, operator(), { plan: 'pro', reason });
-      expect([adjusted.status, revoked.status, changed.status]).toEqual([500, 500, 500]);
+      const keyed = await platform.fetch('/api/v1/apikeys', {
+        method: 'POST',
+        key: platform.masterKey,
+        body: JSON.stringify({ email: newcomer, reason }),
+      });
+      const another = await platform.fetch('/api/v1/apikeys', {
+        method: 'POST',
+        key: platform.masterKey,
+        body: JSON.stringify({ email: frankEmail, name: 'extra', reason }),
+      });
+      expect([adjusted.status, revoked.status, changed.status, keyed.status, another.status]).toEqual([
+        500, 500, 500, 500, 500,
+      ]);
     } finally {
       await database.query('alter table admin_audit drop constraint test_refused');
     }
     expect(await balanceOf(frank)).toBe(balance);
     expect(await ledgerRows(frank.user_id)).toBe(ledger);
     expect((await call('/auth/me', frank)).body.user.plan).toBe('free');
-    expect(await auditRows()).toEqual(rows);
+    expect((await database.query('select id from users where email = $1', [newcomer])).rows).toEqual([]);
+    const { rows: frankKeys } = await database.query('select id from api_keys where user_id = $1', [frank.user_id]);
+    expect(frankKeys).toEqual([{ id: frank.id }]);
+    expect(await auditRows()).toEqual(recorded);
   });
 });
 

@@ -7,8 +7,8 @@
  * with a reason using the keyboard alone and see the ledger entry (the balance moved by exactly that, once, though the
  * button was pressed twice), see a refusal in the API's words, revoke one of the customer's keys through the confirm
  * step with a reason (the key then gets 401), see each of these once in the audit log, on the customer's page and on
- * the log's own, read a turn's trace with its provider attempts and Temporal link, and see provider health and the
- * day's failed workflows. Every console page
+ * the log's own (with the customer's keys the master key made), read a turn's trace with its provider attempts and
+ * Temporal link, and see provider health and the day's failed workflows. Every console page
  * passes axe-core (no serious or critical violation) at 375 and 1280 px in the light and dark themes, with nothing
  * wider than the screen and no CSP violation. With WEB_SCREENSHOTS=<folder> the pages are photographed into it
  * (docs/web/ holds them).
@@ -221,7 +221,11 @@ describe('the operator console', () => {
     const entry = page.getByTestId('audit-entry').filter({ hasText: 'Trial on the starter plan' });
     await entry.waitFor();
     await expect(entry.textContent()).resolves.toMatch(/Plan or limits changed.*plan pro → starter/);
-    await expect(page.getByTestId('audit-entry').count()).resolves.toBe(1);
+    // Once; the other two entries are the customer's keys, made by the master key before the test.
+    await expect(page.getByTestId('audit-entry').filter({ hasText: 'Plan or limits changed' }).count()).resolves.toBe(
+      1,
+    );
+    await expect(page.getByTestId('audit-entry').count()).resolves.toBe(3);
     await expectAccessible();
   });
 
@@ -305,8 +309,15 @@ describe('the operator console', () => {
       expect.stringMatching(/Credits adjusted.*Double-clicked bonus.*\+25 credits/),
       expect.stringMatching(/Credits adjusted.*Goodwill for the outage.*\+500 credits/),
       expect.stringMatching(/Plan or limits changed.*Trial on the starter plan/),
+      // The customer's keys, made by the master key (the gateway's POST /api/v1/apikeys) before the test.
+      expect.stringMatching(
+        /the master key\s*Key created\s*none given\s*laptop \(te_.*\); existing account on plan pro/,
+      ),
+      expect.stringMatching(
+        /the master key\s*Key created\s*none given\s*unnamed key \(te_.*\); new account on plan pro/,
+      ),
     ]);
-    for (const text of entries) expect(text).toContain(adminEmail);
+    for (const text of entries.slice(0, 4)) expect(text).toContain(adminEmail);
     await photograph('admin-user-1280');
     await page.setViewportSize({ width: 375, height: 812 });
     await expectAccessible();
@@ -318,9 +329,16 @@ describe('the operator console', () => {
     await openSection('Audit log');
     await page.getByTestId('audit-entry').first().waitFor();
     const entries = await page.getByTestId('audit-entry').allTextContents();
-    expect(entries).toHaveLength(5);
+    expect(entries).toHaveLength(7);
     expect(entries[4]).toMatch(/a shell \(npm run admin\)Admin role granted/);
-    expect(entries.slice(0, 4).every((text) => text.includes(customerEmail))).toBe(true);
+    expect(entries.filter((text) => text.includes(customerEmail))).toEqual([
+      ...entries.slice(0, 4),
+      ...entries.slice(5),
+    ]);
+    expect(entries.slice(5)).toEqual([
+      expect.stringMatching(/the master keyKey created/),
+      expect.stringMatching(/the master keyKey created/),
+    ]);
     // One action's entries.
     await page.getByLabel('Action').selectOption('key.revoke');
     await page.getByRole('button', { name: 'Show' }).click();
@@ -333,7 +351,7 @@ describe('the operator console', () => {
     await page.getByLabel('Action').selectOption('');
     await page.getByRole('button', { name: 'Show' }).click();
     await page.waitForURL((url) => !url.search.includes('action'));
-    await entryCount(5);
+    await entryCount(7);
     await photograph('admin-audit-1280');
   });
 

@@ -6,8 +6,9 @@
  *   `ApiKeyService.revoke`; a role change, `setRole`) carries the row as a data-modifying CTE (`auditWrite`) that
  *   inserts one row per row the action's own CTE changed: an adjustment replayed by its Idempotency-Key, or a key
  *   already revoked, changes nothing and records nothing, and a row that cannot be written fails the statement whole;
- * - an action that is a transaction (a plan or limits change, `AccountService.update`) inserts the row in that
- *   transaction (`recordAudit`).
+ * - an action that is a transaction (a plan or limits change, `AccountService.update`; a key made by the master key
+ *   or the shell, with its account when new, `ApiKeyService.createForOperator`) inserts the row in that transaction
+ *   (`recordAudit`).
  *
  * Append-only: nothing here (or anywhere) updates or deletes a row, and the table's trigger refuses it.
  */
@@ -17,7 +18,14 @@ import { run, type Pool, type RidingWrite } from '../../../db/pool.ts';
 import type { AuditEntry } from '../../agents/routes/admin/schema.ts';
 import type { Operator } from './operators.ts';
 
-export const auditActions = ['credits.adjust', 'key.revoke', 'account.update', 'role.grant', 'role.revoke'] as const;
+export const auditActions = [
+  'credits.adjust',
+  'key.create',
+  'key.revoke',
+  'account.update',
+  'role.grant',
+  'role.revoke',
+] as const;
 export type AuditAction = (typeof auditActions)[number];
 
 /** An operator's reason for an action, as every door that takes one validates it (trimmed, 1 to 200 characters). */
@@ -43,7 +51,7 @@ export function actorOf(operator: Operator): Actor {
 /** What an action's door knows of it before it runs: who asks, why, and the request's id. */
 export interface AuditContext {
   actor: Actor;
-  /** Null where the door does not ask for one (the gateway's PATCH, the shell without `--reason`). */
+  /** Null where the door does not ask for one (the gateway's PATCH and key creation, the shell without `--reason`). */
   reason: string | null;
   requestId: string | null;
 }

@@ -12,6 +12,7 @@ import type { AccountPlans } from '../../../activities/credits/accounts.ts';
 import { ApiKey, User } from '../../../db/entities/index.ts';
 import { run, statementVariants, type Pool, type RidingWrite } from '../../../db/pool.ts';
 import type { PrincipalCache } from '../../principal-cache.ts';
+import { recordAudit, type AuditContext } from '../admin/audit.ts';
 
 export const keyPrefix = 'te_';
 /** `last_used_at` is written at most this often per key, so authentication stays a read. */
@@ -160,15 +161,73 @@ export class ApiKeyService {
    * cycle at once, with that plan's monthly credits.
    */
   async ensureUser(options: { userId?: string; email?: string; plan?: PlanName }) {
+    try {
+      return (await this.openAccount(this.orm.em.fork(), this.accounts, options)).user;
+    } catch (error) {
+      // Another request made the account for this address since the read (a first login racing the operator's
+      // key): the unique address keeps it one account, and that one is the caller's.
+      if (!options.email || !(error instanceof UniqueConstraintViolationException)) throw error;
+      const existing = await this.orm.em.fork().findOne(User, { email: normalizeEmail(options.email) });
+      if (!existing) throw error;
+      return existing;
+    }
+  }
+
+  async create(userId: string, name: string | null) {
     const em = this.orm.em.fork();
+    const created = this.newKey(em, userId, name);
+    await em.flush();
+    return created;
+  }
+
+  /**
+   * The operator's key (the master key's `POST /api/v1/apikeys`, the shell's `create-key`): for the account of
+   * `email`, found or made on `plan` (free by default; an account found keeps its plan: `AccountService.update`
+   * changes plans), or for a new account without an address. One transaction: the account and its first cycle's grant
+   * when new, the key, and the audit row (`key.create`, api/services/admin/audit.ts: the key's id, name and preview,
+   * never its secret; whether the account was made, and its plan), so there is no key without its row and no row
+   * without its key. When two make one new address's account at once, the loser's transaction fails on the unique
+   * address, whole, and runs once more, finding the winner's account.
+   */
+  async createForOperator(request: { email?: string; plan?: PlanName; name: string | null }, by: AuditContext) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.orm.em.fork().transactional(async (em) => {
+          const { user, created } = await this.openAccount(em, this.accounts.inTransaction(em), request);
+          const { key, secret } = this.newKey(em, user.id, request.name);
+          await em.flush();
+          await recordAudit(em, 'key.create', by, user.id, {
+            key_id: key.id,
+            name: key.name,
+            preview: key.preview,
+            account_created: created,
+            plan: user.plan,
+          });
+          return { user, key, secret };
+        });
+      } catch (error) {
+        if (attempt >= 2 || !request.email || !(error instanceof UniqueConstraintViolationException)) throw error;
+      }
+    }
+  }
+
+  /**
+   * The account of `userId` or `email`, or a new one on `plan` (free by default) with its first cycle started, in `em`
+   * with `accounts` (both of one transaction, or neither). A new account's row is flushed before its cycle starts.
+   */
+  private async openAccount(
+    em: MikroORM['em'],
+    accounts: AccountPlans,
+    options: { userId?: string; email?: string; plan?: PlanName },
+  ) {
     const email = options.email === undefined ? undefined : normalizeEmail(options.email);
     if (options.userId) {
       const user = await em.findOne(User, { id: options.userId });
-      if (user) return user;
+      if (user) return { user, created: false };
     }
     if (email) {
       const user = await em.findOne(User, { email });
-      if (user) return user;
+      if (user) return { user, created: false };
     }
     const plan = options.plan ?? 'free';
     const user = em.create(User, {
@@ -177,22 +236,13 @@ export class ApiKeyService {
       plan,
       createdAt: new Date(),
     });
-    try {
-      await em.flush();
-    } catch (error) {
-      // Another request made the account for this address since the read (a first login racing the operator's
-      // key): the unique address keeps it one account, and that one is the caller's.
-      if (!email || !(error instanceof UniqueConstraintViolationException)) throw error;
-      const existing = await this.orm.em.fork().findOne(User, { email });
-      if (!existing) throw error;
-      return existing;
-    }
-    await this.accounts.startCycle(user.id, plan, user.createdAt, 'account created');
-    return user;
+    await em.flush();
+    await accounts.startCycle(user.id, plan, user.createdAt, 'account created');
+    return { user, created: true };
   }
 
-  async create(userId: string, name: string | null) {
-    const em = this.orm.em.fork();
+  /** A new key of the user's in `em`, written at its next flush; the secret is returned here once, never stored. */
+  private newKey(em: MikroORM['em'], userId: string, name: string | null) {
     const secret = generateSecret();
     const key = em.create(ApiKey, {
       id: newId('key'),
@@ -204,7 +254,6 @@ export class ApiKeyService {
       lastUsedAt: null,
       revokedAt: null,
     });
-    await em.flush();
     return { key, secret };
   }
 

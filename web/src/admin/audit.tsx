@@ -16,6 +16,7 @@ type Action = Entry['action'];
 
 const actionWords: Record<Action, string> = {
   'credits.adjust': 'Credits adjusted',
+  'key.create': 'Key created',
   'key.revoke': 'Key revoked',
   'account.update': 'Plan or limits changed',
   'role.grant': 'Admin role granted',
@@ -40,9 +41,10 @@ function AuditPage() {
   return (
     <>
       <p class="muted">
-        Every operator action, newest first: credit adjustments, key revocations, plan and limits changes (from here or
-        the gateway’s <code>PATCH /api/v1/account/{'{id}'}</code>), and the admin role granted or taken back from a
-        shell. The database refuses to change or delete an entry.
+        Every operator action, newest first: credit adjustments, keys made by the master key (the gateway’s{' '}
+        <code>POST /api/v1/apikeys</code>, with the account when new) or a shell, key revocations, plan and limits
+        changes (from here or the gateway’s <code>PATCH /api/v1/account/{'{id}'}</code>), and the admin role granted or
+        taken back from a shell. The database refuses to change or delete an entry.
       </p>
       <form
         class="inline-form"
@@ -173,6 +175,10 @@ function describe(entry: Entry): string {
   switch (entry.action) {
     case 'credits.adjust':
       return `${formatCredits(Number(details.amount))} credits (ledger entry ${String(details.ledger_entry_id)})`;
+    case 'key.create':
+      return `${String(details.name ?? 'unnamed key')} (${String(details.preview)}); ${
+        details.account_created ? 'new account' : 'existing account'
+      } on plan ${String(details.plan)}`;
     case 'key.revoke':
       return `${String(details.name ?? 'unnamed key')} (${String(details.preview)})`;
     case 'role.grant':

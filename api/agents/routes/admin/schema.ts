@@ -239,7 +239,7 @@ export const auditEntrySchema = z.strictObject({
   reason: z.string().nullable(),
   details: z.record(z.string(), z.unknown()).meta({
     description:
-      '`credits.adjust`: amount, ledger_entry_id; `key.revoke`: key_id, name, preview; `account.update`: before and after ({plan, custom_limits}), new_cycle; `role.*`: before and after',
+      '`credits.adjust`: amount, ledger_entry_id; `key.create`: key_id, name, preview, account_created, plan; `key.revoke`: key_id, name, preview; `account.update`: before and after ({plan, custom_limits}), new_cycle; `role.*`: before and after',
   }),
   request_id: z.string().nullable().meta({ description: 'The request’s X-Request-Id (null for the shell)' }),
 });

@@ -10,7 +10,8 @@ export const apiKeyContracts = [
     method: 'POST',
     path: '/api/v1/apikeys',
     summary: 'Create an API key',
-    description: 'For the caller; the operator key may name a user by `email` (created when new) and its `plan`.',
+    description:
+      'For the caller; the operator key may name a user by `email` (created when new, on `plan`: an account found keeps its own plan) and give a `reason`. A key the operator key creates (with its account when new) is recorded in the operator console’s audit log as the master key’s (`key.create`: the key’s id, name and preview, never its secret; whether the account was created, and its plan), with `reason` when given, in the same transaction: a refused request records nothing.',
     tags,
     access: 'caller',
     request: { body: createKeySchema },
@@ -26,7 +27,7 @@ export const apiKeyContracts = [
         'The key',
       ),
     },
-    errors: { 403: '`email` or `plan` from a key that is not the operator’s' },
+    errors: { 403: '`email`, `plan` or `reason` from a key that is not the operator’s' },
   }),
   route({
     method: 'GET',
