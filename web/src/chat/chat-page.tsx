@@ -127,6 +127,11 @@ function Conversation(props: ConversationProps) {
     setOlder([]);
     return page;
   }, [sessionId, props.saved]);
+  // A turn's end is handled by the closure its send made (`afterTurn`), which reads the history with the loader of the
+  // latest render: a new chat's first turn ends after the address named the chat, and the loader of the send's render
+  // (the chat not saved yet) would read an empty page over the one read meanwhile, leaving the turn without its actions.
+  const latestHistory = useRef(history);
+  latestHistory.current = history;
   const loadOlder = useAction();
   const [olderTurns, setOlderTurns] = useState<TurnView[]>([]);
   const streaming = live.some((entry) => entry.turn.status === 'streaming' && !entry.refusal);
@@ -157,7 +162,7 @@ function Conversation(props: ConversationProps) {
 
   const afterTurn = async (entry: LiveTurn) => {
     props.onTurnEnded();
-    await history.reload();
+    await latestHistory.current.reload();
     setReplacing(null);
     setSettled(new Set(live.filter((item) => item.turn.status !== 'streaming').map((item) => item.key)));
     const turnId = entry.turn.turnId;
