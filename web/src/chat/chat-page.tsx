@@ -250,7 +250,7 @@ function Conversation(props: ConversationProps) {
           agents={agents.value ?? []}
           busy={streaming}
           suggestions={suggestions}
-          onSend={sendTurn}
+          onSend={(request, attachment) => sendTurn(request, false, attachment ?? null)}
           onShowBranch={showBranch}
         />
       </div>
