@@ -50,6 +50,11 @@ export interface TurnOpening {
    * as its alternative, and the conversation moves to the new branch. Absent: the turn follows the conversation's branch.
    */
   replaces?: number;
+  /**
+   * The uploaded image the message carries (`image_file_id`), stored with the turn: a turn standing in for this one
+   * attaches it again, and the history names it. An image sent inline (`image_data`) is not stored.
+   */
+  imageFileId?: string;
 }
 
 /** A turn, as the writes of its steps name it. */
@@ -134,6 +139,18 @@ export interface TurnView {
   error?: string;
   /** The turns that stand at this place of the conversation (this one included), oldest first. */
   alternatives: string[];
+  /**
+   * The uploaded image the turn's message carried (`image_file_id`), or null: none, an image sent inline (not stored),
+   * or a file since deleted (its name is gone with it).
+   */
+  attachment: TurnAttachment | null;
+}
+
+/** An uploaded file a turn's message carried, as the history names it. */
+export interface TurnAttachment {
+  file_id: string;
+  file_name: string;
+  content_type: string;
 }
 
 /** A session as `GET /sessions` lists it. */
@@ -216,7 +233,7 @@ const statements = {
    * agent that answers (the agent service's turns), and stores the turn's user message at position 0 (and touches the
    * session), in one statement. The turn follows the conversation's branch (`head_path`), or, standing in for turn
    * `$6` (a regenerated answer, an edited message), that turn's parent: the new turn's branch becomes the
-   * conversation's.
+   * conversation's. `$7`: the uploaded image the message carries (`image_file_id`), or null.
    */
   acceptTurnWithMessage: {
     name: 'chat-accept-turn-with-message',
@@ -228,9 +245,10 @@ const statements = {
                  c.head_path) + int4multirange(int4range(c.turns + 1, c.turns + 2))
              where c.id = $1 returning c.turns, c.head_path
            ), turn as (
-             insert into chat_turns (id, conversation_id, number, status, created_at, agent_id, parent, path)
+             insert into chat_turns (id, conversation_id, number, status, created_at, agent_id, parent, path,
+                                     image_file_id)
              select 'chat-' || $1 || '-' || turns, $1, turns, 'running', now(), $2,
-                    upper(head_path - int4multirange(int4range(turns, turns + 1))) - 1, head_path
+                    upper(head_path - int4multirange(int4range(turns, turns + 1))) - 1, head_path, $7
              from conversation
              returning number
            ), message as (
@@ -359,10 +377,13 @@ const statements = {
              and turn <@ (select path from chat_turns where conversation_id = $1 and number = $2)
            order by turn, seq`,
   },
-  /** A turn of the owner's session's conversation: its number and status (regenerate, edit, a branch to show). */
+  /**
+   * A turn of the owner's session's conversation: its number, status and stored image (regenerate, edit, a branch to
+   * show).
+   */
   sessionTurn: {
     name: 'chat-session-turn',
-    text: `select t.conversation_id, t.number, t.status from chat_sessions s
+    text: `select t.conversation_id, t.number, t.status, t.image_file_id from chat_sessions s
            join chat_turns t on t.conversation_id = s.conversation_id
            where s.owner = $1 and s.key = $2 and t.id = $3`,
   },
@@ -382,12 +403,14 @@ const statements = {
   },
   /**
    * The turns of the branch's turns `$2` as a transcript shows them: the agent and how it was chosen (the journal's
-   * first event), the cost (its last, when it ended), and its alternatives (the turns that follow the same parent).
+   * first event), the cost (its last, when it ended), its alternatives (the turns that follow the same parent), and the
+   * uploaded image its message carried while that file is still `$3`'s (the user the history is read for).
    */
   turnViews: {
     name: 'chat-turn-views',
     text: `with shown as (
-             select id, number, status, parent from chat_turns where conversation_id = $1 and number = any($2::int[])
+             select id, number, status, parent, image_file_id from chat_turns
+             where conversation_id = $1 and number = any($2::int[])
            ), siblings as (
              -- One pass over the conversation's turns for every place the page shows.
              select o.parent, array_agg(o.id order by o.number) as ids from chat_turns o
@@ -397,8 +420,10 @@ const statements = {
            select t.id, t.number, t.status, siblings.ids as alternatives,
                   (select data from stream_chunks where request_id = t.id and seq = 0) as first_event,
                   (select data from stream_chunks where request_id = t.id and t.status <> 'running'
-                   order by seq desc limit 1) as last_event
+                   order by seq desc limit 1) as last_event,
+                  u.id as file_id, u.file_name, u.content_type
            from shown t join siblings on siblings.parent is not distinct from t.parent
+           left join uploads u on u.id = t.image_file_id and u.user_id = $3
            order by t.number`,
   },
 } as const;
@@ -463,6 +488,7 @@ export class ConversationStore {
           storableText(opening.message),
           session.channel,
           opening.replaces ?? null,
+          opening.imageFileId ?? null,
         ],
       );
       if (!row) throw new Error(`no conversation ${session.conversationId}`);
@@ -660,7 +686,7 @@ export class ConversationStore {
           ).rows[0]!.count,
         );
     const cursorOf = (row: { turn: number; seq: number }) => `${row.turn}.${row.seq}`;
-    const turns = await this.turnViews(ref.conversationId, [...new Set(shown.map((row) => row.turn))]);
+    const turns = await this.turnViews(ref.conversationId, [...new Set(shown.map((row) => row.turn))], owner);
     return {
       key: ref.key,
       messages: shown.map((row) => ({
@@ -698,18 +724,28 @@ export class ConversationStore {
     }));
   }
 
-  /** A turn of the owner's session (by its id): its conversation, number and status; null when it is not one. */
+  /**
+   * A turn of the owner's session (by its id): its conversation, number, status and the uploaded image its message
+   * carried (null: none stored); null when it is not one.
+   */
   async sessionTurn(
     owner: string,
     key: string,
     turnId: string,
-  ): Promise<{ conversationId: string; number: number; status: string } | null> {
-    const [row] = await run<{ conversation_id: string; number: number; status: string }>(
+  ): Promise<{ conversationId: string; number: number; status: string; imageFileId: string | null } | null> {
+    const [row] = await run<{ conversation_id: string; number: number; status: string; image_file_id: string | null }>(
       this.pool,
       statements.sessionTurn,
       [owner, key, turnId],
     );
-    return row ? { conversationId: row.conversation_id, number: row.number, status: row.status } : null;
+    return row
+      ? {
+          conversationId: row.conversation_id,
+          number: row.number,
+          status: row.status,
+          imageFileId: row.image_file_id,
+        }
+      : null;
   }
 
   /**
@@ -725,10 +761,11 @@ export class ConversationStore {
 
   /**
    * How the transcript shows the branch's turns `numbers` of the owner's session: each turn's agent and how it was
-   * chosen, its cost once it ended (from the turn's stream journal, which lives as long as the turn), and its
-   * alternatives in the order they were made.
+   * chosen, its cost once it ended (from the turn's stream journal, which lives as long as the turn), its
+   * alternatives in the order they were made, and the uploaded image its message carried: named while the file is
+   * still the owner's (`owner`, a `user:<id>`), else null (deleted: its name went with it; or never stored).
    */
-  async turnViews(conversationId: string, numbers: number[]): Promise<TurnView[]> {
+  async turnViews(conversationId: string, numbers: number[], owner: string): Promise<TurnView[]> {
     if (!numbers.length) return [];
     const rows = await run<{
       id: string;
@@ -737,7 +774,14 @@ export class ConversationStore {
       alternatives: string[];
       first_event: string | null;
       last_event: string | null;
-    }>(this.pool, statements.turnViews, [conversationId, numbers]);
+      file_id: string | null;
+      file_name: string | null;
+      content_type: string | null;
+    }>(this.pool, statements.turnViews, [
+      conversationId,
+      numbers,
+      owner.startsWith('user:') ? owner.slice('user:'.length) : null,
+    ]);
     return rows.map((row) => {
       const first = parseEvent(row.first_event);
       const last = parseEvent(row.last_event);
@@ -772,6 +816,10 @@ export class ConversationStore {
           : {}),
         ...(last?.type === 'turn-error' ? { error: last.message } : {}),
         alternatives: row.alternatives,
+        attachment:
+          row.file_id && row.file_name !== null && row.content_type !== null
+            ? { file_id: row.file_id, file_name: row.file_name, content_type: row.content_type }
+            : null,
       };
     });
   }

@@ -3,11 +3,14 @@
  * with `replaces_turn` stands in for that turn (a new answer to the same message, an edited message, or the message
  * asked of another agent); the earlier turn stays reachable as an alternative, `PUT /sessions/{id}/branch` shows it
  * again, and the history the model reads, the history page, the export and a share link all follow the branch the
- * conversation is on. A reopened chat's turns carry their agent, confidence and cost. Another user's session or turn
- * is a 404.
+ * conversation is on. A reopened chat's turns carry their agent, confidence and cost. A turn whose message carried an
+ * uploaded image (`image_file_id`) stores it: a turn standing in for it sends the image to the model again (unless it
+ * brings an image of its own), the history names it, and once the file is deleted such a message is a 404 that adds
+ * no turn. Another user's session or turn is a 404.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
+import { englishImage } from '../helpers/media-images.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { readSse } from '../helpers/sse.ts';
 
@@ -49,7 +52,33 @@ async function send(session: string, body: Json, key = owner): Promise<string> {
 /** What the model was sent on the last call: its user and assistant messages' texts. */
 async function lastPrompt(): Promise<string[]> {
   const last = (await platform.simulator.requests()).last?.body as { messages: Json[] };
-  return last.messages.filter((message) => message.role !== 'system').map((message) => String(message.content));
+  return last.messages.filter((message) => message.role !== 'system').map((message) => textOf(message.content));
+}
+
+/** A message's text: its content, or the text parts of a content array (a message with an image). */
+const textOf = (content: unknown): string =>
+  Array.isArray(content)
+    ? (content as Json[])
+        .filter((part) => part.type === 'text')
+        .map((part) => String(part.text))
+        .join('')
+    : String(content);
+
+/** The image parts (OpenAI `image_url`, Anthropic `image`) of the messages the model was sent on the last call. */
+async function lastImages(): Promise<Json[]> {
+  const last = (await platform.simulator.requests()).last?.body as { messages: Json[] };
+  return last.messages
+    .flatMap((message) => (Array.isArray(message.content) ? (message.content as Json[]) : []))
+    .filter((part) => part.type === 'image_url' || part.type === 'image');
+}
+
+/** Uploads an image of the owner's (`POST /upload`): its id. */
+async function uploadImage(name: string, text: string, key = owner): Promise<string> {
+  const form = new FormData();
+  form.append('file', new Blob([await englishImage(text)], { type: 'image/png' }), name);
+  const response = await platform.agents('/upload', { method: 'POST', key, body: form });
+  expect(response.status).toBe(201);
+  return ((await response.json()) as Json).id as string;
 }
 
 const history = async (session: string) => (await call(`/history/${session}`, owner)).body;
@@ -76,6 +105,7 @@ describe('replaces_turn and branches', () => {
     // A reopened chat names the agent, how sure the router was, and what each turn cost.
     expect(turns[1]).toMatchObject({
       status: 'done',
+      attachment: null,
       agent: { id: 'general', name: expect.any(String), confidence: 1, method: 'preferred', model: expect.any(String) },
       cost: { credits: expect.any(Number), input_tokens: expect.any(Number), output_tokens: expect.any(Number) },
     });
@@ -145,16 +175,116 @@ describe('replaces_turn and branches', () => {
     expect(turns[0]).toMatchObject({ turn_id: other, agent: { id: 'writer' }, alternatives: [first, other] });
   });
 
+  it('sends a turn’s image again when it is regenerated, asked of another agent or edited; a new image replaces it', async () => {
+    const session = `web:${randomUUID()}`;
+    const imageId = await uploadImage('sign.png', 'OPEN');
+    const first = await send(session, { message: 'What does this sign say?', image_file_id: imageId });
+    expect(await lastImages()).toHaveLength(1);
+    const attachment = { file_id: imageId, file_name: 'sign.png', content_type: 'image/png' };
+    expect((await history(session)).turns).toEqual([expect.objectContaining({ turn_id: first, attachment })]);
+
+    // Regenerate: the same text only, as the web app sends it; the model sees the image again.
+    const again = await send(session, { message: 'What does this sign say?', replaces_turn: first });
+    expect(await lastImages()).toHaveLength(1);
+    expect(await lastPrompt()).toEqual(['What does this sign say?']);
+    let page = await history(session);
+    expect(page.turns).toEqual([expect.objectContaining({ turn_id: again, attachment, alternatives: [first, again] })]);
+    expect((page.messages as Json[]).find((message) => message.role === 'assistant')?.content).toContain(
+      '[saw 1 image(s)]',
+    );
+
+    // Another agent, and an edited message: the image stays with the message.
+    const other = await send(session, {
+      message: 'What does this sign say?',
+      replaces_turn: again,
+      preferred_agents: ['writer'],
+    });
+    expect(await lastImages()).toHaveLength(1);
+    const edited = await send(session, { message: 'Read the sign aloud', replaces_turn: other });
+    expect(await lastImages()).toHaveLength(1);
+    page = await history(session);
+    expect(page.turns).toEqual([
+      expect.objectContaining({ turn_id: edited, attachment, alternatives: [first, again, other, edited] }),
+    ]);
+
+    // An image in the request replaces the turn's; an image sent inline is not stored.
+    const otherImageId = await uploadImage('exit.png', 'EXIT');
+    const replaced = await send(session, {
+      message: 'And this one?',
+      replaces_turn: edited,
+      image_file_id: otherImageId,
+    });
+    expect(await lastImages()).toHaveLength(1);
+    expect(((await history(session)).turns as Json[])[0]).toMatchObject({
+      turn_id: replaced,
+      attachment: { file_id: otherImageId, file_name: 'exit.png', content_type: 'image/png' },
+    });
+    const inline = await send(session, {
+      message: 'And inline?',
+      replaces_turn: replaced,
+      image_data: (await englishImage('STOP')).toString('base64'),
+    });
+    expect(await lastImages()).toHaveLength(1);
+    expect(((await history(session)).turns as Json[])[0]).toMatchObject({ turn_id: inline, attachment: null });
+    // Regenerating that one sends no image: the inline image was not kept.
+    await send(session, { message: 'And inline?', replaces_turn: inline });
+    expect(await lastImages()).toHaveLength(0);
+
+    // A later turn without an image names none.
+    await send(session, { message: 'Thanks' });
+    expect(((await history(session)).turns as Json[]).at(-1)).toMatchObject({ attachment: null });
+  });
+
+  it('refuses to stand in for a turn whose image file was deleted, adding no turn', async () => {
+    const session = `web:${randomUUID()}`;
+    const imageId = await uploadImage('gone.png', 'GONE');
+    const first = await send(session, { message: 'Describe this', image_file_id: imageId });
+    const deleted = await platform.agents(`/upload/${imageId}`, { method: 'DELETE', key: owner });
+    expect(deleted.status).toBe(200);
+    // The history no longer names the file (its name went with it).
+    const before = await history(session);
+    expect(before.turns).toEqual([expect.objectContaining({ turn_id: first, attachment: null })]);
+
+    const requests = (await platform.simulator.requests()).total;
+    for (const path of [`/chat/stream/${session}`, `/chat/loop/${session}`]) {
+      const refused = await call(path, owner, {
+        method: 'POST',
+        body: JSON.stringify({ message: 'Describe this', replaces_turn: first, preferred_agents: ['general'] }),
+      });
+      expect({ path, status: refused.status }).toEqual({ path, status: 404 });
+      expect(refused.body.error).toMatchObject({ type: 'not_found', param: 'replaces_turn' });
+      expect(refused.body.error.message).toMatch(new RegExp(`image file ${imageId} of turn ${first} is gone`));
+    }
+    // Nothing changed: no model call, the same turns, and the next turn is the conversation's second.
+    expect((await platform.simulator.requests()).total).toBe(requests);
+    expect(await history(session)).toEqual(before);
+
+    // With an image of its own, the message stands in for the turn.
+    const newImageId = await uploadImage('again.png', 'AGAIN');
+    const replaced = await send(session, {
+      message: 'Describe this',
+      replaces_turn: first,
+      image_file_id: newImageId,
+    });
+    expect(replaced).toBe(first.replace(/-1$/, '-2'));
+    expect(await lastImages()).toHaveLength(1);
+  });
+
   it('refuses another user’s turn or session, a turn of another session, and bad ids, changing nothing', async () => {
     const session = `web:${randomUUID()}`;
-    const turn = await send(session, { message: 'Hello there' });
+    const turn = await send(session, { message: 'Hello there', image_file_id: await uploadImage('mine.png', 'MINE') });
     const otherSession = `web:${randomUUID()}`;
     await send(otherSession, { message: 'Another chat' });
 
     const post = (key: string, path: string, body: Json) =>
       call(path, key, { method: 'POST', body: JSON.stringify({ preferred_agents: ['general'], ...body }) });
-    // The stranger's session of the same name holds no such turn.
-    expect((await post(stranger, `/chat/stream/${session}`, { message: 'x', replaces_turn: turn })).status).toBe(404);
+    // The stranger's session of the same name holds no such turn (nor does the owner's image reach the stranger's turn).
+    const foreign = await post(stranger, `/chat/stream/${session}`, { message: 'x', replaces_turn: turn });
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error).toMatchObject({
+      param: 'replaces_turn',
+      message: `No turn ${turn} in session ${session}`,
+    });
     expect((await post(owner, `/chat/stream/${otherSession}`, { message: 'x', replaces_turn: turn })).status).toBe(404);
     const bad = await post(owner, `/chat/stream/${session}`, { message: 'x', replaces_turn: 'turn-1' });
     expect(bad.status).toBe(400);

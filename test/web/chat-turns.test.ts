@@ -3,12 +3,15 @@
  * own: a new chat is in the chat list while its first turn waits for an approval; an answer is copied, regenerated
  * (the first answer paged back to), asked of another agent, and its message edited into a new branch; the follow-up
  * suggestions under the last answer send on click; a reopened chat shows each answer's agent by name with its
- * confidence and its cost, as the live one did; axe-core finds nothing serious at 375 and 1280 px in either theme.
+ * confidence and its cost, as the live one did; axe-core finds nothing serious at 375 and 1280 px in either theme. A
+ * message's image reaches the model again when its answer is regenerated, and a reopened chat names it as the live one
+ * did.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdirSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { logInByMail, openBrowserPage, seriousViolations } from '../helpers/browser.ts';
+import { englishImage } from '../helpers/media-images.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -179,5 +182,31 @@ describe('a chat’s turns', () => {
       await page.setViewportSize({ width: 1280, height: 800 });
     }
     await expectAccessible();
+  }, 120_000);
+
+  it('keeps a message’s image when its answer is regenerated, and a reopened chat names it', async () => {
+    await newChat('General assistant');
+    await page.getByLabel('Attach an image or file').setInputFiles({
+      name: 'sign.png',
+      mimeType: 'image/png',
+      buffer: await englishImage('OPEN'),
+    });
+    await send('What does this sign say?');
+    const last = () => turnGroups().last();
+    await last().getByText('Attached: sign.png').waitFor();
+    await expect(last().locator('.message.assistant .markdown').innerText()).resolves.toContain('[saw 1 image(s)]');
+
+    // Regenerate sends the text only; the service attaches the image again, and the page keeps naming it.
+    await last().getByRole('button', { name: 'Regenerate' }).click();
+    await last().getByText('2 / 2').waitFor({ timeout: 60_000 });
+    await expect(last().locator('.message.assistant .markdown').innerText()).resolves.toContain('[saw 1 image(s)]');
+    expect(await last().getByText('Attached: sign.png').count()).toBe(1);
+
+    // Reopened: the history names the attachment under the message, once.
+    await page.reload();
+    await expectCount('turns', 1);
+    await last().locator('.message.user').getByText('Attached: sign.png').waitFor();
+    expect(await last().getByText('Attached: sign.png').count()).toBe(1);
+    await expect(last().locator('.message.assistant .markdown').innerText()).resolves.toContain('[saw 1 image(s)]');
   }, 120_000);
 });

@@ -103,6 +103,11 @@ export interface AgentMessage {
   /** The turn of the session this message stands in for (its number): see TurnOpening.replaces. */
   replaces?: number;
   images?: string[];
+  /**
+   * The uploaded image among `images` (`image_file_id`), stored with the turn (TurnOpening.imageFileId): a turn
+   * standing in for this one attaches it again, and the history names it.
+   */
+  imageFileId?: string;
   preferredAgents?: string[];
   /** The agent named by the caller (the external API's `agent_id`): no routing. */
   agentId?: string;
@@ -252,6 +257,7 @@ export class AgentChat {
         channel: request.channel,
         model,
         ...(request.replaces ? { replaces: request.replaces } : {}),
+        ...(request.imageFileId ? { imageFileId: request.imageFileId } : {}),
       },
       true,
       request.session,
@@ -289,6 +295,7 @@ export class AgentChat {
         session_id: request.sessionKey,
         channel: request.channel,
         ...(request.replaces ? { replaces: request.replaces } : {}),
+        ...(request.imageFileId ? { imageFileId: request.imageFileId } : {}),
       },
       {
         candidates: readable,

@@ -219,11 +219,12 @@ export class ChatService {
    * caller's rate limits (`admit`), the session (or `session`, a messaging app's), the conversation's next turn number,
    * the user's message, attempt 1's worst-case credit hold and the turn's start event in the journal. The turn's
    * workflow input, ready to start. Refusals (no such model, not in the plan, not enough credits, a rate limit) are
-   * ApiErrors and leave nothing behind.
+   * ApiErrors and leave nothing behind. `imageFileId`: the uploaded image the message carries, stored with the turn
+   * (TurnOpening.imageFileId); the image itself travels in `agentTurn.images`.
    */
   async prepare(
     chatter: Chatter,
-    body: Omit<ChatRequest, 'channel'> & { channel: string; replaces?: number },
+    body: Omit<ChatRequest, 'channel'> & { channel: string; replaces?: number; imageFileId?: string },
     stream: boolean,
     session?: SessionRef,
     agentTurn?: AgentTurnOptions,
@@ -242,6 +243,7 @@ export class ChatService {
         agentId: agentTurn?.agent.id ?? null,
         message: body.message,
         ...(body.replaces ? { replaces: body.replaces } : {}),
+        ...(body.imageFileId ? { imageFileId: body.imageFileId } : {}),
       },
       {
         ...(admit ? { before: admit } : {}),
@@ -295,7 +297,7 @@ export class ChatService {
    */
   async prepareRouted(
     chatter: { principal: Principal },
-    body: { message: string; session_id: string; channel: string; replaces?: number },
+    body: { message: string; session_id: string; channel: string; replaces?: number; imageFileId?: string },
     routing: TurnRouting,
     classifierHold: { amount: number; model: string } | null,
     agentTurn: Omit<AgentTurnOptions, 'agent' | 'tools'>,
@@ -313,6 +315,7 @@ export class ChatService {
         agentId: null,
         message: body.message,
         ...(body.replaces ? { replaces: body.replaces } : {}),
+        ...(body.imageFileId ? { imageFileId: body.imageFileId } : {}),
       },
       {
         after: async (client, opened) => {

@@ -10,7 +10,7 @@ import { useAccount } from '../account.tsx';
 import { ErrorNote, Loading, useAction, useLoad } from '../components/ui.tsx';
 import { ConversationHeader } from './chat-header.tsx';
 import { Composer } from './composer.tsx';
-import { attach, isRunning, send, turnNumber, useLiveTurns, type LiveTurn } from './live.ts';
+import { attach, isRunning, liveTurnsOf, send, turnNumber, useLiveTurns, type LiveTurn } from './live.ts';
 import { SessionSidebar } from './session-list.tsx';
 import { Transcript, type SendRequest } from './transcript.tsx';
 import {
@@ -137,7 +137,9 @@ function Conversation(props: ConversationProps) {
   const saved = useRef(props.saved);
   saved.current = props.saved;
   const history = useLoad(async () => {
-    if (!saved.current) return { messages: [], next_before: null, turns: [] } as EmptyPage;
+    // Saved once a turn of it has started here, whether or not the address says so yet (it follows when idle).
+    const started = liveTurnsOf(sessionId).some((entry) => entry.turn.turnId !== null);
+    if (!saved.current && !started) return { messages: [], next_before: null, turns: [] } as EmptyPage;
     const page = await data(
       api.GET('/history/{session_id}', { params: { path: { session_id: sessionId }, query: { limit: 100 } } }),
     );
@@ -176,7 +178,7 @@ function Conversation(props: ConversationProps) {
     props.onTurnEnded();
     await history.reload();
     setReplacing(null);
-    setSettled(new Set(live.filter((item) => item.turn.status !== 'streaming').map((item) => item.key)));
+    setSettled(endedTurns(sessionId));
     const turnId = entry.turn.turnId;
     if (entry.turn.status === 'done' && turnId) {
       // Follow-up suggestions under the answer that just ended (a model call of its own, so only for a live answer,
@@ -212,7 +214,7 @@ function Conversation(props: ConversationProps) {
     setSuggestions(null);
     setOlderTurns([]);
     await history.reload();
-    setSettled(new Set(live.filter((item) => item.turn.status !== 'streaming').map((item) => item.key)));
+    setSettled(endedTurns(sessionId));
   };
 
   return (
@@ -252,7 +254,7 @@ function Conversation(props: ConversationProps) {
             agents={agents.value ?? []}
             busy={streaming}
             suggestions={suggestions}
-            onSend={sendTurn}
+            onSend={(request, attachment) => sendTurn(request, false, attachment ?? null)}
             onShowBranch={showBranch}
           />
           <div class="messages-end" ref={end} />
@@ -298,6 +300,17 @@ function followToBottom(
     seen.disconnect();
   };
 }
+
+/**
+ * The session's live turns that have ended, as they are now: `afterTurn` runs in the closure of the render that sent
+ * the turn, whose list of live turns is that render's.
+ */
+const endedTurns = (sessionId: string) =>
+  new Set(
+    liveTurnsOf(sessionId)
+      .filter((item) => item.turn.status !== 'streaming')
+      .map((item) => item.key),
+  );
 
 type EmptyPage = Pick<HistoryPage, 'messages' | 'next_before' | 'turns'>;
 

@@ -113,6 +113,11 @@ function afterPaint(work: () => void): void {
 /** The session's live turns, re-rendered as they come, get their ids and end (not as they stream: `useLiveTurn`). */
 export function useLiveTurns(sessionId: string | null): LiveTurn[] {
   useListener(pageListeners);
+  return liveTurnsOf(sessionId);
+}
+
+/** The session's live turns as they are now. */
+export function liveTurnsOf(sessionId: string | null): LiveTurn[] {
   return turns.filter((entry) => entry.sessionId === sessionId);
 }
 

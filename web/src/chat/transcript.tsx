@@ -3,6 +3,8 @@
  * streaming now, and what a person can do with a turn: copy the answer, regenerate it, ask the same message of another
  * agent, edit the message (each a new turn standing in for this one, `replaces_turn`: the old one stays reachable),
  * page through a turn's alternatives (`PUT /sessions/{id}/branch`), and the follow-up suggestions under the last answer.
+ * A message's uploaded image is named under it ("Attached: <name>"), live or reopened (the history's `attachment`); a
+ * turn standing in for it sends only the text, and the service attaches the image again (docs/agent-service.md).
  */
 import { useState } from 'preact/hooks';
 import { CopyButton, ErrorNote, useAction } from '../components/ui.tsx';
@@ -25,7 +27,8 @@ interface TranscriptProps {
   /** A turn is streaming: no other may start. */
   busy: boolean;
   suggestions: { turnId: string; items: string[] } | null;
-  onSend(request: SendRequest): void;
+  /** `attachment`: the name of the image the message keeps (a turn standing in for one with an image), to show. */
+  onSend(request: SendRequest, attachment?: string | null): void;
   onShowBranch(turnId: string): Promise<void>;
 }
 
@@ -47,12 +50,17 @@ export function Transcript(props: TranscriptProps) {
           const question = group.messages.find((message) => message.role === 'user');
           const answer = entry ? answerOf(entry) : storedAnswer(group);
           const ended = entry ? entry.turn.status !== 'streaming' : view?.status !== 'running';
+          // The image the service attaches again to a turn standing in for this one (a live turn's attachment may be
+          // another file, named in the message's text instead).
+          const image = view?.attachment?.file_name ?? null;
           return (
             <div class="turn-group" key={entry ? liveKey(entry) : groupKey(group.number, group.key)}>
               {question ? (
                 <UserMessage
                   text={question.content ?? ''}
                   channel={question.channel}
+                  attachment={entry?.attachment ?? image}
+                  image={image}
                   turnId={view?.turn_id ?? null}
                   editable={ended && !props.busy && view !== undefined}
                   onSend={props.onSend}
@@ -80,12 +88,12 @@ export function Transcript(props: TranscriptProps) {
                   The turn failed: {view.error}
                 </p>
               ) : null}
-              {entry?.attachment ? <p class="attachment-note">Attached: {entry.attachment}</p> : null}
               {entry ? <LiveTurnView key="live" entry={entry} /> : null}
               {view && ended ? (
                 <TurnActions
                   view={view}
                   question={question?.content ?? null}
+                  image={image}
                   answer={answer}
                   agents={props.agents}
                   busy={props.busy}
@@ -155,9 +163,13 @@ function storedAnswer(group: TurnGroup): string {
 function UserMessage(props: {
   text: string;
   channel: string;
+  /** The name of the file attached to the message, if it had one. */
+  attachment: string | null;
+  /** The name of the message's uploaded image, which an edited message keeps (the service attaches it again). */
+  image: string | null;
   turnId: string | null;
   editable: boolean;
-  onSend(request: SendRequest): void;
+  onSend(request: SendRequest, attachment?: string | null): void;
 }) {
   const [editing, setEditing] = useState(false);
   const [draft, setDraft] = useState(props.text);
@@ -172,7 +184,8 @@ function UserMessage(props: {
           const message = draft.trim();
           if (!message) return;
           setEditing(false);
-          props.onSend({ message, replaces_turn: props.turnId! });
+          // The service attaches the turn's image to the edited message again.
+          props.onSend({ message, replaces_turn: props.turnId! }, props.image);
         }}
       >
         <label for={id}>Edit your message (sent as a new branch; the earlier one stays reachable)</label>
@@ -186,6 +199,7 @@ function UserMessage(props: {
             if (event.key === 'Escape') setEditing(false);
           }}
         />
+        {props.image ? <p class="attachment-note">Attached: {props.image} (kept)</p> : null}
         <div class="button-row">
           <button type="submit" disabled={!draft.trim()}>
             Send edited message
@@ -201,6 +215,7 @@ function UserMessage(props: {
     <article class="message user" aria-label="You">
       <p class="speaker">You{props.channel !== 'web' ? <span class="channel"> · via {props.channel}</span> : null}</p>
       <p class="user-text">{props.text}</p>
+      {props.attachment ? <p class="attachment-note">Attached: {props.attachment}</p> : null}
       {props.editable ? (
         <button
           type="button"
@@ -220,10 +235,12 @@ function UserMessage(props: {
 function TurnActions(props: {
   view: TurnView;
   question: string | null;
+  /** The name of the question's uploaded image, which a regenerated turn keeps (the service attaches it again). */
+  image: string | null;
   answer: string;
   agents: Agent[];
   busy: boolean;
-  onSend(request: SendRequest): void;
+  onSend(request: SendRequest, attachment?: string | null): void;
   onShowBranch(turnId: string): Promise<void>;
 }) {
   const { view } = props;
@@ -233,11 +250,14 @@ function TurnActions(props: {
   const again = (agent?: string) => {
     if (!props.question) return;
     const agentId = agent ?? view.agent?.id;
-    props.onSend({
-      message: props.question,
-      replaces_turn: view.turn_id,
-      ...(agentId ? { preferred_agents: [agentId] } : {}),
-    });
+    props.onSend(
+      {
+        message: props.question,
+        replaces_turn: view.turn_id,
+        ...(agentId ? { preferred_agents: [agentId] } : {}),
+      },
+      props.image,
+    );
   };
   const others = props.agents.filter((agent) => agent.id !== view.agent?.id);
   const selectId = `another-agent-${view.turn_id}`;

@@ -2,8 +2,10 @@
  * The agent service's chat (spec 4.1, 4.11, 6), all needing a login (cookie, bearer key, or X-API-Key on /api/v1):
  *
  * - `POST /chat/stream/{session_id}` `{message, session_id?, image_data?, image_file_id?, preferred_agents?,
- *   preset_instruction?}`: routes the message, runs it as a durable turn, streams it (events.ts). `image_file_id`
- *   attaches one of the caller's uploaded images (`POST /upload`) as `image_data` attaches an image sent inline.
+ *   preset_instruction?, replaces_turn?}`: routes the message, runs it as a durable turn, streams it (events.ts).
+ *   `image_file_id` attaches one of the caller's uploaded images (`POST /upload`) as `image_data` attaches an image
+ *   sent inline; the turn stores the file's id (not an inline image). `replaces_turn` stands in for an earlier turn
+ *   (`replacing`); with no image of its own the message attaches that turn's stored image again (`imagesOf`).
  * - `POST /chat/loop/{session_id}` `{message, agent_id?, preferred_agents?, image_data?, image_file_id?,
  *   preset_instruction?, max_iterations?, budget_credits?}`: an agent loop, streamed the same way with `iteration`
  *   events.
@@ -81,15 +83,16 @@ export function agentChatRoutes(dependencies: {
   };
 
   /**
-   * The turn a message stands in for (`replaces_turn`), by its number: a turn of the caller's session that has ended
-   * (404 for any other, as for a session not theirs; 409 while it runs: its answer is not there to stand beside yet).
+   * The turn a message stands in for (`replaces_turn`): a turn of the caller's session that has ended (404 for any
+   * other, as for a session not theirs; 409 while it runs: its answer is not there to stand beside yet), with its number
+   * and the uploaded image its message carried. Null without `replaces_turn`.
    */
   const replacing = async (
     context: Context & { state: CallerState },
     key: string,
     turnId: string | undefined,
-  ): Promise<{ replaces?: number }> => {
-    if (turnId === undefined) return {};
+  ): Promise<ReplacedTurn | null> => {
+    if (turnId === undefined) return null;
     const turn = await dependencies.conversations.sessionTurn(
       `user:${requireCaller(context.state).userId}`,
       key,
@@ -101,19 +104,42 @@ export function agentChatRoutes(dependencies: {
         param: 'replaces_turn',
       });
     }
-    return { replaces: turn.number };
+    return { turnId, number: turn.number, imageFileId: turn.imageFileId };
   };
 
-  /** The message's images: `image_data` as sent, and an uploaded image by its id (the caller's own only). */
+  /**
+   * The message's images: `image_data` as sent, and an uploaded image by its id (the caller's own only), whose id the
+   * turn stores (`imageFileId`; an inline image is not stored). A message standing in for a turn (`replaced`) with no
+   * image of its own attaches that turn's stored image again, checked again as the caller's: a regenerated answer, the
+   * message asked of another agent and an edited message all keep the image (as chat products do); an image in the
+   * request replaces it. When that file has been deleted since, the message is refused (404, `replaces_turn`).
+   */
   const imagesOf = async (
     context: Context & { state: CallerState },
     body: { image_data?: string | undefined; image_file_id?: string | undefined },
-  ): Promise<{ images?: string[] }> => {
+    replaced: ReplacedTurn | null,
+  ): Promise<{ images?: string[]; imageFileId?: string }> => {
+    const userId = requireCaller(context.state).userId;
     const images = body.image_data ? [body.image_data] : [];
     if (body.image_file_id) {
-      images.push(await attachedImage(dependencies.uploads, requireCaller(context.state).userId, body.image_file_id));
+      images.push(await attachedImage(dependencies.uploads, userId, body.image_file_id));
+      return { images, imageFileId: body.image_file_id };
+    }
+    if (!body.image_data && replaced?.imageFileId) {
+      const inherited = await attachedImage(dependencies.uploads, userId, replaced.imageFileId, replaced.turnId);
+      return { images: [inherited], imageFileId: replaced.imageFileId };
     }
     return images.length ? { images } : {};
+  };
+
+  /** The fields a message's turn takes from `replaces_turn` and its images. */
+  const standIn = async (
+    context: Context & { state: CallerState },
+    key: string,
+    body: { image_data?: string | undefined; image_file_id?: string | undefined; replaces_turn?: string | undefined },
+  ): Promise<Pick<AgentMessage, 'replaces' | 'images' | 'imageFileId'>> => {
+    const replaced = await replacing(context, key, body.replaces_turn);
+    return { ...(replaced ? { replaces: replaced.number } : {}), ...(await imagesOf(context, body, replaced)) };
   };
 
   router.post('/chat/stream/:session_id', async (context) => {
@@ -123,8 +149,7 @@ export function agentChatRoutes(dependencies: {
       sessionKey: key,
       channel: 'web',
       message: body.message,
-      ...(await replacing(context, key, body.replaces_turn)),
-      ...(await imagesOf(context, body)),
+      ...(await standIn(context, key, body)),
       ...(body.preferred_agents?.length ? { preferredAgents: body.preferred_agents } : {}),
       ...(body.preset_instruction ? { presetInstruction: body.preset_instruction } : {}),
     });
@@ -137,8 +162,7 @@ export function agentChatRoutes(dependencies: {
       sessionKey: key,
       channel: 'web',
       message: body.message,
-      ...(await replacing(context, key, body.replaces_turn)),
-      ...(await imagesOf(context, body)),
+      ...(await standIn(context, key, body)),
       ...(body.preferred_agents?.length ? { preferredAgents: body.preferred_agents } : {}),
       ...(body.agent_id ? { agentId: body.agent_id } : {}),
       ...(body.preset_instruction ? { presetInstruction: body.preset_instruction } : {}),
@@ -216,6 +240,13 @@ function relay(context: Context, openStreams: OpenStreams, events: AsyncGenerato
   openStreams.track(relaying.then(() => responseClosed));
 }
 
+/** A turn a message stands in for (`replaces_turn`): its id, number, and the uploaded image its message carried. */
+interface ReplacedTurn {
+  turnId: string;
+  number: number;
+  imageFileId: string | null;
+}
+
 /** Kinds of upload a vision model can look at. */
 const imageKinds = new Set(['png', 'jpeg', 'webp', 'gif']);
 /** The longest side an attached image is sent at: what vision models read at full detail, and it fits the turn. */
@@ -223,10 +254,23 @@ const attachedImageSide = 1568;
 
 /**
  * An uploaded image as a data URL for the turn: scaled down to fit (the turn's input travels through Temporal, so
- * it stays within `maxImageBase64Chars`), re-encoded as JPEG (a GIF's first frame).
+ * it stays within `maxImageBase64Chars`), re-encoded as JPEG (a GIF's first frame). `ofTurn`: the image is the one
+ * the turn a message stands in for carried (its refusals name `replaces_turn`).
  */
-async function attachedImage(uploads: Pick<UploadStore, 'open'>, userId: string, fileId: string): Promise<string> {
+async function attachedImage(
+  uploads: Pick<UploadStore, 'open'>,
+  userId: string,
+  fileId: string,
+  ofTurn?: string,
+): Promise<string> {
   const upload = await uploads.open(userId, fileId);
+  if (!upload && ofTurn !== undefined) {
+    throw new ApiError(
+      'not_found',
+      `The image file ${fileId} of turn ${ofTurn} is gone (deleted): attach an image again (image_file_id), or send the message as a new turn`,
+      { param: 'replaces_turn' },
+    );
+  }
   if (!upload) throw new ApiError('not_found', `No file ${fileId}`, { param: 'image_file_id' });
   if (!imageKinds.has(upload.kind)) {
     throw new ApiError('invalid_request', `image_file_id: the file is ${upload.kind}, not an image`, {

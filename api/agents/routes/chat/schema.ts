@@ -31,14 +31,18 @@ const messageFields = {
   message: z.string().trim().min(1).max(32_000),
   session_id: sessionKey.optional(),
   image_data: imageData.optional(),
-  /** An uploaded image of the caller's (`POST /upload`), for the turn's vision model. */
+  /**
+   * An uploaded image of the caller's (`POST /upload`), for the turn's vision model. The turn stores its id (an
+   * `image_data` image is not stored): a turn standing in for it attaches it again, and `GET /history` names it.
+   */
   image_file_id: z.string().regex(fileIdPattern, 'must be a file id (file_…)').optional(),
   preferred_agents: z.array(z.string().min(1).max(64)).max(32).optional(),
   preset_instruction: z.string().max(4_000).optional(),
   /**
    * A turn of the session this message stands in for: the new turn follows the same place of the conversation as
    * that one (a regenerated answer, an edited message, the same message asked of another agent), which stays
-   * reachable as an alternative; the conversation moves to the new branch.
+   * reachable as an alternative; the conversation moves to the new branch. Without an image of its own (neither
+   * `image_file_id` nor `image_data`) the message attaches that turn's uploaded image again (404 when it was deleted).
    */
   replaces_turn: z.string().regex(chatTurnIdPattern, 'must be a turn id of the session (chat-…)').optional(),
 };

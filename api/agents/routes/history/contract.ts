@@ -66,9 +66,22 @@ export const historyContracts = [
                 alternatives: z.array(z.string()).meta({
                   description: 'The turns at this place of the conversation (this one included), oldest first',
                 }),
+                attachment: z
+                  .strictObject({
+                    file_id: z.string(),
+                    file_name: z.string(),
+                    content_type: z.string(),
+                  })
+                  .nullable()
+                  .meta({
+                    description:
+                      'The uploaded image the turn’s message carried (`image_file_id`); null when it had none, an image sent inline (`image_data`, not stored), or a file deleted since (its name went with it)',
+                  }),
               }),
             )
-            .meta({ description: 'The page’s turns: the agent that answered, the cost, the alternatives' }),
+            .meta({
+              description: 'The page’s turns: the agent that answered, the cost, the alternatives, the attached image',
+            }),
         }),
         'The page (of the branch the conversation is on)',
       ),
