@@ -49,19 +49,16 @@ export function ChatPage() {
     }
   }, [routeSession, query.turn]);
 
+  // Called once the turn's first token is painted, or a second after its start (live.ts).
   const onTurnStarted = (session: string, turnId: string) => {
-    // Each of these re-renders the whole app, and neither is urgent: they wait until the page is idle (after the
-    // first token is painted, when it comes with the turn's start), 300 ms at most.
-    whenIdle(() => {
-      const path = `/chats/${encodeURIComponent(session)}`;
-      // Unless the person went elsewhere meanwhile: the address names the session and, while it runs, the turn
-      // (replaced, so Back does not step through turns).
-      if (window.location.pathname === '/' || window.location.pathname === path) {
-        location.route(isRunning(turnId) ? `${path}?turn=${encodeURIComponent(turnId)}` : path, true);
-      }
-      // The chat is listed from its first message on: an approval or a loop may keep its answer for minutes.
-      void sessions.reload();
-    });
+    const path = `/chats/${encodeURIComponent(session)}`;
+    // Unless the person went elsewhere meanwhile: the address names the session and, while it runs, the turn
+    // (replaced, so Back does not step through turns).
+    if (window.location.pathname === '/' || window.location.pathname === path) {
+      location.route(isRunning(turnId) ? `${path}?turn=${encodeURIComponent(turnId)}` : path, true);
+    }
+    // The chat is listed from its first message on: an approval or a loop may keep its answer for minutes.
+    void sessions.reload();
   };
   const onTurnEnded = () => {
     void sessions.reload();
@@ -100,11 +97,6 @@ export function ChatPage() {
       />
     </div>
   );
-}
-
-function whenIdle(work: () => void): void {
-  if (typeof requestIdleCallback === 'function') requestIdleCallback(work, { timeout: 300 });
-  else setTimeout(work, 50);
 }
 
 function clearTurnFromAddress(): void {

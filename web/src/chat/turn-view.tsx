@@ -85,20 +85,15 @@ let drawnMarked = false;
 
 /**
  * User Timing marks for `npm run bench:web`, set once per page load: the first token's DOM commit
- * (`tessera:first-token-committed`); a task posted then (`tessera:first-token-drawn`: Chromium runs it after the next
- * frame when one is due, before that frame otherwise); and a task posted from the next frame's animation callbacks
- * (`tessera:first-token-painted`), which runs once that frame, the one that paints the token, has been rendered.
+ * (`tessera:first-token-committed`), and a task posted then (`tessera:first-token-drawn`: Chromium runs it after the
+ * next frame when one is due, before that frame otherwise). live.ts marks the token's arrival and the end of the frame
+ * that paints it.
  */
 function markFirstToken(): void {
   drawnMarked = true;
   performance.mark('tessera:first-token-committed');
-  afterTask(() => performance.mark('tessera:first-token-drawn'));
-  requestAnimationFrame(() => afterTask(() => performance.mark('tessera:first-token-painted')));
-}
-
-function afterTask(work: () => void): void {
   const channel = new MessageChannel();
-  channel.port1.onmessage = work;
+  channel.port1.onmessage = () => performance.mark('tessera:first-token-drawn');
   channel.port2.postMessage(null);
 }
 
