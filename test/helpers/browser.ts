@@ -8,6 +8,8 @@ import { createRequire } from 'node:module';
 import { spawnSync } from 'node:child_process';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { ensureWebBuild } from '../../scripts/lib/web-build.ts';
+import { startTestPlatform, type TestPlatform } from './platform.ts';
+import { startTestSmtp, type TestSmtp } from './smtp.ts';
 
 const require = createRequire(import.meta.url);
 const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
@@ -78,4 +80,52 @@ export async function logInByMail(
   const link = /http:\/\/127\.0\.0\.1:\d+\/auth\/verify\?token=[A-Za-z0-9_-]+/.exec(mail.text)![0];
   await page.goto(link);
   await page.getByRole('navigation', { name: 'Main' }).waitFor();
+}
+
+/** A person logged into the web app in Chromium, on a test platform and SMTP server of the test file's own. */
+export interface PersonInBrowser {
+  platform: TestPlatform;
+  smtp: TestSmtp;
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+  cspViolations: string[];
+  /** Closes the browser, the platform and the SMTP server (each as far as it started). */
+  close(): Promise<void>;
+}
+
+/**
+ * How the person-facing test files start: an SMTP server, a platform sending its mail there (`environment` adds the
+ * file's own settings), the account of `email` made on the business plan by the operator's key (so every model is the
+ * person's to choose), and the person logged in by a magic link in a fresh browser; `clipboard` lets the page read and
+ * write the clipboard (Copy buttons).
+ */
+export async function startPersonInBrowser(
+  email: string,
+  options: { environment?: (simulatorUrl: string) => Record<string, string>; clipboard?: boolean } = {},
+): Promise<PersonInBrowser> {
+  const smtp = await startTestSmtp();
+  let platform: TestPlatform | undefined;
+  let opened: Awaited<ReturnType<typeof openBrowserPage>> | undefined;
+  const close = async () => {
+    await opened?.browser.close();
+    await platform?.close();
+    await smtp.close();
+  };
+  try {
+    platform = await startTestPlatform((simulatorUrl) => ({
+      SMTP_URL: smtp.url,
+      ...options.environment?.(simulatorUrl),
+    }));
+    await platform.createKey(email, 'business');
+    opened = await openBrowserPage();
+    if (options.clipboard) {
+      await opened.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: platform.agentsUrl });
+    }
+    await logInByMail(opened.page, platform.agentsUrl, smtp, email);
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { platform, smtp, ...opened, close };
 }

@@ -9,17 +9,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdirSync } from 'node:fs';
-import type { Browser, BrowserContext, JSHandle, Page } from 'playwright-core';
-import { logInByMail, openBrowserPage, seriousViolations } from '../helpers/browser.ts';
+import type { JSHandle, Page } from 'playwright-core';
+import { seriousViolations, startPersonInBrowser, type PersonInBrowser } from '../helpers/browser.ts';
 import { csvOf } from '../helpers/documents.ts';
 import { englishImage } from '../helpers/media-images.ts';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
-import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
 
-let platform: TestPlatform;
-let smtp: TestSmtp;
-let browser: Browser;
-let context: BrowserContext;
+let person: PersonInBrowser;
 let page: Page;
 let cspViolations: string[];
 const email = `composer-${Date.now()}@example.com`;
@@ -27,20 +22,15 @@ const email = `composer-${Date.now()}@example.com`;
 const screenshots = process.env.WEB_SCREENSHOTS;
 
 beforeAll(async () => {
-  smtp = await startTestSmtp();
   // A small file limit, so the page's refusal of a file over it is cheap to show.
-  platform = await startTestPlatform({ SMTP_URL: smtp.url, UPLOAD_MAX_BYTES: String(100 * 1024) });
-  await platform.createKey(email, 'business');
-  ({ browser, context, page, cspViolations } = await openBrowserPage());
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: platform.agentsUrl });
-  await logInByMail(page, platform.agentsUrl, smtp, email);
+  person = await startPersonInBrowser(email, {
+    environment: () => ({ UPLOAD_MAX_BYTES: String(100 * 1024) }),
+    clipboard: true,
+  });
+  ({ page, cspViolations } = person);
 }, 180_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await platform?.close();
-  await smtp?.close();
-});
+afterAll(() => person?.close());
 
 const composer = () => page.getByRole('form', { name: 'Send a message' });
 const messageBox = () => page.getByRole('textbox', { name: 'Message' });

@@ -9,35 +9,22 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdirSync } from 'node:fs';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { logInByMail, openBrowserPage, seriousViolations } from '../helpers/browser.ts';
+import type { Page } from 'playwright-core';
+import { seriousViolations, startPersonInBrowser, type PersonInBrowser } from '../helpers/browser.ts';
 import { englishImage } from '../helpers/media-images.ts';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
-import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-let platform: TestPlatform;
-let smtp: TestSmtp;
-let browser: Browser;
-let context: BrowserContext;
+let person: PersonInBrowser;
 let page: Page;
 const email = `turns-${Date.now()}@example.com`;
 const screenshots = process.env.WEB_SCREENSHOTS;
 
 beforeAll(async () => {
-  smtp = await startTestSmtp();
-  platform = await startTestPlatform({ SMTP_URL: smtp.url });
-  await platform.createKey(email, 'business');
-  ({ browser, context, page } = await openBrowserPage());
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: platform.agentsUrl });
-  await logInByMail(page, platform.agentsUrl, smtp, email);
+  person = await startPersonInBrowser(email, { clipboard: true });
+  ({ page } = person);
 }, 180_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await platform?.close();
-  await smtp?.close();
-});
+afterAll(() => person?.close());
 
 const messageBox = () => page.getByRole('textbox', { name: 'Message' });
 const chats = () => page.getByRole('complementary', { name: 'Chats' });

@@ -11,14 +11,15 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { logInByMail, openBrowserPage, seriousViolations } from '../helpers/browser.ts';
+import { seriousViolations, startPersonInBrowser, type PersonInBrowser } from '../helpers/browser.ts';
 import { csvOf } from '../helpers/documents.ts';
 import { englishImage } from '../helpers/media-images.ts';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import type { TestPlatform } from '../helpers/platform.ts';
 import { simulatedGoogle } from '../../scripts/lib/simulated-providers.ts';
-import { startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
+import type { TestSmtp } from '../helpers/smtp.ts';
 import { waitFor } from '../helpers/wait.ts';
 
+let person: PersonInBrowser;
 let platform: TestPlatform;
 let smtp: TestSmtp;
 let browser: Browser;
@@ -27,24 +28,17 @@ let page: Page;
 const email = `workspace-${Date.now()}@example.com`;
 
 beforeAll(async () => {
-  smtp = await startTestSmtp();
   // Google's sign-in played by the simulator, as `npm start` does without GOOGLE_CLIENT_ID.
-  platform = await startTestPlatform((simulatorUrl) => ({
-    SMTP_URL: smtp.url,
-    ...simulatedGoogle(simulatorUrl, {}),
-    TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64url'),
-  }));
-  // The account exists on the business plan first (the operator's key), so every model is the person's to choose.
-  await platform.createKey(email, 'business');
-  ({ browser, context, page } = await openBrowserPage());
-  await logInByMail(page, platform.agentsUrl, smtp, email);
+  person = await startPersonInBrowser(email, {
+    environment: (simulatorUrl) => ({
+      ...simulatedGoogle(simulatorUrl, {}),
+      TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64url'),
+    }),
+  });
+  ({ platform, smtp, browser, context, page } = person);
 }, 180_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await platform?.close();
-  await smtp?.close();
-});
+afterAll(() => person?.close());
 
 async function openPage(name: string): Promise<void> {
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).click();

@@ -110,11 +110,15 @@ export function Transcript(props: TranscriptProps) {
         ...unplaced.map((entry) => (
           <div class="turn-group" key={liveKey(entry)}>
             {entry.userMessage ? (
-              <article class="message user" aria-label="You">
-                <p class="speaker">You</p>
-                <p class="user-text">{entry.userMessage}</p>
-                {entry.attachment ? <p class="attachment-note">Attached: {entry.attachment}</p> : null}
-              </article>
+              <UserMessage
+                text={entry.userMessage}
+                channel="web"
+                attachment={entry.attachment}
+                image={null}
+                turnId={null}
+                editable={false}
+                onSend={props.onSend}
+              />
             ) : null}
             {entry.refusal ? (
               <p class="note error" role="alert">

@@ -7,7 +7,7 @@ import { api, data, type Answer } from '../api/client.ts';
 import { Markdown } from '../components/markdown.tsx';
 import { ErrorNote, formatDate, formatNumber, formatUsd, Json, useAction } from '../components/ui.tsx';
 import type { Approval, ToolCall, Turn } from './events.ts';
-import { markCancelling, useLiveTurn, type LiveTurn } from './live.ts';
+import { markAfterTask, markCancelling, useLiveTurn, type LiveTurn } from './live.ts';
 
 export type HistoryPage = Answer<'/history/{session_id}', 'get'>;
 export type HistoryMessage = HistoryPage['messages'][number];
@@ -44,17 +44,8 @@ export function groupByTurn(messages: HistoryMessage[]): TurnGroup[] {
   return groups;
 }
 
+/** A stored message of a turn's answer: a tool's result or the assistant's text (the question is transcript.tsx's). */
 export function HistoryItem({ message, view }: { message: HistoryMessage; view?: TurnView | undefined }) {
-  if (message.role === 'user') {
-    return (
-      <article class="message user" aria-label="You">
-        <p class="speaker">
-          You{message.channel !== 'web' ? <span class="channel"> · via {message.channel}</span> : null}
-        </p>
-        <p class="user-text">{message.content}</p>
-      </article>
-    );
-  }
   if (message.role === 'tool') {
     return (
       <details class="tool-card done">
@@ -92,9 +83,7 @@ let drawnMarked = false;
 function markFirstToken(): void {
   drawnMarked = true;
   performance.mark('tessera:first-token-committed');
-  const channel = new MessageChannel();
-  channel.port1.onmessage = () => performance.mark('tessera:first-token-drawn');
-  channel.port2.postMessage(null);
+  markAfterTask('tessera:first-token-drawn');
 }
 
 export function LiveTurnView({ entry }: { entry: LiveTurn }) {
