@@ -163,8 +163,9 @@ describe('Replicate engines', () => {
   it('runs a video prediction through starting, processing and succeeded, and serves an MP4', async () => {
     const engine = video();
     const { providerJobId } = await engine.create({
-      // Long enough that the first poll lands within its first fifth (`starting`) on a busy machine too.
-      prompt: 'waves at dusk [[takes 2s]]',
+      // Long enough that the first poll lands within its first fifth (`starting`) on a busy machine too: with 2 s (a
+      // fifth of 400 ms), a CI run on a slow two-core draw polled first after it.
+      prompt: 'waves at dusk [[takes 5s]]',
       durationSeconds: 8,
       mode: 'pro',
     });
@@ -176,12 +177,12 @@ describe('Replicate engines', () => {
     });
     expect(created.headers.authorization).toBe('Bearer r8_sim');
     expect(created.body).toEqual({
-      input: { prompt: 'waves at dusk [[takes 2s]]', duration: 10, aspect_ratio: '16:9' },
+      input: { prompt: 'waves at dusk [[takes 5s]]', duration: 10, aspect_ratio: '16:9' },
     });
 
     const seen: string[] = [];
     let outcome = await engine.poll(providerJobId);
-    for (let polls = 0; outcome.status === 'running' && polls < 150; polls++) {
+    for (let polls = 0; outcome.status === 'running' && polls < 400; polls++) {
       seen.push(outcome.progress === undefined ? 'starting' : 'processing');
       await sleep(40);
       outcome = await engine.poll(providerJobId);
