@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { freePorts, isRunning, processTree, startChild, waitForHttp } from '../../scripts/lib/processes.ts';
+import { workflowReport } from './wait.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -151,9 +152,16 @@ export async function tearDownPlatform(options: {
   dataDir: string | undefined;
   passed: boolean;
   log: (line: string) => void;
+  /** The platform's Temporal: on a failure its workflows are listed (what was pending, and why). */
+  temporalAddress?: string;
 }): Promise<void> {
-  if (!options.passed && options.platform)
+  if (!options.passed && options.platform) {
     options.log(`platform output (last lines):\n${options.platform.output(120)}`);
+    if (options.temporalAddress) {
+      const report = await workflowReport(options.temporalAddress).catch((error: unknown) => String(error));
+      options.log(`workflows:\n${report}`);
+    }
+  }
   await options.platform?.stop(20_000);
   await options.simulator?.close();
   if (options.dataDir) await rm(options.dataDir, { recursive: true, force: true, maxRetries: 5 });

@@ -34,3 +34,34 @@ export async function workflowClosed(temporalAddress: string, workflowId: string
     await connection.close();
   }
 }
+
+/**
+ * What the platform's Temporal holds, for a failed test's log: each workflow (newest first, at most `limit`) with its
+ * status and, while open, its pending workflow task and activities (attempt, last failure). A background step that
+ * never came is then named: not started, waiting for a worker, or retrying an activity and why.
+ */
+export async function workflowReport(temporalAddress: string, limit = 20): Promise<string> {
+  const connection = await Connection.connect({ address: temporalAddress, connectTimeout: 5_000 });
+  try {
+    const client = new Client({ connection });
+    const lines: string[] = [];
+    for await (const info of client.workflow.list()) {
+      if (lines.length >= limit) break;
+      let line = `${info.workflowId} ${info.type} ${info.status.name} started ${info.startTime.toISOString()}`;
+      if (info.status.name === 'RUNNING') {
+        const { raw } = await client.workflow.getHandle(info.workflowId, info.runId).describe();
+        const task = raw.pendingWorkflowTask;
+        if (task) line += `\n  workflow task: ${String(task.state)} attempt ${String(task.attempt)}`;
+        for (const activity of raw.pendingActivities ?? []) {
+          line +=
+            `\n  activity ${String(activity.activityType?.name)}: ${String(activity.state)} attempt ` +
+            `${String(activity.attempt)}${activity.lastFailure ? `, last failure: ${String(activity.lastFailure.message)}` : ''}`;
+        }
+      }
+      lines.push(line);
+    }
+    return lines.join('\n') || '(no workflows)';
+  } finally {
+    await connection.close();
+  }
+}

@@ -56,7 +56,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await connection?.close().catch(() => undefined);
-  await tearDownPlatform({ platform, simulator, dataDir, passed, log });
+  await tearDownPlatform({ platform, simulator, dataDir, passed, log, temporalAddress });
 }, 60_000);
 
 const sql = <Row>(text: string, values: unknown[] = []) => sqlOnce<Row>(databaseUrl, text, values);

@@ -66,7 +66,14 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await tearDownPlatform({ platform, simulator, dataDir: setup?.dataDir, passed, log });
+  await tearDownPlatform({
+    platform,
+    simulator,
+    dataDir: setup?.dataDir,
+    passed,
+    log,
+    temporalAddress: setup?.temporalAddress,
+  });
   await new Promise((resolve) => receiver?.close(resolve));
 }, 60_000);
 

@@ -41,7 +41,14 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await tearDownPlatform({ platform, simulator, dataDir: setup?.dataDir, passed, log });
+  await tearDownPlatform({
+    platform,
+    simulator,
+    dataDir: setup?.dataDir,
+    passed,
+    log,
+    temporalAddress: setup?.temporalAddress,
+  });
 }, 60_000);
 
 interface Outcome {

@@ -35,7 +35,14 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await tearDownPlatform({ platform, simulator, dataDir: setup.dataDir, passed, log });
+  await tearDownPlatform({
+    platform,
+    simulator,
+    dataDir: setup.dataDir,
+    passed,
+    log,
+    temporalAddress: setup.temporalAddress,
+  });
 }, 60_000);
 
 const sql = <Row>(text: string, values: unknown[] = []) => sqlOnce<Row>(setup.databaseUrl, text, values);

@@ -5,7 +5,7 @@
  * chat once, and the same delivery sent again after the restart is answered with the first run.
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { simulatedMessengers, simulatedMessengerCredentials } from '../../scripts/lib/simulated-providers.ts';
 import { simulatorControl, startSimulator, type RunningSimulator } from '../../simulator/server.ts';
@@ -47,7 +47,14 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await tearDownPlatform({ platform, simulator, dataDir: setup?.dataDir, passed, log });
+  await tearDownPlatform({
+    platform,
+    simulator,
+    dataDir: setup?.dataDir,
+    passed,
+    log,
+    temporalAddress: setup?.temporalAddress,
+  });
 }, 60_000);
 
 const sql = <Row>(text: string, values: unknown[] = []) => sqlOnce<Row>(setup.databaseUrl, text, values);
@@ -64,7 +71,8 @@ it('finishes a webhook run killed mid-way after a restart, once', async () => {
   const { key, userId } = await createBusinessKey(setup, 'webhook-kill');
 
   // The owner links a Telegram chat (the code from the agent service, `/link CODE` sent from the chat).
-  const chat = String(Date.now()).slice(-9);
+  // Nine digits with no leading zero: Telegram's chat id is a number, so "012345678" would come back as "12345678".
+  const chat = String(randomInt(100_000_000, 1_000_000_000));
   const { code } = await json(
     await fetch(`${setup.agentsUrl}/link/code`, {
       headers: { authorization: `Bearer ${key}`, accept: 'application/json' },
