@@ -23,8 +23,11 @@
  * audio is transcribed to a sentence derived from its bytes. A prediction runs for `mediaJobMs` (SimulatorOptions; default
  * `SIM_MEDIA_JOB_MS`, else 1500 ms)
  * — `starting` for its first fifth, `processing` (with tqdm-style percentages in `logs`) until done — and then
- * succeeds. Directives in the prompt: `[[takes 3s]]` / `[[takes 400ms]]` sets the run time, `[[fail]]` ends it
- * `failed` with an error, `[[poll-error 2]]` answers the first 2 polls with 500.
+ * succeeds. Directives in the prompt: `[[takes 3s]]` / `[[takes 400ms]]` sets the run time, `[[polls 4]]` runs it by
+ * polls instead of the clock (`starting` at the first poll, `processing` at the next ones, ended at the 4th, or at
+ * the first with `[[polls 1]]`: a test
+ * sees each state whatever its machine's speed), `[[fail]]` ends it `failed` with an error, `[[poll-error 2]]`
+ * answers the first 2 polls with 500.
  *
  * Every request is recorded in the request log (model: the body's model, ElevenLabs' model_id, Replicate's
  * owner/name; a poll or cancel counts under its prediction's model) and takes faults matching its protocol and
@@ -72,6 +75,8 @@ interface Prediction {
   runMs: number;
   failure: string | undefined;
   pollErrors: number;
+  /** `[[polls N]]`: the run ends at the N-th poll (a poll answered 500 does not count); `seen` polls so far. */
+  byPolls: { total: number; seen: number } | undefined;
   canceledAt: number | undefined;
   output: { extension: 'mp3' | 'mp4' | 'png'; seconds: number };
 }
@@ -418,6 +423,7 @@ async function createPrediction(
   const prompt = typeof input.prompt === 'string' ? input.prompt : '';
   const takes = /\[\[takes (\d+(?:\.\d+)?)(ms|s)\]\]/.exec(prompt);
   const pollErrors = /\[\[poll-error (\d+)\]\]/.exec(prompt);
+  const polls = /\[\[polls (\d+)\]\]/.exec(prompt);
   const audio = kind === 'audio';
   const requestedSeconds = Number(input.duration ?? input.duration_seconds ?? (audio ? 8 : 5));
   const extension = kind === 'audio' ? 'mp3' : kind === 'video' ? 'mp4' : 'png';
@@ -427,11 +433,12 @@ async function createPrediction(
     version: requestedVersion?.split(':').at(-1) ?? createHash('sha256').update(model).digest('hex'),
     input,
     createdAt: Date.now(),
-    runMs: takes ? Number(takes[1]) * (takes[2] === 's' ? 1000 : 1) : jobMs,
+    runMs: polls ? pollRunMs : takes ? Number(takes[1]) * (takes[2] === 's' ? 1000 : 1) : jobMs,
     failure: /\[\[fail\]\]/.test(prompt)
       ? 'Simulated failure: the model could not generate an output for this prompt.'
       : undefined,
     pollErrors: pollErrors ? Number(pollErrors[1]) : 0,
+    byPolls: polls ? { total: Math.max(1, Number(polls[1])), seen: 0 } : undefined,
     canceledAt: undefined,
     output: {
       extension,
@@ -453,7 +460,7 @@ async function createPrediction(
 
   // `Prefer: wait[=n]` holds the response until the prediction ends or n seconds (default 60) pass.
   const prefer = /^wait(?:=(\d+))?$/.exec(headerValue(exchange.request.headers, 'prefer') ?? '');
-  if (prefer) {
+  if (prefer && !prediction.byPolls) {
     const waitMs = Math.min(prediction.runMs, Number(prefer[1] ?? 60) * 1000);
     if (!(await pause(waitMs, exchange.signal))) return;
   }
@@ -474,6 +481,7 @@ async function predictionCall(
     prediction.pollErrors -= 1;
     return reply(500, replicateError(500, 'Internal Server Error', `Simulated poll error for prediction ${id}.`));
   }
+  if (action === 'get' && prediction.byPolls) countPoll(prediction, prediction.byPolls);
   if (action === 'cancel' && !terminal(statusOf(prediction))) prediction.canceledAt = Date.now();
   await reply(200, renderPrediction(prediction, exchange.origin));
 }
@@ -496,6 +504,27 @@ async function listPredictions(exchange: Exchange, predictions: Map<string, Pred
     previous: offset > 0 ? link(Math.max(0, offset - listPageSize)) : null,
     results: page.map((prediction) => renderPrediction(prediction, exchange.origin)),
   });
+}
+
+/** How long a prediction run by polls would take by the clock: far longer than any test waits between polls. */
+const pollRunMs = 60 * 60 * 1000;
+
+/**
+ * A poll of a prediction run by polls: its clock is set so that the clock-based rendering shows this poll's state
+ * (`starting` at the first, `processing` with a proportional percentage, then ended at the last).
+ */
+function countPoll(prediction: Prediction, byPolls: { total: number; seen: number }): void {
+  if (byPolls.seen >= byPolls.total || prediction.canceledAt !== undefined) return;
+  byPolls.seen += 1;
+  const now = Date.now();
+  if (byPolls.seen === byPolls.total) {
+    prediction.runMs = now - prediction.createdAt;
+  } else if (byPolls.seen === 1) {
+    prediction.createdAt = now;
+  } else {
+    const done = (byPolls.seen - 1) / (byPolls.total - 1);
+    prediction.createdAt = now - pollRunMs / 5 - done * ((pollRunMs * 4) / 5);
+  }
 }
 
 type PredictionStatus = 'starting' | 'processing' | 'succeeded' | 'failed' | 'canceled';

@@ -163,9 +163,9 @@ describe('Replicate engines', () => {
   it('runs a video prediction through starting, processing and succeeded, and serves an MP4', async () => {
     const engine = video();
     const { providerJobId } = await engine.create({
-      // Long enough that the first poll lands within its first fifth (`starting`) on a busy machine too: with 2 s (a
-      // fifth of 400 ms), a CI run on a slow two-core draw polled first after it.
-      prompt: 'waves at dusk [[takes 5s]]',
+      // Run by polls, not the clock: starting at the first, processing at the next two, done at the fourth, however
+      // slow the machine (a run of 2 s, `starting` for 400 ms, was once polled first after that on CI).
+      prompt: 'waves at dusk [[polls 4]]',
       durationSeconds: 8,
       mode: 'pro',
     });
@@ -177,18 +177,16 @@ describe('Replicate engines', () => {
     });
     expect(created.headers.authorization).toBe('Bearer r8_sim');
     expect(created.body).toEqual({
-      input: { prompt: 'waves at dusk [[takes 5s]]', duration: 10, aspect_ratio: '16:9' },
+      input: { prompt: 'waves at dusk [[polls 4]]', duration: 10, aspect_ratio: '16:9' },
     });
 
     const seen: string[] = [];
     let outcome = await engine.poll(providerJobId);
-    for (let polls = 0; outcome.status === 'running' && polls < 400; polls++) {
-      seen.push(outcome.progress === undefined ? 'starting' : 'processing');
-      await sleep(40);
+    while (outcome.status === 'running' && seen.length < 10) {
+      seen.push(outcome.progress === undefined ? 'starting' : `processing ${outcome.progress}`);
       outcome = await engine.poll(providerJobId);
     }
-    expect(seen[0]).toBe('starting');
-    expect(seen).toContain('processing');
+    expect(seen).toEqual(['starting', 'processing 0.33', 'processing 0.66']);
     expect(outcome.status).toBe('succeeded');
     if (outcome.status !== 'succeeded') return;
     const [output] = outcome.outputs as Array<{ url: string; contentType?: string }>;
@@ -201,14 +199,13 @@ describe('Replicate engines', () => {
   it('reports a failed prediction with its error', async () => {
     const engine = music();
     const { providerJobId } = await engine.create({
-      prompt: 'jazz [[fail]] [[takes 50ms]]',
+      prompt: 'jazz [[fail]] [[polls 1]]',
       type: 'music',
       durationSeconds: 12,
     });
     expect((await lastRequest()).body).toEqual({
-      input: { prompt: 'jazz [[fail]] [[takes 50ms]]', duration: 12, output_format: 'mp3' },
+      input: { prompt: 'jazz [[fail]] [[polls 1]]', duration: 12, output_format: 'mp3' },
     });
-    await sleep(80);
     const outcome = await engine.poll(providerJobId);
     expect(outcome).toEqual({ status: 'failed', error: expect.stringMatching(/Simulated failure/) });
   });
