@@ -149,20 +149,19 @@ export async function createBusinessKey(setup: PlatformSetup, label: string): Pr
 export async function tearDownPlatform(options: {
   platform: PlatformProcess | undefined;
   simulator: { close(): Promise<void> } | undefined;
-  dataDir: string | undefined;
+  /** Its data directory goes; on a failure its Temporal's workflows are listed (what was pending, and why). */
+  setup: Pick<PlatformSetup, 'dataDir' | 'temporalAddress'> | undefined;
   passed: boolean;
   log: (line: string) => void;
-  /** The platform's Temporal: on a failure its workflows are listed (what was pending, and why). */
-  temporalAddress?: string;
 }): Promise<void> {
   if (!options.passed && options.platform) {
     options.log(`platform output (last lines):\n${options.platform.output(120)}`);
-    if (options.temporalAddress) {
-      const report = await workflowReport(options.temporalAddress).catch((error: unknown) => String(error));
+    if (options.setup) {
+      const report = await workflowReport(options.setup.temporalAddress).catch((error: unknown) => String(error));
       options.log(`workflows:\n${report}`);
     }
   }
   await options.platform?.stop(20_000);
   await options.simulator?.close();
-  if (options.dataDir) await rm(options.dataDir, { recursive: true, force: true, maxRetries: 5 });
+  if (options.setup) await rm(options.setup.dataDir, { recursive: true, force: true, maxRetries: 5 });
 }

@@ -38,7 +38,6 @@ let simulator: RunningSimulator;
 let setup: PlatformSetup;
 let platform: PlatformProcess | undefined;
 let connection: Connection | undefined;
-let dataDir: string;
 let environment: Record<string, string | undefined>;
 let apiUrl: string;
 let databaseUrl: string;
@@ -51,12 +50,12 @@ beforeAll(async () => {
   simulator = await startSimulator();
   await simulatorControl(simulator.url).addFault({ fault: { latency_ms: providerLatencyMs } });
   setup = await platformSetup('crash-recovery', simulator.url, { CREDIT_HOLD_GRACE: creditHoldGrace });
-  ({ dataDir, environment, apiUrl, databaseUrl, temporalAddress } = setup);
+  ({ environment, apiUrl, databaseUrl, temporalAddress } = setup);
 });
 
 afterAll(async () => {
   await connection?.close().catch(() => undefined);
-  await tearDownPlatform({ platform, simulator, dataDir, passed, log, temporalAddress });
+  await tearDownPlatform({ platform, simulator, setup, passed, log });
 }, 60_000);
 
 const sql = <Row>(text: string, values: unknown[] = []) => sqlOnce<Row>(databaseUrl, text, values);

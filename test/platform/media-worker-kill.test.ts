@@ -66,14 +66,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await tearDownPlatform({
-    platform,
-    simulator,
-    dataDir: setup?.dataDir,
-    passed,
-    log,
-    temporalAddress: setup?.temporalAddress,
-  });
+  await tearDownPlatform({ platform, simulator, setup, passed, log });
   await new Promise((resolve) => receiver?.close(resolve));
 }, 60_000);
 

@@ -41,14 +41,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await tearDownPlatform({
-    platform,
-    simulator,
-    dataDir: setup?.dataDir,
-    passed,
-    log,
-    temporalAddress: setup?.temporalAddress,
-  });
+  await tearDownPlatform({ platform, simulator, setup, passed, log });
 }, 60_000);
 
 interface Outcome {

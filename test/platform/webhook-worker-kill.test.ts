@@ -47,14 +47,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await tearDownPlatform({
-    platform,
-    simulator,
-    dataDir: setup?.dataDir,
-    passed,
-    log,
-    temporalAddress: setup?.temporalAddress,
-  });
+  await tearDownPlatform({ platform, simulator, setup, passed, log });
 }, 60_000);
 
 const sql = <Row>(text: string, values: unknown[] = []) => sqlOnce<Row>(setup.databaseUrl, text, values);
