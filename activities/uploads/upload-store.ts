@@ -244,11 +244,11 @@ export class UploadStore {
     return Number(rows[0]!.used);
   }
 
-  /** The account's files, newest first. */
-  async list(userId: string): Promise<UploadRecord[]> {
+  /** The account's files, newest first (the newest `limit`, when given). */
+  async list(userId: string, limit?: number): Promise<UploadRecord[]> {
     const { rows } = await this.options.pool.query<UploadRow>(
-      'select * from uploads where user_id = $1 order by created_at desc, id desc',
-      [userId],
+      'select * from uploads where user_id = $1 order by created_at desc, id desc limit $2',
+      [userId, limit ?? null],
     );
     return rows.map(toRecord);
   }

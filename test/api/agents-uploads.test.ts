@@ -161,6 +161,15 @@ describe('uploading', () => {
     const listed = (await (await get('/upload', quotaKey)).json()) as Json;
     expect(listed.used_bytes).toBe(taken);
     expect(listed.quota_bytes).toBe(quotaBytes);
+    // The newest n files, or (limit=0) the quota's figures alone; the same figures either way.
+    const newest = (await (await get('/upload?limit=2', quotaKey)).json()) as Json;
+    expect(newest.files.map((file: Json) => file.id)).toEqual(listed.files.slice(0, 2).map((file: Json) => file.id));
+    expect(await (await get('/upload?limit=0', quotaKey)).json()).toEqual({ ...listed, files: [] });
+    for (const query of ['limit=-1', 'limit=1001', 'limit=two', 'page=2']) {
+      const refused = await get(`/upload?${query}`, quotaKey);
+      expect({ query, status: refused.status }).toEqual({ query, status: 400 });
+      expect(((await refused.json()) as Json).error.type).toBe('invalid_request');
+    }
   });
 
   it('takes base64 JSON for API clients, and keeps only the name of a path', async () => {

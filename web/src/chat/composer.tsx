@@ -59,7 +59,8 @@ interface Attachment {
 /** Why the service would refuse `file` for its size (upload-store.ts's rules: empty, the file limit, the quota). */
 async function sizeRefusal(file: File): Promise<string | null> {
   if (file.size === 0) return `${file.name} is empty`;
-  const limits = await data(api.GET('/upload'));
+  // The quota's figures alone (`limit=0`): not the list of every file the account has.
+  const limits = await data(api.GET('/upload', { params: { query: { limit: 0 } } }));
   if (file.size > limits.max_file_bytes) {
     return `${file.name} (${formatBytes(file.size)}) is larger than the limit of ${formatBytes(limits.max_file_bytes)}`;
   }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { uploadKinds } from '../../../../activities/uploads/upload-store.ts';
 import { bytes, isoDate, json, route } from '../../../openapi/contract.ts';
 import { ragIndexSchema } from '../rag/contract.ts';
-import { base64UploadSchema, downloadQuerySchema, fileNameSchema } from './schema.ts';
+import { base64UploadSchema, downloadQuerySchema, fileNameSchema, listQuerySchema } from './schema.ts';
 
 const tags = ['Files and RAG'];
 
@@ -47,9 +47,10 @@ export const uploadContracts = [
   route({
     method: 'GET',
     path: '/upload',
-    summary: 'The caller’s files and quota',
+    summary: 'The caller’s files, newest first (`limit`: the newest n; 0 for the quota alone), and quota',
     tags,
     access: 'caller',
+    request: { query: listQuerySchema },
     responses: {
       200: json(
         z.strictObject({

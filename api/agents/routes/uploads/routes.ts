@@ -13,7 +13,7 @@ import { requireCaller, type CallerState } from '../../../auth.ts';
 import { ApiError, invalidRequest } from '../../../errors.ts';
 import { readOneFile } from '../../../multipart.ts';
 import { refuseUnacceptableText } from '../../../text-policy.ts';
-import { base64UploadSchema, downloadQuerySchema, fileIdPattern, fileNameSchema } from './schema.ts';
+import { base64UploadSchema, downloadQuerySchema, fileIdPattern, fileNameSchema, listQuerySchema } from './schema.ts';
 
 /** What a file looks like to a client. `extra` adds what other areas know of it (its RAG index). */
 export function presentUpload(file: UploadRecord, extra: Record<string, unknown> = {}) {
@@ -52,14 +52,22 @@ export function uploadRoutes(dependencies: {
 
   router.get('/upload', async (context) => {
     const principal = requireCaller(context.state);
-    const files = await uploads.list(principal.userId);
-    const extra = await describe(
-      principal.userId,
-      files.map((file) => file.id),
-    );
+    const query = listQuerySchema.safeParse(context.query);
+    if (!query.success) throw invalidRequest(query.error);
+    const { limit } = query.data;
+    const [files, used] = await Promise.all([
+      limit === 0 ? [] : uploads.list(principal.userId, limit),
+      uploads.usedBytes(principal.userId),
+    ]);
+    const extra = files.length
+      ? await describe(
+          principal.userId,
+          files.map((file) => file.id),
+        )
+      : new Map<string, Record<string, unknown>>();
     context.body = {
       files: files.map((file) => presentUpload(file, extra.get(file.id))),
-      used_bytes: files.reduce((sum, file) => sum + file.bytes, 0),
+      used_bytes: used,
       quota_bytes: uploads.quotaBytes,
       max_file_bytes: uploads.maxFileBytes,
     };

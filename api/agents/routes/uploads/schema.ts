@@ -19,3 +19,9 @@ export const base64UploadSchema = z
 export const fileIdPattern = /^file_[A-Za-z0-9_-]{24}$/;
 
 export const downloadQuerySchema = z.object({ download: z.enum(['0', '1', 'true', 'false']).optional() }).loose();
+
+/**
+ * `GET /upload`: `limit`, the newest files to list (0 to 1000; without it, all): `limit=0` answers the quota figures
+ * alone, which the web app's composer reads before an upload.
+ */
+export const listQuerySchema = z.object({ limit: z.coerce.number().int().min(0).max(1000).optional() }).strict();
