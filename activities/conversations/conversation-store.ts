@@ -1072,8 +1072,8 @@ export class ConversationStore {
     try {
       await client.query('begin');
       // Locked in id order, so two links racing the other way round cannot deadlock.
-      const { rows } = await client.query<{ id: string; owner: string; turns: number }>(
-        'select id, owner, turns from chat_conversations where id = any($1::text[]) order by id for update',
+      const { rows } = await client.query<{ id: string; owner: string; turns: number; head_path: string }>(
+        'select id, owner, turns, head_path from chat_conversations where id = any($1::text[]) order by id for update',
         [[joiningConversationId, targetConversationId]],
       );
       const joining = rows.find((row) => row.id === joiningConversationId);
@@ -1092,35 +1092,43 @@ export class ConversationStore {
         return { status: 'foreign' };
       }
       const owner = ownerRank(joining.owner) > ownerRank(target.owner) ? joining.owner : target.owner;
+      // The joining conversation's turns are numbered after the target's, and its tree hangs below the branch the target
+      // is on: a first turn follows the target's newest turn on it, every other turn keeps its own parent (shifted), so
+      // its branches and alternatives stay; each path is the target's branch and the turn's own path, shifted.
       const shift = target.turns;
       await client.query('update chat_messages set conversation_id = $2, turn = turn + $3 where conversation_id = $1', [
         joiningConversationId,
         targetConversationId,
         shift,
       ]);
-      // The joining conversation's turns continue the target's branch, one after the other: its own branches (if it
-      // had any) are flattened, each turn's branch being the target's and every joining turn up to it.
-      const [head] = (
-        await client.query<{ head_path: string }>('select head_path from chat_conversations where id = $1', [
-          targetConversationId,
-        ])
-      ).rows;
       await client.query(
         `update chat_turns set conversation_id = $2, number = number + $3,
-           parent = coalesce(nullif(number + $3 - 1, $3), upper($4::int4multirange) - 1),
-           path = $4::int4multirange + int4multirange(int4range($3 + 1, number + $3 + 1))
+           parent = coalesce(parent + $3, upper($4::int4multirange) - 1),
+           path = $4::int4multirange + ${shifted('path', '$3')}
          where conversation_id = $1`,
-        [joiningConversationId, targetConversationId, shift, head?.head_path ?? '{}'],
+        [joiningConversationId, targetConversationId, shift, target.head_path],
+      );
+      // Share links keep showing what they showed: a joining session's turns are shifted, and a link made before
+      // branches (no turns of its own: the conversation's branch) is pinned to its conversation's branch as it was.
+      await client.query(
+        `update conversation_shares sh
+           set turns = case when s.conversation_id = $1
+             then ${shifted('coalesce(sh.turns, $4::int4multirange)', '$3')}
+             else $5::int4multirange end
+         from chat_sessions s
+         where s.id = sh.session_id and (s.conversation_id = $1 or (s.conversation_id = $2 and sh.turns is null))`,
+        [joiningConversationId, targetConversationId, shift, joining.head_path, target.head_path],
       );
       await client.query(
         'update chat_sessions set conversation_id = $2, updated_at = now() where conversation_id = $1',
         [joiningConversationId, targetConversationId],
       );
+      // The merged conversation is on the target's branch followed by the joining one's.
       await client.query(
         `update chat_conversations set owner = $2, turns = turns + $3, updated_at = now(),
-           head_path = head_path + int4multirange(int4range(turns + 1, turns + $3 + 1))
+           head_path = head_path + ${shifted('$4::int4multirange', '$5')}
          where id = $1`,
-        [targetConversationId, owner, joining.turns],
+        [targetConversationId, owner, joining.turns, joining.head_path, shift],
       );
       await client.query('delete from chat_conversations where id = $1', [joiningConversationId]);
       await client.query('commit');
@@ -1132,6 +1140,11 @@ export class ConversationStore {
       client.release();
     }
   }
+}
+
+/** SQL for the turn numbers of an int4multirange expression moved up by `by` (an SQL expression); empty stays empty. */
+function shifted(multirange: string, by: string): string {
+  return `coalesce((select range_agg(int4range(lower(r) + ${by}, upper(r) + ${by})) from unnest(${multirange}) r), '{}')`;
 }
 
 /** A journal event as stored (stream_chunks.data), or null. */

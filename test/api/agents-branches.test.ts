@@ -81,6 +81,13 @@ async function uploadImage(name: string, text: string, key = owner): Promise<str
   return ((await response.json()) as Json).id as string;
 }
 
+/** The gateway's chat (`POST /api/v1/chat`), which also runs the linking commands `/link` and `/link CODE`. */
+async function gatewayChat(body: Json): Promise<Json> {
+  const response = await platform.fetch('/api/v1/chat', { method: 'POST', key: owner, body: JSON.stringify(body) });
+  expect(response.status).toBe(200);
+  return (await response.json()) as Json;
+}
+
 const history = async (session: string) => (await call(`/history/${session}`, owner)).body;
 const userTexts = (page: Json) =>
   (page.messages as Json[]).filter((message) => message.role === 'user').map((message) => message.content);
@@ -173,6 +180,54 @@ describe('replaces_turn and branches', () => {
     const turns = (await history(session)).turns as Json[];
     expect(turns).toHaveLength(1);
     expect(turns[0]).toMatchObject({ turn_id: other, agent: { id: 'writer' }, alternatives: [first, other] });
+  });
+
+  it('keeps a chat’s branches when it is linked into another, and its share link showing what it showed', async () => {
+    const target = `web:${randomUUID()}`;
+    const hello = await send(target, { message: 'Hello from the other chat' });
+    const session = `web:${randomUUID()}`;
+    const first = await send(session, { message: 'Plan a trip to Oslo' });
+    const second = await send(session, { message: 'What should I pack?' });
+    const edited = await send(session, { message: 'Plan a trip to Lisbon', replaces_turn: first });
+    const weather = await send(session, { message: 'And the weather?' });
+    const link = (await call(`/share/${session}`, owner, { method: 'POST', body: '{}' })).body;
+    const token = new URL(link.url as string).pathname.split('/').pop();
+
+    // The other chat's /link code, sent in the branched one (the chat API runs linking commands): it joins the other.
+    const issued = await gatewayChat({ message: '/link', session_id: target });
+    const code = /\d{6}/.exec(issued.response as string)![0];
+    expect((await gatewayChat({ message: `/link ${code}`, session_id: session })).response).toContain('Linked');
+
+    // One conversation: the other chat's turn, then the branch the joining chat was on, its alternatives kept.
+    for (const key of [session, target]) {
+      const page = await history(key);
+      expect(userTexts(page)).toEqual(['Hello from the other chat', 'Plan a trip to Lisbon', 'And the weather?']);
+      const turns = page.turns as Json[];
+      expect(turns.map((turn) => turn.turn_id)).toEqual([hello, edited, weather]);
+      expect(turns[1]!.alternatives).toEqual([first, edited]);
+    }
+    // The branch it was not on is still there, and the model reads it once the chat is back on it.
+    await call(`/sessions/${session}/branch`, owner, { method: 'PUT', body: JSON.stringify({ turn_id: second }) });
+    expect(userTexts(await history(target))).toEqual([
+      'Hello from the other chat',
+      'Plan a trip to Oslo',
+      'What should I pack?',
+    ]);
+    await send(session, { message: 'Anything else?' });
+    expect((await lastPrompt()).filter((_, index) => index % 2 === 0)).toEqual([
+      'Hello from the other chat',
+      'Plan a trip to Oslo',
+      'What should I pack?',
+      'Anything else?',
+    ]);
+    // The link made before shows what was shared, not the other chat's turn.
+    const shared = (await (
+      await platform.agents(`/s/${token}`, { headers: { accept: 'application/json' } })
+    ).json()) as Json;
+    expect((shared.messages as Json[]).filter((m) => m.role === 'user').map((m) => m.content)).toEqual([
+      'Plan a trip to Lisbon',
+      'And the weather?',
+    ]);
   });
 
   it('sends a turn’s image again when it is regenerated, asked of another agent or edited; a new image replaces it', async () => {
