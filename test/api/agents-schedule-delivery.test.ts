@@ -6,10 +6,12 @@
  * in both chats once, besides the task's own session `schedule:<id>`.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { newLineUser, newTelegramChat, simulatedMessengers, type MessengerName } from '../helpers/messengers.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
-import { waitFor } from '../helpers/wait.ts';
+import { waitFor, workflowClosed } from '../helpers/wait.ts';
+import { scheduleIdOf } from '../../common/schedules.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
@@ -30,13 +32,30 @@ afterAll(async () => {
   await platform?.close();
 });
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 async function json(response: Response): Promise<Json> {
   return (await response.json()) as Json;
 }
 
 const { sentTo, link } = simulatedMessengers(() => platform);
+/**
+ * Resolves once no run of the task's (paused) schedule is running and each of its recent runs has closed: whatever
+ * they send has been sent. A condition rather than a pause in which another answer "would have arrived".
+ */
+async function scheduleRunsEnded(taskId: string): Promise<void> {
+  const address = platform.environment.TEMPORAL_ADDRESS!;
+  const connection = await Connection.connect({ address });
+  try {
+    const schedule = new Client({ connection }).schedule.getHandle(scheduleIdOf(taskId));
+    const described = await waitFor('the paused schedule to have no run going', async () => {
+      const description = await schedule.describe();
+      return description.info.runningActions.length === 0 && description;
+    });
+    for (const { action } of described.info.recentActions) await workflowClosed(address, action.workflow.workflowId);
+  } finally {
+    await connection.close();
+  }
+}
+
 /** What the platform sent to a chat so far (`/<platform>/_sent`), not waiting. */
 const sentSoFar = (platformName: MessengerName, chat: string) => sentTo(platformName, chat, 0);
 
@@ -100,7 +119,8 @@ describe('a scheduled task of an account with linked messaging apps', () => {
       60_000,
     );
     expect(settled.turns.length).toBeGreaterThanOrEqual(2);
-    await sleep(2_000);
+    // Every run the paused schedule started, the only senders of its answers, has ended.
+    await scheduleRunsEnded(task.id as string);
 
     // Each run's answer, in run order, once in each chat (after the link confirmation); nothing more arrives.
     const answers = settled.answers.map((message) => message.content as string);

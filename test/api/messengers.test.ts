@@ -11,6 +11,7 @@ import { simulatedMessengerCredentials as credentials } from '../../scripts/lib/
 import { callDirective as call } from '../helpers/agents.ts';
 import { lineTextEvent, newLineUser, newTelegramChat, simulatedMessengers } from '../helpers/messengers.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { workflowClosed } from '../helpers/wait.ts';
 
 // Response bodies are read loosely; each test states the shape it expects with expect().
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -69,7 +70,8 @@ describe('Telegram', () => {
     const again = await telegramSays(chatId, 'Hello there', first.id);
     expect([first.status, again.status]).toEqual([200, 200]);
     await sentTo('telegram', chatId);
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // The event's workflow (one id for both deliveries), the only sender of its answer, has ended.
+    await workflowClosed(platform.environment.TEMPORAL_ADDRESS!, `messenger-telegram-${first.id}`);
     expect(await sentTo('telegram', chatId)).toHaveLength(1);
     const { rows } = await database.query(
       `select count(*)::int as turns from chat_turns t join chat_sessions s on s.conversation_id = t.conversation_id

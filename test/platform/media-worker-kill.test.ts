@@ -25,6 +25,8 @@ import {
   type PlatformProcess,
   type PlatformSetup,
 } from '../helpers/platform-process.ts';
+import { workflowClosed } from '../helpers/wait.ts';
+import { mediaWorkflowId } from '../../common/media.ts';
 
 const videoModel = 'kwaivgi/kling-v1.6-standard';
 const musicModel = 'meta/musicgen';
@@ -229,7 +231,8 @@ it('finishes video and music jobs killed mid-poll after a restart, each created,
   // Each job's callback was accepted once, signed with the account's secret, and says the job completed.
   const callbackDeadline = Date.now() + 60_000;
   while (deliveries.length < jobs.length && Date.now() < callbackDeadline) await sleep(200);
-  await sleep(2_000); // a second copy of any delivery would arrive in this time
+  // Each job's workflow, the only sender of its callback, has ended: a second copy would have come by now.
+  for (const job of jobs) await workflowClosed(setup.temporalAddress, mediaWorkflowId(job.kind, job.id!));
   const secretResponse = await fetch(`${setup.apiUrl}/api/v1/media/callback-secret`, {
     headers: { authorization: `Bearer ${key}` },
   });
