@@ -51,10 +51,11 @@ export interface TurnOpening {
    */
   replaces?: number;
   /**
-   * The uploaded image the message carries (`image_file_id`), stored with the turn: a turn standing in for this one
-   * attaches it again, and the history names it. An image sent inline (`image_data`) is not stored.
+   * The uploaded images the message carries (`image_file_ids`, or `image_file_id`), in order, stored with the turn: a
+   * turn standing in for this one attaches them again, and the history names them. An image sent inline
+   * (`image_data`) is not stored.
    */
-  imageFileId?: string;
+  imageFileIds?: string[];
 }
 
 /** A turn, as the writes of its steps name it. */
@@ -140,9 +141,11 @@ export interface TurnView {
   /** The turns that stand at this place of the conversation (this one included), oldest first. */
   alternatives: string[];
   /**
-   * The uploaded image the turn's message carried (`image_file_id`), or null: none, an image sent inline (not stored),
-   * or a file since deleted (its name is gone with it).
+   * The uploaded images the turn's message carried (`image_file_ids`), in order: those still the owner's (a file since
+   * deleted is left out, its name gone with it; an image sent inline is not stored).
    */
+  attachments: TurnAttachment[];
+  /** The first of `attachments`, or null (the field from when a message carried one image). */
   attachment: TurnAttachment | null;
 }
 
@@ -233,7 +236,7 @@ const statements = {
    * agent that answers (the agent service's turns), and stores the turn's user message at position 0 (and touches the
    * session), in one statement. The turn follows the conversation's branch (`head_path`), or, standing in for turn
    * `$6` (a regenerated answer, an edited message), that turn's parent: the new turn's branch becomes the
-   * conversation's. `$7`: the uploaded image the message carries (`image_file_id`), or null.
+   * conversation's. `$7`: the uploaded images the message carries (`image_file_ids`, in order; empty: none).
    */
   acceptTurnWithMessage: {
     name: 'chat-accept-turn-with-message',
@@ -246,9 +249,9 @@ const statements = {
              where c.id = $1 returning c.turns, c.head_path
            ), turn as (
              insert into chat_turns (id, conversation_id, number, status, created_at, agent_id, parent, path,
-                                     image_file_id)
+                                     image_file_ids)
              select 'chat-' || $1 || '-' || turns, $1, turns, 'running', now(), $2,
-                    upper(head_path - int4multirange(int4range(turns, turns + 1))) - 1, head_path, $7
+                    upper(head_path - int4multirange(int4range(turns, turns + 1))) - 1, head_path, $7::text[]
              from conversation
              returning number
            ), message as (
@@ -378,12 +381,12 @@ const statements = {
            order by turn, seq`,
   },
   /**
-   * A turn of the owner's session's conversation: its number, status and stored image (regenerate, edit, a branch to
+   * A turn of the owner's session's conversation: its number, status and stored images (regenerate, edit, a branch to
    * show).
    */
   sessionTurn: {
     name: 'chat-session-turn',
-    text: `select t.conversation_id, t.number, t.status, t.image_file_id from chat_sessions s
+    text: `select t.conversation_id, t.number, t.status, t.image_file_ids from chat_sessions s
            join chat_turns t on t.conversation_id = s.conversation_id
            where s.owner = $1 and s.key = $2 and t.id = $3`,
   },
@@ -404,12 +407,13 @@ const statements = {
   /**
    * The turns of the branch's turns `$2` as a transcript shows them: the agent and how it was chosen (the journal's
    * first event), the cost (its last, when it ended), its alternatives (the turns that follow the same parent), and the
-   * uploaded image its message carried while that file is still `$3`'s (the user the history is read for).
+   * uploaded images its message carried (in order) while those files are still `$3`'s (the user the history is read
+   * for), as one JSON array.
    */
   turnViews: {
     name: 'chat-turn-views',
     text: `with shown as (
-             select id, number, status, parent, image_file_id from chat_turns
+             select id, number, status, parent, image_file_ids from chat_turns
              where conversation_id = $1 and number = any($2::int[])
            ), siblings as (
              -- One pass over the conversation's turns for every place the page shows.
@@ -421,9 +425,11 @@ const statements = {
                   (select data from stream_chunks where request_id = t.id and seq = 0) as first_event,
                   (select data from stream_chunks where request_id = t.id and t.status <> 'running'
                    order by seq desc limit 1) as last_event,
-                  u.id as file_id, u.file_name, u.content_type
+                  (select coalesce(json_agg(json_build_object('file_id', u.id, 'file_name', u.file_name,
+                                                              'content_type', u.content_type) order by f.place), '[]')
+                   from unnest(t.image_file_ids) with ordinality as f(id, place)
+                   join uploads u on u.id = f.id and u.user_id = $3) as attachments
            from shown t join siblings on siblings.parent is not distinct from t.parent
-           left join uploads u on u.id = t.image_file_id and u.user_id = $3
            order by t.number`,
   },
 } as const;
@@ -488,7 +494,7 @@ export class ConversationStore {
           storableText(opening.message),
           session.channel,
           opening.replaces ?? null,
-          opening.imageFileId ?? null,
+          opening.imageFileIds ?? [],
         ],
       );
       if (!row) throw new Error(`no conversation ${session.conversationId}`);
@@ -725,15 +731,15 @@ export class ConversationStore {
   }
 
   /**
-   * A turn of the owner's session (by its id): its conversation, number, status and the uploaded image its message
-   * carried (null: none stored); null when it is not one.
+   * A turn of the owner's session (by its id): its conversation, number, status and the uploaded images its message
+   * carried (in order; empty: none stored); null when it is not one.
    */
   async sessionTurn(
     owner: string,
     key: string,
     turnId: string,
-  ): Promise<{ conversationId: string; number: number; status: string; imageFileId: string | null } | null> {
-    const [row] = await run<{ conversation_id: string; number: number; status: string; image_file_id: string | null }>(
+  ): Promise<{ conversationId: string; number: number; status: string; imageFileIds: string[] } | null> {
+    const [row] = await run<{ conversation_id: string; number: number; status: string; image_file_ids: string[] }>(
       this.pool,
       statements.sessionTurn,
       [owner, key, turnId],
@@ -743,7 +749,7 @@ export class ConversationStore {
           conversationId: row.conversation_id,
           number: row.number,
           status: row.status,
-          imageFileId: row.image_file_id,
+          imageFileIds: row.image_file_ids,
         }
       : null;
   }
@@ -762,8 +768,9 @@ export class ConversationStore {
   /**
    * How the transcript shows the branch's turns `numbers` of the owner's session: each turn's agent and how it was
    * chosen, its cost once it ended (from the turn's stream journal, which lives as long as the turn), its
-   * alternatives in the order they were made, and the uploaded image its message carried: named while the file is
-   * still the owner's (`owner`, a `user:<id>`), else null (deleted: its name went with it; or never stored).
+   * alternatives in the order they were made, and the uploaded images its message carried, in order: those still the
+   * owner's (`owner`, a `user:<id>`) are named, a deleted one is left out (its name went with it); `attachment` is the
+   * first of them, or null.
    */
   async turnViews(conversationId: string, numbers: number[], owner: string): Promise<TurnView[]> {
     if (!numbers.length) return [];
@@ -774,9 +781,7 @@ export class ConversationStore {
       alternatives: string[];
       first_event: string | null;
       last_event: string | null;
-      file_id: string | null;
-      file_name: string | null;
-      content_type: string | null;
+      attachments: TurnAttachment[];
     }>(this.pool, statements.turnViews, [
       conversationId,
       numbers,
@@ -816,10 +821,8 @@ export class ConversationStore {
           : {}),
         ...(last?.type === 'turn-error' ? { error: last.message } : {}),
         alternatives: row.alternatives,
-        attachment:
-          row.file_id && row.file_name !== null && row.content_type !== null
-            ? { file_id: row.file_id, file_name: row.file_name, content_type: row.content_type }
-            : null,
+        attachments: row.attachments,
+        attachment: row.attachments[0] ?? null,
       };
     });
   }

@@ -33,11 +33,11 @@ export const ChatTurn = defineEntity({
     /** The turn numbers of this turn's branch, from the first to itself (int4multirange). */
     path: p.string().columnType('int4multirange'),
     /**
-     * The uploaded image (`uploads.id`) the turn's message carried (`image_file_id`), so a turn standing in for this one
-     * attaches it again and the history names it. No foreign key: the file may be deleted, and the turn still says it
-     * had one. An image sent inline (`image_data`) is not stored.
+     * The uploaded images (`uploads.id`) the turn's message carried (`image_file_ids`, or `image_file_id`), in order,
+     * so a turn standing in for this one attaches them again and the history names them; empty: none. No foreign key:
+     * a file may be deleted, and the turn still says it had it. An image sent inline (`image_data`) is not stored.
      */
-    imageFileId: p.string().nullable(),
+    imageFileIds: p.array().columnType('text[]').defaultRaw(`'{}'`),
   },
   uniques: [{ properties: ['conversationId', 'number'] }],
   // The operator console's turns (api/services/admin/), newest first, of everyone or of an owner's conversations;

@@ -3,10 +3,11 @@
  * with `replaces_turn` stands in for that turn (a new answer to the same message, an edited message, or the message
  * asked of another agent); the earlier turn stays reachable as an alternative, `PUT /sessions/{id}/branch` shows it
  * again, and the history the model reads, the history page, the export and a share link all follow the branch the
- * conversation is on. A reopened chat's turns carry their agent, confidence and cost. A turn whose message carried an
- * uploaded image (`image_file_id`) stores it: a turn standing in for it sends the image to the model again (unless it
- * brings an image of its own), the history names it, and once the file is deleted such a message is a 404 that adds
- * no turn. Another user's session or turn is a 404.
+ * conversation is on. A reopened chat's turns carry their agent, confidence and cost. A turn whose message carried
+ * uploaded images (`image_file_id`, or up to four as `image_file_ids`) stores them: a turn standing in for it sends
+ * them all to the model again (unless it brings an image of its own), the history names them in order, and once one
+ * file is deleted such a message is a 404 that adds no turn. Bad `image_file_ids` (another user's file, not an image,
+ * too many, with `image_file_id`) are refused, adding no turn. Another user's session or turn is a 404.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
@@ -288,6 +289,131 @@ describe('replaces_turn and branches', () => {
     // A later turn without an image names none.
     await send(session, { message: 'Thanks' });
     expect(((await history(session)).turns as Json[]).at(-1)).toMatchObject({ attachment: null });
+  });
+
+  it('sends several images (image_file_ids) to the model, names them in order, and sends them all again', async () => {
+    const session = `web:${randomUUID()}`;
+    const alpha = await uploadImage('alpha.png', 'ALPHA');
+    const bravo = await uploadImage('bravo.png', 'BRAVO');
+    const first = await send(session, { message: 'Compare these signs', image_file_ids: [alpha, bravo] });
+    const seen = await lastImages();
+    expect(seen).toHaveLength(2);
+    expect(JSON.stringify(seen[0])).not.toBe(JSON.stringify(seen[1]));
+    const attachments = [
+      { file_id: alpha, file_name: 'alpha.png', content_type: 'image/png' },
+      { file_id: bravo, file_name: 'bravo.png', content_type: 'image/png' },
+    ];
+    expect((await history(session)).turns).toEqual([
+      expect.objectContaining({ turn_id: first, attachments, attachment: attachments[0] }),
+    ]);
+
+    // Regenerate (the text only, as the web app sends it): both images again, in the same order.
+    const again = await send(session, { message: 'Compare these signs', replaces_turn: first });
+    expect(await lastImages()).toEqual(seen);
+    let page = await history(session);
+    expect(page.turns).toEqual([
+      expect.objectContaining({
+        turn_id: again,
+        attachments,
+        attachment: attachments[0],
+        alternatives: [first, again],
+      }),
+    ]);
+    expect((page.messages as Json[]).find((message) => message.role === 'assistant')?.content).toContain(
+      '[saw 2 image(s)]',
+    );
+
+    // The agent loop takes them too; a turn of one image (`image_file_id`) lists that one.
+    const loop = await platform.agents(`/chat/loop/${session}`, {
+      method: 'POST',
+      key: owner,
+      body: JSON.stringify({ message: 'Again, as a loop', image_file_ids: [bravo, alpha], max_iterations: 1 }),
+    });
+    expect(loop.status).toBe(200);
+    await readSse(loop);
+    expect(await lastImages()).toHaveLength(2);
+    await send(session, { message: 'Just this one', image_file_id: alpha });
+    page = await history(session);
+    expect((page.turns as Json[]).map((turn) => turn.attachments)).toEqual([
+      attachments,
+      [attachments[1], attachments[0]],
+      [attachments[0]],
+    ]);
+
+    // One of them deleted: the history leaves it out, and standing in for the turn is a 404 that adds no turn.
+    expect((await platform.agents(`/upload/${bravo}`, { method: 'DELETE', key: owner })).status).toBe(200);
+    page = await history(session);
+    expect((page.turns as Json[])[0]).toMatchObject({ attachments: [attachments[0]], attachment: attachments[0] });
+    const refused = await call(`/chat/stream/${session}`, owner, {
+      method: 'POST',
+      body: JSON.stringify({ message: 'Compare these signs', replaces_turn: again, preferred_agents: ['general'] }),
+    });
+    expect(refused.status).toBe(404);
+    expect(refused.body.error).toMatchObject({ type: 'not_found', param: 'replaces_turn' });
+    expect(refused.body.error.message).toMatch(new RegExp(`image file ${bravo} of turn ${again} is gone`));
+    expect(await history(session)).toEqual(page);
+  });
+
+  it('refuses bad image_file_ids (not the caller’s, not an image, malformed, too many, with image_file_id), adding no turn', async () => {
+    const session = `web:${randomUUID()}`;
+    await send(session, { message: 'Hello' });
+    const mine = await uploadImage('mine.png', 'MINE');
+    const theirs = await uploadImage('theirs.png', 'THEIRS', stranger);
+    const form = new FormData();
+    form.append('file', new Blob(['bird,wingspan_cm\npelican,300\n'], { type: 'text/csv' }), 'birds.csv');
+    const uploaded = await platform.agents('/upload', { method: 'POST', key: owner, body: form });
+    expect(uploaded.status).toBe(201);
+    const csv = ((await uploaded.json()) as Json).id as string;
+    const before = await history(session);
+    const requests = (await platform.simulator.requests()).total;
+
+    const cases: Array<{ body: Json; status: number; type: string; message: RegExp }> = [
+      {
+        body: { image_file_ids: [mine, theirs] },
+        status: 404,
+        type: 'not_found',
+        message: new RegExp(`No file ${theirs}`),
+      },
+      {
+        body: { image_file_ids: [mine, 'file_000000000000000000000000'] },
+        status: 404,
+        type: 'not_found',
+        message: /No file file_0{24}/,
+      },
+      { body: { image_file_ids: [mine, csv] }, status: 400, type: 'invalid_request', message: /is csv, not an image/ },
+      { body: { image_file_ids: [mine, 'nope'] }, status: 400, type: 'invalid_request', message: /must be a file id/ },
+      { body: { image_file_ids: [mine, mine] }, status: 400, type: 'invalid_request', message: /twice/ },
+      { body: { image_file_ids: [] }, status: 400, type: 'invalid_request', message: /at least one/ },
+      {
+        body: { image_file_ids: [mine, theirs, csv, 'file_000000000000000000000000', 'file_000000000000000000000001'] },
+        status: 400,
+        type: 'invalid_request',
+        message: /at most 4 images/,
+      },
+      {
+        body: { image_file_ids: [mine], image_file_id: mine },
+        status: 400,
+        type: 'invalid_request',
+        message: /either image_file_id or image_file_ids, not both/,
+      },
+    ];
+    for (const path of [`/chat/stream/${session}`, `/chat/loop/${session}`]) {
+      for (const { body, status, type, message } of cases) {
+        const refused = await call(path, owner, {
+          method: 'POST',
+          body: JSON.stringify({ message: 'Look', preferred_agents: ['general'], ...body }),
+        });
+        expect({ path, body, status: refused.status }).toEqual({ path, body, status });
+        expect(refused.body.error).toMatchObject({ type });
+        expect(refused.body.error.param).toMatch(/^image_file_ids/);
+        expect(refused.body.error.message).toMatch(message);
+      }
+    }
+    // Nothing changed: no model call, the same turns.
+    expect((await platform.simulator.requests()).total).toBe(requests);
+    expect(await history(session)).toEqual(before);
+    await send(session, { message: 'Still here' });
+    expect(((await history(session)).turns as Json[]).map((turn) => turn.number)).toEqual([1, 2]);
   });
 
   it('refuses to stand in for a turn whose image file was deleted, adding no turn', async () => {

@@ -1,10 +1,12 @@
 /**
  * The chat's composer, code blocks and narrow header in a real browser (docs/web-app.md), on a platform of its own:
- * a file dropped on the composer is shown before it is sent and reaches the model; a pasted image is previewed (a
- * `blob:` image the CSP allows) and removed; a file the service would refuse is refused in the page; a code block in
+ * a file dropped on the composer is shown before it is sent and reaches the model; several files chosen with the file
+ * input and dropped are each shown with a Remove button, one removed, the rest sent (the model sees the images, the
+ * reopened chat names them); a pasted image is previewed (a `blob:` image the CSP allows) and removed; a file the
+ * service would refuse, or a fifth attachment, is refused in the page; a code block in
  * an answer is copied to the clipboard by its Copy code button; at 375 px the chat's actions sit behind Chat actions
  * (Escape closes them, the keyboard reaches them) and nothing scrolls sideways; axe-core finds no serious violation
- * at 375 and 1280 px in either theme, with an attachment and the open actions on screen. With WEB_SCREENSHOTS=<folder>,
+ * at 375 and 1280 px in either theme, with two attachments and the open actions on screen. With WEB_SCREENSHOTS=<folder>,
  * those four views are photographed into it (docs/web/chat-composer-*.png).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -34,7 +36,9 @@ afterAll(() => person?.close());
 
 const composer = () => page.getByRole('form', { name: 'Send a message' });
 const messageBox = () => page.getByRole('textbox', { name: 'Message' });
-const preview = () => page.getByRole('group', { name: 'Attachment' });
+/** The composer's list of attachments (named with their count: "Attachments (2 of at most 4)"). */
+const preview = () => page.getByRole('list', { name: /^Attachments \(/ });
+const attached = (name: string) => preview().getByRole('listitem', { name: `Attachment ${name}`, exact: true });
 const lastAnswer = () => page.locator('.message.assistant.live').last();
 
 async function newChat(): Promise<void> {
@@ -73,9 +77,9 @@ function dataTransfer(...files: Array<{ name: string; type: string; bytes: Buffe
 async function drop(transfer: JSHandle): Promise<void> {
   await composer().dispatchEvent('dragenter', { dataTransfer: transfer });
   await composer().dispatchEvent('dragover', { dataTransfer: transfer });
-  await page.getByText('Drop the file to attach it').waitFor();
+  await page.getByText('Drop the files to attach them').waitFor();
   await composer().dispatchEvent('drop', { dataTransfer: transfer });
-  await page.getByText('Drop the file to attach it').waitFor({ state: 'detached' });
+  await page.getByText('Drop the files to attach them').waitFor({ state: 'detached' });
 }
 
 /** Pastes the files of the last dataTransfer() into the message box, as Ctrl+V does. */
@@ -111,17 +115,66 @@ describe('attachments', () => {
   it('refuses in the page what the service would refuse, sending nothing', async () => {
     await drop(await dataTransfer({ name: 'notes.txt', type: 'text/plain', bytes: Buffer.from('just some words') }));
     await page.getByText(/^Not attached: notes\.txt is not a kind of file the service reads/).waitFor();
+    const five = ['one', 'two', 'three', 'four', 'five'].map((name) => ({
+      name: `${name}.csv`,
+      type: 'text/csv',
+      bytes: Buffer.from(birds),
+    }));
+    await drop(await dataTransfer(...five));
+    await page.getByText(/^Not attached: a message carries at most 4 files .*attach 4 or fewer$/).waitFor();
+    const big = csvOf([['n', 'square'], ...Array.from({ length: 12_000 }, (_, n) => [n, n * n])]);
+    await drop(await dataTransfer({ name: 'big.csv', type: 'text/csv', bytes: Buffer.from(big) }));
+    await page.getByText(/^Not attached: big\.csv \([\d.]+ KB\) is larger than the limit of 100\.0 KB$/).waitFor();
+    await expect(preview().count()).resolves.toBe(0);
+  });
+
+  it('takes several files from the file input and a drop, each removable, and sends the rest', async () => {
+    await newChat();
+    const images = await Promise.all(
+      ['ALPHA', 'BRAVO', 'CHARLIE'].map(async (text) => ({
+        name: `${text.toLowerCase()}.png`,
+        mimeType: 'image/png',
+        buffer: await englishImage(text),
+      })),
+    );
+    // Attach's file input takes several files at once (`multiple`).
+    await page.getByLabel('Attach images or files').setInputFiles(images);
+    for (const name of ['alpha.png', 'bravo.png', 'charlie.png']) {
+      await attached(name)
+        .getByRole('img', { name: `Preview of ${name}` })
+        .waitFor();
+    }
+    await attached('bravo.png').getByRole('button', { name: 'Remove attachment bravo.png' }).click();
+    await attached('bravo.png').waitFor({ state: 'detached' });
+    await drop(await dataTransfer({ name: 'birds.csv', type: 'text/csv', bytes: Buffer.from(birds) }));
+    await attached('birds.csv').waitFor();
+    await expect(preview().getByRole('listitem').allTextContents()).resolves.toEqual([
+      expect.stringContaining('alpha.png'),
+      expect.stringContaining('charlie.png'),
+      expect.stringContaining('birds.csv'),
+    ]);
+    await expect(preview().getAttribute('aria-label')).resolves.toBe('Attachments (3 of at most 4)');
+    // Two more would make five: refused, the three kept.
     await drop(
       await dataTransfer(
         { name: 'one.csv', type: 'text/csv', bytes: Buffer.from(birds) },
         { name: 'two.csv', type: 'text/csv', bytes: Buffer.from(birds) },
       ),
     );
-    await page.getByText(/^Not attached: one file at a time/).waitFor();
-    const big = csvOf([['n', 'square'], ...Array.from({ length: 12_000 }, (_, n) => [n, n * n])]);
-    await drop(await dataTransfer({ name: 'big.csv', type: 'text/csv', bytes: Buffer.from(big) }));
-    await page.getByText(/^Not attached: big\.csv \([\d.]+ KB\) is larger than the limit of 100\.0 KB$/).waitFor();
-    await expect(preview().count()).resolves.toBe(0);
+    await page.getByText(/^Not attached: a message carries at most 4 files .*3 attached already/).waitFor();
+    await expect(preview().getByRole('listitem').count()).resolves.toBe(3);
+
+    // Short, so the file's note is within what the simulator quotes (the message's first 40 characters).
+    await send('Which?');
+    await page.getByText('Attached: alpha.png, charlie.png, birds.csv').waitFor();
+    await preview().waitFor({ state: 'detached' });
+    // The model saw both images, and read the file's note.
+    const answer = (await lastAnswer().locator('.markdown').textContent())!;
+    expect(answer).toContain('[saw 2 image(s)]');
+    expect(answer).toContain('(Attached file: birds.csv, file');
+    // Reopened, the message names its images (the history's attachments; the file is named in its text).
+    await page.reload();
+    await page.getByText('Attached: alpha.png, charlie.png', { exact: true }).waitFor();
   });
 
   it('previews a pasted image and removes it', async () => {
@@ -129,6 +182,7 @@ describe('attachments', () => {
     await paste();
     const image = preview().getByRole('img', { name: 'Preview of screenshot.png' });
     await image.waitFor();
+    await expect(preview().getByRole('listitem').count()).resolves.toBe(1);
     const source = (await image.getAttribute('src'))!;
     expect(source).toMatch(/^blob:/);
     // The image is drawn (the CSP allows blob: images), and the paste put no text in the message box.
@@ -219,9 +273,14 @@ describe('narrow screens', () => {
     await expect(toggle.isVisible()).resolves.toBe(false);
   });
 
-  it('passes axe-core at 375 and 1280 px in both themes, with an attachment and the actions open', async () => {
-    await drop(await dataTransfer({ name: 'birds.csv', type: 'text/csv', bytes: Buffer.from(birds) }));
-    await preview().waitFor();
+  it('passes axe-core at 375 and 1280 px in both themes, with two attachments and the actions open', async () => {
+    await drop(
+      await dataTransfer(
+        { name: 'birds.csv', type: 'text/csv', bytes: Buffer.from(birds) },
+        { name: 'sign.png', type: 'image/png', bytes: await englishImage('OPEN') },
+      ),
+    );
+    await attached('sign.png').getByRole('img', { name: 'Preview of sign.png' }).waitFor();
     for (const theme of ['light', 'dark'] as const) {
       await page.setViewportSize({ width: 1280, height: 800 });
       await page.getByRole('combobox', { name: 'Theme' }).selectOption(theme);
@@ -241,9 +300,12 @@ describe('narrow screens', () => {
       }
     }
     await page.getByRole('combobox', { name: 'Theme' }).selectOption('system');
-    await preview()
-      .getByRole('button', { name: /^Remove attachment/ })
-      .click();
+    for (const name of ['birds.csv', 'sign.png']) {
+      await preview()
+        .getByRole('button', { name: `Remove attachment ${name}` })
+        .click();
+    }
+    await preview().waitFor({ state: 'detached' });
     expect(cspViolations).toEqual([]);
   });
 });

@@ -173,7 +173,7 @@ describe('a chat’s turns', () => {
 
   it('keeps a message’s image when its answer is regenerated, and a reopened chat names it', async () => {
     await newChat('General assistant');
-    await page.getByLabel('Attach an image or file').setInputFiles({
+    await page.getByLabel('Attach images or files').setInputFiles({
       name: 'sign.png',
       mimeType: 'image/png',
       buffer: await englishImage('OPEN'),

@@ -105,7 +105,7 @@ describe('chat sessions', () => {
   it('attaches an image that reaches the model', async () => {
     await page.getByRole('button', { name: 'New chat' }).click();
     await page.getByRole('combobox', { name: 'Agent', exact: true }).selectOption({ label: 'General assistant' });
-    await page.getByLabel('Attach an image or file').setInputFiles({
+    await page.getByLabel('Attach images or files').setInputFiles({
       name: 'sign.png',
       mimeType: 'image/png',
       buffer: await englishImage('OPEN'),

@@ -104,10 +104,10 @@ export interface AgentMessage {
   replaces?: number;
   images?: string[];
   /**
-   * The uploaded image among `images` (`image_file_id`), stored with the turn (TurnOpening.imageFileId): a turn
-   * standing in for this one attaches it again, and the history names it.
+   * The uploaded images among `images` (`image_file_ids`, or `image_file_id`), stored with the turn
+   * (TurnOpening.imageFileIds): a turn standing in for this one attaches them again, and the history names them.
    */
-  imageFileId?: string;
+  imageFileIds?: string[];
   preferredAgents?: string[];
   /** The agent named by the caller (the external API's `agent_id`): no routing. */
   agentId?: string;
@@ -257,7 +257,7 @@ export class AgentChat {
         channel: request.channel,
         model,
         ...(request.replaces ? { replaces: request.replaces } : {}),
-        ...(request.imageFileId ? { imageFileId: request.imageFileId } : {}),
+        ...(request.imageFileIds?.length ? { imageFileIds: request.imageFileIds } : {}),
       },
       true,
       request.session,
@@ -295,7 +295,7 @@ export class AgentChat {
         session_id: request.sessionKey,
         channel: request.channel,
         ...(request.replaces ? { replaces: request.replaces } : {}),
-        ...(request.imageFileId ? { imageFileId: request.imageFileId } : {}),
+        ...(request.imageFileIds?.length ? { imageFileIds: request.imageFileIds } : {}),
       },
       {
         candidates: readable,

@@ -219,12 +219,12 @@ export class ChatService {
    * caller's rate limits (`admit`), the session (or `session`, a messaging app's), the conversation's next turn number,
    * the user's message, attempt 1's worst-case credit hold and the turn's start event in the journal. The turn's
    * workflow input, ready to start. Refusals (no such model, not in the plan, not enough credits, a rate limit) are
-   * ApiErrors and leave nothing behind. `imageFileId`: the uploaded image the message carries, stored with the turn
-   * (TurnOpening.imageFileId); the image itself travels in `agentTurn.images`.
+   * ApiErrors and leave nothing behind. `imageFileIds`: the uploaded images the message carries, stored with the
+   * turn (TurnOpening.imageFileIds); the images themselves travel in `agentTurn.images`.
    */
   async prepare(
     chatter: Chatter,
-    body: Omit<ChatRequest, 'channel'> & { channel: string; replaces?: number; imageFileId?: string },
+    body: Omit<ChatRequest, 'channel'> & { channel: string; replaces?: number; imageFileIds?: string[] },
     stream: boolean,
     session?: SessionRef,
     agentTurn?: AgentTurnOptions,
@@ -243,7 +243,7 @@ export class ChatService {
         agentId: agentTurn?.agent.id ?? null,
         message: body.message,
         ...(body.replaces ? { replaces: body.replaces } : {}),
-        ...(body.imageFileId ? { imageFileId: body.imageFileId } : {}),
+        ...(body.imageFileIds?.length ? { imageFileIds: body.imageFileIds } : {}),
       },
       {
         ...(admit ? { before: admit } : {}),
@@ -297,7 +297,7 @@ export class ChatService {
    */
   async prepareRouted(
     chatter: { principal: Principal },
-    body: { message: string; session_id: string; channel: string; replaces?: number; imageFileId?: string },
+    body: { message: string; session_id: string; channel: string; replaces?: number; imageFileIds?: string[] },
     routing: TurnRouting,
     classifierHold: { amount: number; model: string } | null,
     agentTurn: Omit<AgentTurnOptions, 'agent' | 'tools'>,
@@ -315,7 +315,7 @@ export class ChatService {
         agentId: null,
         message: body.message,
         ...(body.replaces ? { replaces: body.replaces } : {}),
-        ...(body.imageFileId ? { imageFileId: body.imageFileId } : {}),
+        ...(body.imageFileIds?.length ? { imageFileIds: body.imageFileIds } : {}),
       },
       {
         after: async (client, opened) => {

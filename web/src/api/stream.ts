@@ -36,6 +36,8 @@ async function readEvents(
 export interface ChatRequest {
   message: string;
   image_file_id?: string;
+  /** Uploaded images of the caller's, up to 4 (the service's `maxAttachedImages`); not with `image_file_id`. */
+  image_file_ids?: string[];
   preferred_agents?: string[];
 }
 

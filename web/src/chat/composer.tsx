@@ -1,8 +1,10 @@
 /**
- * The composer: the message, the agent (automatic or one), an agent loop's limit, and one attachment: chosen with
- * Attach, dropped on the composer or pasted into the message, shown before it is sent (an image as itself, another
- * file by its name, kind and size) with a Remove button. A file the service would refuse (its kinds, its size, the
- * account's quota) is refused here in the same terms, before anything is sent.
+ * The composer: the message, the agent (automatic or one), an agent loop's limit, and up to `maxAttachments` files:
+ * chosen with Attach (several at once), dropped on the composer or pasted into the message, each shown before it is
+ * sent (an image as itself, another file by its name, kind and size) with a Remove button of its own. A file the
+ * service would refuse (its kinds, its size, the account's quota with the files already attached) is refused here in
+ * the same terms, before anything is sent; files chosen together are attached all or none. On Send each file is
+ * uploaded in order: the images go to the model (`image_file_ids`), any other file is indexed and named in the message.
  */
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api, data } from '../api/client.ts';
@@ -42,6 +44,11 @@ const kindNames: Record<Kind, string> = {
 };
 const imageKinds = new Set<Kind>(['png', 'jpeg', 'webp', 'gif']);
 const accept = Object.keys(kindsByType).join(',') + ',.csv,.xlsx';
+/**
+ * The most files one message carries. Every one may be an image, and the service takes as many images per message
+ * (`maxAttachedImages`, api/agents/routes/chat/schema.ts): one cap for both keeps the refusal simple to state.
+ */
+export const maxAttachments = 4;
 
 /** The file's kind as its type or name says (the service decides by its bytes, and says so if they disagree). */
 function kindOf(file: File): Kind | null {
@@ -50,28 +57,42 @@ function kindOf(file: File): Kind | null {
 }
 
 interface Attachment {
+  /** The attachment's key in the list (the same file may be attached twice). */
+  key: number;
   file: File;
   kind: Kind;
   /** A `blob:` URL of an image, revoked when the attachment goes. */
   preview: string | null;
 }
 
-/** Why the service would refuse `file` for its size (upload-store.ts's rules: empty, the file limit, the quota). */
-async function sizeRefusal(file: File): Promise<string | null> {
-  if (file.size === 0) return `${file.name} is empty`;
+/**
+ * Why the service would refuse one of `files` for its size (upload-store.ts's rules: empty, the file limit, the
+ * quota), each in turn: the quota counts the account's files, the files already attached (`attachedBytes`, uploaded
+ * on Send) and those before it in `files`.
+ */
+async function sizeRefusal(files: File[], attachedBytes: number): Promise<string | null> {
+  const empty = files.find((file) => file.size === 0);
+  if (empty) return `${empty.name} is empty`;
   // The quota's figures alone (`limit=0`): not the list of every file the account has.
   const limits = await data(api.GET('/upload', { params: { query: { limit: 0 } } }));
-  if (file.size > limits.max_file_bytes) {
-    return `${file.name} (${formatBytes(file.size)}) is larger than the limit of ${formatBytes(limits.max_file_bytes)}`;
-  }
-  if (limits.used_bytes + file.size > limits.quota_bytes) {
-    return (
-      `${file.name} would take your files past your quota of ${formatBytes(limits.quota_bytes)} ` +
-      `(${formatBytes(limits.used_bytes)} used): delete some files first`
-    );
+  let used = limits.used_bytes + attachedBytes;
+  for (const file of files) {
+    if (file.size > limits.max_file_bytes) {
+      return `${file.name} (${formatBytes(file.size)}) is larger than the limit of ${formatBytes(limits.max_file_bytes)}`;
+    }
+    if (used + file.size > limits.quota_bytes) {
+      return (
+        `${file.name} would take your files past your quota of ${formatBytes(limits.quota_bytes)} ` +
+        `(${formatBytes(limits.used_bytes)} used, ${formatBytes(used - limits.used_bytes)} attached here): ` +
+        'delete some files first'
+      );
+    }
+    used += file.size;
   }
   return null;
 }
+
+let attachmentKeys = 0;
 
 export function Composer(props: {
   sessionId: string;
@@ -79,8 +100,9 @@ export function Composer(props: {
   /** The agents to pick from: the conversation's list, read once for the composer and the transcript's actions. */
   agents: Array<{ id: string; name: string }>;
   onSend(
-    request: { message: string; image_file_id?: string; preferred_agents?: string[]; max_iterations?: number },
+    request: { message: string; image_file_ids?: string[]; preferred_agents?: string[]; max_iterations?: number },
     loop: boolean,
+    /** The attached files' names ("a.png, b.pdf"), for the transcript; null: none. */
     attachment: string | null,
   ): void;
 }) {
@@ -88,18 +110,25 @@ export function Composer(props: {
   const [agent, setAgent] = useState('');
   const [loop, setLoop] = useState(false);
   const [iterations, setIterations] = useState(5);
-  const [attachment, setAttachment] = useState<Attachment | null>(null);
+  const [attachments, setAttachments] = useState<Attachment[]>([]);
   const [dragging, setDragging] = useState(false);
   const fileInput = useRef<HTMLInputElement>(null);
   const action = useAction();
   const attaching = useAction();
 
-  // An image's preview URL lives as long as its attachment (replaced, removed, sent, or the composer gone).
+  // An image's preview URL lives as long as its attachment (removed, sent, or the composer gone): each one the list
+  // drops is revoked, and all of them when the composer goes.
+  const previews = useRef(new Set<string>());
+  useLayoutEffect(() => {
+    const kept = new Set(attachments.flatMap((item) => (item.preview ? [item.preview] : [])));
+    for (const url of previews.current) if (!kept.has(url)) URL.revokeObjectURL(url);
+    previews.current = kept;
+  }, [attachments]);
   useLayoutEffect(
     () => () => {
-      if (attachment?.preview) URL.revokeObjectURL(attachment.preview);
+      for (const url of previews.current) URL.revokeObjectURL(url);
     },
-    [attachment],
+    [],
   );
   // A file dropped beside the composer would make the browser open it in place of the chat: such a drop does nothing.
   useEffect(() => {
@@ -120,22 +149,36 @@ export function Composer(props: {
       // The input forgets its choice, so choosing the same file again (after a refusal or a removal) is a change.
       if (fileInput.current) fileInput.current.value = '';
       if (list.length === 0) return;
-      if (list.length > 1) throw new Error('one file at a time: attach one, send it, then the next');
-      const file = list[0]!;
-      const kind = kindOf(file);
-      if (!kind) {
+      if (attachments.length + list.length > maxAttachments) {
         throw new Error(
-          `${file.name} is not a kind of file the service reads: attach a PNG, JPEG, WebP or GIF image, a PDF, ` +
-            'an Excel workbook (xlsx) or a CSV file',
+          `a message carries at most ${maxAttachments} files (images, PDFs, workbooks or CSV files): ` +
+            (attachments.length
+              ? `${attachments.length} attached already, remove some or send them first`
+              : `attach ${maxAttachments} or fewer`),
         );
       }
-      const refused = await sizeRefusal(file);
+      const kinds = list.map((file) => {
+        const kind = kindOf(file);
+        if (!kind) {
+          throw new Error(
+            `${file.name} is not a kind of file the service reads: attach a PNG, JPEG, WebP or GIF image, a PDF, ` +
+              'an Excel workbook (xlsx) or a CSV file',
+          );
+        }
+        return kind;
+      });
+      const attachedBytes = attachments.reduce((sum, item) => sum + item.file.size, 0);
+      const refused = await sizeRefusal(list, attachedBytes);
       if (refused) throw new Error(refused);
-      setAttachment({ file, kind, preview: imageKinds.has(kind) ? URL.createObjectURL(file) : null });
+      const added = list.map((file, index) => {
+        const kind = kinds[index]!;
+        return { key: ++attachmentKeys, file, kind, preview: imageKinds.has(kind) ? URL.createObjectURL(file) : null };
+      });
+      setAttachments((current) => [...current, ...added]);
     });
 
-  const removeAttachment = () => {
-    setAttachment(null);
+  const removeAttachment = (key: number) => {
+    setAttachments((current) => current.filter((item) => item.key !== key));
     attaching.clear();
   };
 
@@ -143,33 +186,35 @@ export function Composer(props: {
     event?.preventDefault();
     const text = message.trim();
     if (!text || action.busy || attaching.busy) return;
-    const file = attachment?.file ?? null;
+    const files = attachments.map((item) => item.file);
     await action.run(async () => {
-      let imageFileId: string | undefined;
-      let note = '';
-      if (file) {
+      const imageFileIds: string[] = [];
+      const notes: string[] = [];
+      // One after another, in the order shown: the images reach the model in that order.
+      for (const file of files) {
         const uploaded = await uploadFile(file);
         // The service names an upload's kind by its format (png, jpeg …): its content type says it is an image.
         if (uploaded.content_type.startsWith('image/')) {
-          imageFileId = uploaded.id;
+          imageFileIds.push(uploaded.id);
         } else {
           // Agents read uploads with their read_upload and rag_search tools, by the file's id.
-          note = `\n\n(Attached file: ${uploaded.file_name}, file id ${uploaded.id})`;
+          notes.push(`(Attached file: ${uploaded.file_name}, file id ${uploaded.id})`);
           await data(api.POST('/rag/index', { body: { file_id: uploaded.id } })).catch(() => undefined);
         }
       }
       props.onSend(
         {
-          message: text + note,
-          ...(imageFileId ? { image_file_id: imageFileId } : {}),
+          message: notes.length ? `${text}\n\n${notes.join('\n')}` : text,
+          ...(imageFileIds.length ? { image_file_ids: imageFileIds } : {}),
           ...(agent ? { preferred_agents: [agent] } : {}),
           ...(loop ? { max_iterations: iterations } : {}),
         },
         loop,
-        file ? file.name : null,
+        files.length ? files.map((file) => file.name).join(', ') : null,
       );
       setMessage('');
-      removeAttachment();
+      setAttachments([]);
+      attaching.clear();
     });
   };
 
@@ -198,28 +243,32 @@ export function Composer(props: {
     >
       {dragging ? (
         <div class="drop-zone" aria-hidden="true">
-          Drop the file to attach it
+          Drop the files to attach them
         </div>
       ) : null}
-      {attachment ? (
-        <div class="attachment-preview" role="group" aria-label="Attachment">
-          {attachment.preview ? (
-            <img src={attachment.preview} alt={`Preview of ${attachment.file.name}`} />
-          ) : (
-            <span class="file-badge" aria-hidden="true">
-              {attachment.kind}
-            </span>
-          )}
-          <span class="attachment-details">
-            <span class="attachment-name">{attachment.file.name}</span>
-            <span class="muted">
-              {kindNames[attachment.kind]} · {formatBytes(attachment.file.size)}
-            </span>
-          </span>
-          <button type="button" class="secondary" disabled={action.busy} onClick={removeAttachment}>
-            Remove<span class="visually-hidden"> attachment {attachment.file.name}</span>
-          </button>
-        </div>
+      {attachments.length ? (
+        <ul class="attachments" aria-label={`Attachments (${attachments.length} of at most ${maxAttachments})`}>
+          {attachments.map((item) => (
+            <li key={item.key} class="attachment-preview" aria-label={`Attachment ${item.file.name}`}>
+              {item.preview ? (
+                <img src={item.preview} alt={`Preview of ${item.file.name}`} />
+              ) : (
+                <span class="file-badge" aria-hidden="true">
+                  {item.kind}
+                </span>
+              )}
+              <span class="attachment-details">
+                <span class="attachment-name">{item.file.name}</span>
+                <span class="muted">
+                  {kindNames[item.kind]} · {formatBytes(item.file.size)}
+                </span>
+              </span>
+              <button type="button" class="secondary" disabled={action.busy} onClick={() => removeAttachment(item.key)}>
+                Remove<span class="visually-hidden"> attachment {item.file.name}</span>
+              </button>
+            </li>
+          ))}
+        </ul>
       ) : null}
       <label for="composer-message" class="visually-hidden">
         Message
@@ -282,8 +331,8 @@ export function Composer(props: {
         <button
           type="button"
           class="secondary"
-          title="Attach an image or a file (or drop one here, or paste an image)"
-          disabled={action.busy || attaching.busy}
+          title={`Attach images or files, up to ${maxAttachments} (or drop them here, or paste an image)`}
+          disabled={action.busy || attaching.busy || attachments.length >= maxAttachments}
           onClick={() => fileInput.current?.click()}
         >
           {attaching.busy ? 'Attaching…' : 'Attach'}
@@ -293,7 +342,8 @@ export function Composer(props: {
           ref={fileInput}
           type="file"
           hidden
-          aria-label="Attach an image or file"
+          multiple
+          aria-label="Attach images or files"
           accept={accept}
           onChange={(event) => void attach((event.target as HTMLInputElement).files)}
         />

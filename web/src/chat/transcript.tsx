@@ -3,8 +3,9 @@
  * streaming now, and what a person can do with a turn: copy the answer, regenerate it, ask the same message of another
  * agent, edit the message (each a new turn standing in for this one, `replaces_turn`: the old one stays reachable),
  * page through a turn's alternatives (`PUT /sessions/{id}/branch`), and the follow-up suggestions under the last answer.
- * A message's uploaded image is named under it ("Attached: <name>"), live or reopened (the history's `attachment`); a
- * turn standing in for it sends only the text, and the service attaches the image again (docs/agent-service.md).
+ * A message's uploaded images are named under it ("Attached: a.png, b.png"), live (with its other files too) or reopened
+ * (the history's `attachments`); a turn standing in for it sends only the text, and the service attaches the images
+ * again (docs/agent-service.md).
  */
 import { useState } from 'preact/hooks';
 import { CopyButton, ErrorNote, useAction } from '../components/ui.tsx';
@@ -50,9 +51,9 @@ export function Transcript(props: TranscriptProps) {
           const question = group.messages.find((message) => message.role === 'user');
           const answer = entry ? answerOf(entry) : storedAnswer(group);
           const ended = entry ? entry.turn.status !== 'streaming' : view?.status !== 'running';
-          // The image the service attaches again to a turn standing in for this one (a live turn's attachment may be
-          // another file, named in the message's text instead).
-          const image = view?.attachment?.file_name ?? null;
+          // The images the service attaches again to a turn standing in for this one, by name ("a.png, b.png"; a live
+          // turn's attachments may include other files, named in the message's text too).
+          const image = view?.attachments.length ? view.attachments.map((file) => file.file_name).join(', ') : null;
           return (
             <div class="turn-group" key={entry ? liveKey(entry) : groupKey(group.number, group.key)}>
               {question ? (
@@ -167,9 +168,9 @@ function storedAnswer(group: TurnGroup): string {
 function UserMessage(props: {
   text: string;
   channel: string;
-  /** The name of the file attached to the message, if it had one. */
+  /** The names of the files attached to the message ("a.png, b.pdf"), if it had any. */
   attachment: string | null;
-  /** The name of the message's uploaded image, which an edited message keeps (the service attaches it again). */
+  /** The names of the message's uploaded images, which an edited message keeps (the service attaches them again). */
   image: string | null;
   turnId: string | null;
   editable: boolean;
@@ -188,7 +189,7 @@ function UserMessage(props: {
           const message = draft.trim();
           if (!message) return;
           setEditing(false);
-          // The service attaches the turn's image to the edited message again.
+          // The service attaches the turn's images to the edited message again.
           props.onSend({ message, replaces_turn: props.turnId! }, props.image);
         }}
       >
@@ -239,7 +240,7 @@ function UserMessage(props: {
 function TurnActions(props: {
   view: TurnView;
   question: string | null;
-  /** The name of the question's uploaded image, which a regenerated turn keeps (the service attaches it again). */
+  /** The names of the question's uploaded images, which a regenerated turn keeps (the service attaches them again). */
   image: string | null;
   answer: string;
   agents: Agent[];

@@ -26,7 +26,7 @@ const googleLogin = {
 const turnErrors = {
   402: 'Not enough credits',
   403: 'The model or agent is outside the caller’s plan',
-  404: 'No such agent, model, file or turn (`replaces_turn`) of the caller’s, or the image file of the turn to replace was deleted',
+  404: 'No such agent, model, file (`image_file_id`, any of `image_file_ids`) or turn (`replaces_turn`) of the caller’s, or an image file of the turn to replace was deleted',
   409: 'The session has a turn running, or the turn to replace has not ended',
   502: 'The model call failed',
   503: 'No provider available',

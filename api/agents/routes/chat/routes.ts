@@ -1,12 +1,13 @@
 /**
  * The agent service's chat (spec 4.1, 4.11, 6), all needing a login (cookie, bearer key, or X-API-Key on /api/v1):
  *
- * - `POST /chat/stream/{session_id}` `{message, session_id?, image_data?, image_file_id?, preferred_agents?,
- *   preset_instruction?, replaces_turn?}`: routes the message, runs it as a durable turn, streams it (events.ts).
- *   `image_file_id` attaches one of the caller's uploaded images (`POST /upload`) as `image_data` attaches an image
- *   sent inline; the turn stores the file's id (not an inline image). `replaces_turn` stands in for an earlier turn
- *   (`replacing`); with no image of its own the message attaches that turn's stored image again (`imagesOf`).
- * - `POST /chat/loop/{session_id}` `{message, agent_id?, preferred_agents?, image_data?, image_file_id?,
+ * - `POST /chat/stream/{session_id}` `{message, session_id?, image_data?, image_file_id?, image_file_ids?,
+ *   preferred_agents?, preset_instruction?, replaces_turn?}`: routes the message, runs it as a durable turn, streams it
+ *   (events.ts). `image_file_ids` (up to `maxAttachedImages`) attaches the caller's uploaded images (`POST /upload`),
+ *   `image_file_id` one of them (the older field), as `image_data` attaches an image sent inline; the turn stores the
+ *   files' ids (not an inline image). `replaces_turn` stands in for an earlier turn (`replacing`); with no image of
+ *   its own the message attaches all that turn's stored images again (`imagesOf`).
+ * - `POST /chat/loop/{session_id}` `{message, agent_id?, preferred_agents?, image_data?, image_file_id?, image_file_ids?,
  *   preset_instruction?, max_iterations?, budget_credits?}`: an agent loop, streamed the same way with `iteration`
  *   events.
  * - `GET /chat/turns/{turn_id}/stream`: re-attaches to a turn or loop (from `Last-Event-ID`, or the start).
@@ -32,7 +33,7 @@ import type { AgentChat, AgentMessage } from '../../../services/agents/agent-cha
 import { WorkspaceLoginRequired } from '../../../services/agents/agent-chat.ts';
 import type { ChatService } from '../../../services/chat/service.ts';
 import { presentAgentEvent } from './events.ts';
-import type { UploadStore } from '../../../../activities/uploads/upload-store.ts';
+import type { OpenedUpload, UploadStore } from '../../../../activities/uploads/upload-store.ts';
 import { readWhole } from '../../../../activities/uploads/upload-store.ts';
 import type { ConversationStore } from '../../../../activities/conversations/conversation-store.ts';
 import { decisionBody, externalBody, loopBody, maxImageBase64Chars, sessionKey, streamBody } from './schema.ts';
@@ -85,7 +86,7 @@ export function agentChatRoutes(dependencies: {
   /**
    * The turn a message stands in for (`replaces_turn`): a turn of the caller's session that has ended (404 for any
    * other, as for a session not theirs; 409 while it runs: its answer is not there to stand beside yet), with its number
-   * and the uploaded image its message carried. Null without `replaces_turn`.
+   * and the uploaded images its message carried. Null without `replaces_turn`.
    */
   const replacing = async (
     context: Context & { state: CallerState },
@@ -104,30 +105,36 @@ export function agentChatRoutes(dependencies: {
         param: 'replaces_turn',
       });
     }
-    return { turnId, number: turn.number, imageFileId: turn.imageFileId };
+    return { turnId, number: turn.number, imageFileIds: turn.imageFileIds };
   };
 
   /**
-   * The message's images: `image_data` as sent, and an uploaded image by its id (the caller's own only), whose id the
-   * turn stores (`imageFileId`; an inline image is not stored). A message standing in for a turn (`replaced`) with no
-   * image of its own attaches that turn's stored image again, checked again as the caller's: a regenerated answer, the
-   * message asked of another agent and an edited message all keep the image (as chat products do); an image in the
-   * request replaces it. When that file has been deleted since, the message is refused (404, `replaces_turn`).
+   * The message's images: `image_data` as sent, and uploaded images by their ids (`image_file_id`, or up to
+   * `maxAttachedImages` as `image_file_ids`; the caller's own only), whose ids the turn stores in order
+   * (`imageFileIds`; an inline image is not stored). A message standing in for a turn (`replaced`) with no image of its
+   * own attaches all that turn's stored images again, checked again as the caller's: a regenerated answer, the message
+   * asked of another agent and an edited message all keep the images (as chat products do); images in the request
+   * replace them. When one of those files has been deleted since, the message is refused (404, `replaces_turn`).
    */
   const imagesOf = async (
     context: Context & { state: CallerState },
-    body: { image_data?: string | undefined; image_file_id?: string | undefined },
+    body: ImageFields,
     replaced: ReplacedTurn | null,
-  ): Promise<{ images?: string[]; imageFileId?: string }> => {
+  ): Promise<{ images?: string[]; imageFileIds?: string[] }> => {
     const userId = requireCaller(context.state).userId;
     const images = body.image_data ? [body.image_data] : [];
-    if (body.image_file_id) {
-      images.push(await attachedImage(dependencies.uploads, userId, body.image_file_id));
-      return { images, imageFileId: body.image_file_id };
+    const sent = body.image_file_ids ?? (body.image_file_id ? [body.image_file_id] : []);
+    if (sent.length) {
+      const param = body.image_file_ids ? 'image_file_ids' : 'image_file_id';
+      images.push(...(await attachedImages(dependencies.uploads, userId, sent, { param })));
+      return { images, imageFileIds: sent };
     }
-    if (!body.image_data && replaced?.imageFileId) {
-      const inherited = await attachedImage(dependencies.uploads, userId, replaced.imageFileId, replaced.turnId);
-      return { images: [inherited], imageFileId: replaced.imageFileId };
+    if (!body.image_data && replaced?.imageFileIds.length) {
+      const inherited = await attachedImages(dependencies.uploads, userId, replaced.imageFileIds, {
+        param: 'image_file_ids',
+        ofTurn: replaced.turnId,
+      });
+      return { images: inherited, imageFileIds: replaced.imageFileIds };
     }
     return images.length ? { images } : {};
   };
@@ -136,8 +143,8 @@ export function agentChatRoutes(dependencies: {
   const standIn = async (
     context: Context & { state: CallerState },
     key: string,
-    body: { image_data?: string | undefined; image_file_id?: string | undefined; replaces_turn?: string | undefined },
-  ): Promise<Pick<AgentMessage, 'replaces' | 'images' | 'imageFileId'>> => {
+    body: ImageFields & { replaces_turn?: string | undefined },
+  ): Promise<Pick<AgentMessage, 'replaces' | 'images' | 'imageFileIds'>> => {
     const replaced = await replacing(context, key, body.replaces_turn);
     return { ...(replaced ? { replaces: replaced.number } : {}), ...(await imagesOf(context, body, replaced)) };
   };
@@ -240,55 +247,87 @@ function relay(context: Context, openStreams: OpenStreams, events: AsyncGenerato
   openStreams.track(relaying.then(() => responseClosed));
 }
 
-/** A turn a message stands in for (`replaces_turn`): its id, number, and the uploaded image its message carried. */
+/** A turn a message stands in for (`replaces_turn`): its id, number, and the uploaded images its message carried. */
 interface ReplacedTurn {
   turnId: string;
   number: number;
-  imageFileId: string | null;
+  imageFileIds: string[];
+}
+
+/** A message's image fields (streamBody, loopBody). */
+interface ImageFields {
+  image_data?: string | undefined;
+  image_file_id?: string | undefined;
+  image_file_ids?: string[] | undefined;
 }
 
 /** Kinds of upload a vision model can look at. */
 const imageKinds = new Set(['png', 'jpeg', 'webp', 'gif']);
-/** The longest side an attached image is sent at: what vision models read at full detail, and it fits the turn. */
-const attachedImageSide = 1568;
+/** The longest sides an attached image is tried at, largest first: what vision models read at full detail, then less. */
+const attachedImageSides = [1568, 1024, 768, 512];
 
 /**
- * An uploaded image as a data URL for the turn: scaled down to fit (the turn's input travels through Temporal, so
- * it stays within `maxImageBase64Chars`), re-encoded as JPEG (a GIF's first frame). `ofTurn`: the image is the one
- * the turn a message stands in for carried (its refusals name `replaces_turn`).
+ * Uploaded images as data URLs for the turn, in order. Each is checked (the caller's, an image) before any is
+ * converted, so a bad id is refused before the work; the errors name `where.param` (the field the ids came in). The
+ * images share one image's room in the turn's input (`maxImageBase64Chars`, the turn's input travels through Temporal,
+ * which refuses payloads over 2 MB): with n images each gets 1/n of it, scaled down further as needed. `where.ofTurn`:
+ * the images are the ones the turn a message stands in for carried (a deleted one is refused naming `replaces_turn`).
  */
-async function attachedImage(
+async function attachedImages(
+  uploads: Pick<UploadStore, 'open'>,
+  userId: string,
+  fileIds: string[],
+  where: { param: string; ofTurn?: string },
+): Promise<string[]> {
+  const opened = [];
+  for (const fileId of fileIds) opened.push(await openImage(uploads, userId, fileId, where));
+  const room = Math.floor(maxImageBase64Chars / fileIds.length);
+  const images = [];
+  for (const upload of opened) images.push(await asDataUrl(upload, room, where.param));
+  return images;
+}
+
+/** One of the caller's uploads that is an image (404 for a file not theirs or gone, 400 for a file of another kind). */
+async function openImage(
   uploads: Pick<UploadStore, 'open'>,
   userId: string,
   fileId: string,
-  ofTurn?: string,
-): Promise<string> {
+  where: { param: string; ofTurn?: string },
+): Promise<OpenedUpload> {
   const upload = await uploads.open(userId, fileId);
-  if (!upload && ofTurn !== undefined) {
+  if (!upload && where.ofTurn !== undefined) {
     throw new ApiError(
       'not_found',
-      `The image file ${fileId} of turn ${ofTurn} is gone (deleted): attach an image again (image_file_id), or send the message as a new turn`,
+      `The image file ${fileId} of turn ${where.ofTurn} is gone (deleted): attach images again (image_file_ids), or send the message as a new turn`,
       { param: 'replaces_turn' },
     );
   }
-  if (!upload) throw new ApiError('not_found', `No file ${fileId}`, { param: 'image_file_id' });
+  if (!upload) throw new ApiError('not_found', `No file ${fileId}`, { param: where.param });
   if (!imageKinds.has(upload.kind)) {
-    throw new ApiError('invalid_request', `image_file_id: the file is ${upload.kind}, not an image`, {
-      param: 'image_file_id',
+    throw new ApiError('invalid_request', `${where.param}: the file ${fileId} is ${upload.kind}, not an image`, {
+      param: where.param,
     });
   }
+  return upload;
+}
+
+/**
+ * An image as a JPEG data URL (a GIF's first frame) of at most `room` base64 characters: scaled down to fit, the
+ * quality lowered before the size.
+ */
+async function asDataUrl(upload: OpenedUpload, room: number, param: string): Promise<string> {
   const bytes = await readWhole(upload);
-  for (const quality of [85, 70, 50]) {
-    const jpeg = await sharp(bytes, { animated: false, limitInputPixels: 50_000_000 })
-      .rotate()
-      .resize({ width: attachedImageSide, height: attachedImageSide, fit: 'inside', withoutEnlargement: true })
-      .flatten({ background: '#ffffff' })
-      .jpeg({ quality })
-      .toBuffer();
-    const base64 = jpeg.toString('base64');
-    if (base64.length <= maxImageBase64Chars) return `data:image/jpeg;base64,${base64}`;
+  for (const side of attachedImageSides) {
+    for (const quality of [85, 70, 50]) {
+      const jpeg = await sharp(bytes, { animated: false, limitInputPixels: 50_000_000 })
+        .rotate()
+        .resize({ width: side, height: side, fit: 'inside', withoutEnlargement: true })
+        .flatten({ background: '#ffffff' })
+        .jpeg({ quality })
+        .toBuffer();
+      const base64 = jpeg.toString('base64');
+      if (base64.length <= room) return `data:image/jpeg;base64,${base64}`;
+    }
   }
-  throw new ApiError('invalid_request', 'image_file_id: the image is too detailed to attach', {
-    param: 'image_file_id',
-  });
+  throw new ApiError('invalid_request', `${param}: the image ${upload.id} is too detailed to attach`, { param });
 }

@@ -27,6 +27,15 @@ const imageData = z
     return url;
   });
 
+/**
+ * The most uploaded images one message carries (`image_file_ids`): each travels in the turn's workflow input, so they
+ * share one image's room there (api/agents/routes/chat/routes.ts, `attachedImages`), and vision models read a few
+ * images per message well. The web composer takes as many images (web/src/chat/composer.tsx).
+ */
+export const maxAttachedImages = 4;
+
+const fileId = z.string().regex(fileIdPattern, 'must be a file id (file_…)');
+
 const messageFields = {
   message: z.string().trim().min(1).max(32_000),
   session_id: sessionKey.optional(),
@@ -35,19 +44,44 @@ const messageFields = {
    * An uploaded image of the caller's (`POST /upload`), for the turn's vision model. The turn stores its id (an
    * `image_data` image is not stored): a turn standing in for it attaches it again, and `GET /history` names it.
    */
-  image_file_id: z.string().regex(fileIdPattern, 'must be a file id (file_…)').optional(),
+  image_file_id: fileId.optional(),
+  /**
+   * Uploaded images of the caller's (1 to `maxAttachedImages` distinct ids), in the order the message shows them, each
+   * checked as `image_file_id` is; the turn stores them all. Not with `image_file_id` (one way to attach per message).
+   */
+  image_file_ids: z
+    .array(fileId)
+    .min(1, 'must name at least one file (or leave image_file_ids out)')
+    .max(maxAttachedImages, `must name at most ${maxAttachedImages} images`)
+    .refine((ids) => new Set(ids).size === ids.length, 'must not name a file twice')
+    .optional(),
   preferred_agents: z.array(z.string().min(1).max(64)).max(32).optional(),
   preset_instruction: z.string().max(4_000).optional(),
   /**
    * A turn of the session this message stands in for: the new turn follows the same place of the conversation as
    * that one (a regenerated answer, an edited message, the same message asked of another agent), which stays
-   * reachable as an alternative; the conversation moves to the new branch. Without an image of its own (neither
-   * `image_file_id` nor `image_data`) the message attaches that turn's uploaded image again (404 when it was deleted).
+   * reachable as an alternative; the conversation moves to the new branch. Without an image of its own (none of
+   * `image_file_id`, `image_file_ids`, `image_data`) the message attaches all that turn's uploaded images again (404
+   * when one of them was deleted).
    */
   replaces_turn: z.string().regex(chatTurnIdPattern, 'must be a turn id of the session (chat-…)').optional(),
 };
 
-export const streamBody = z.object(messageFields).strict();
+/** `image_file_id` and `image_file_ids` are two ways to attach uploads: a message uses one (400 for both). */
+const oneWayToAttach = (
+  body: { image_file_id?: string | undefined; image_file_ids?: string[] | undefined },
+  context: z.RefinementCtx,
+) => {
+  if (body.image_file_id !== undefined && body.image_file_ids !== undefined) {
+    context.addIssue({
+      code: 'custom',
+      path: ['image_file_ids'],
+      message: 'send either image_file_id or image_file_ids, not both',
+    });
+  }
+};
+
+export const streamBody = z.object(messageFields).strict().superRefine(oneWayToAttach);
 export const loopBody = z
   .object({
     ...messageFields,
@@ -55,7 +89,8 @@ export const loopBody = z
     max_iterations: z.number().int().min(1).max(200).optional(),
     budget_credits: z.number().int().min(1).optional(),
   })
-  .strict();
+  .strict()
+  .superRefine(oneWayToAttach);
 export const externalBody = z
   .object({ message: messageFields.message, session_id: sessionKey, agent_id: z.string().min(1).max(64).optional() })
   .strict();

@@ -11,6 +11,8 @@ import {
 
 const tags = ['History'];
 const sessionParams = z.object({ session_id: sessionIdSchema });
+/** An uploaded file a turn's message carried, as the history names it. */
+const attachment = z.strictObject({ file_id: z.string(), file_name: z.string(), content_type: z.string() });
 
 export const historyContracts = [
   route({
@@ -66,21 +68,18 @@ export const historyContracts = [
                 alternatives: z.array(z.string()).meta({
                   description: 'The turns at this place of the conversation (this one included), oldest first',
                 }),
-                attachment: z
-                  .strictObject({
-                    file_id: z.string(),
-                    file_name: z.string(),
-                    content_type: z.string(),
-                  })
-                  .nullable()
-                  .meta({
-                    description:
-                      'The uploaded image the turn’s message carried (`image_file_id`); null when it had none, an image sent inline (`image_data`, not stored), or a file deleted since (its name went with it)',
-                  }),
+                attachments: z.array(attachment).meta({
+                  description:
+                    'The uploaded images the turn’s message carried (`image_file_ids`, or `image_file_id`), in order; empty when it had none or an image sent inline (`image_data`, not stored). A file deleted since is left out (its name went with it)',
+                }),
+                attachment: attachment.nullable().meta({
+                  description:
+                    'The first of `attachments`, or null (kept from when a message carried one image, `image_file_id`)',
+                }),
               }),
             )
             .meta({
-              description: 'The page’s turns: the agent that answered, the cost, the alternatives, the attached image',
+              description: 'The page’s turns: the agent that answered, the cost, the alternatives, the attached images',
             }),
         }),
         'The page (of the branch the conversation is on)',
