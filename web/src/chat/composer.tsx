@@ -115,6 +115,9 @@ export function Composer(props: {
   const fileInput = useRef<HTMLInputElement>(null);
   const action = useAction();
   const attaching = useAction();
+  // The files attached and those still being checked, counted as soon as they come: two drops in quick succession
+  // cannot pass the cap together while the first is checked (the list itself changes only once a check ends).
+  const claimed = useRef(0);
 
   // An image's preview URL lives as long as its attachment (removed, sent, or the composer gone): each one the list
   // drops is revoked, and all of them when the composer goes.
@@ -149,36 +152,47 @@ export function Composer(props: {
       // The input forgets its choice, so choosing the same file again (after a refusal or a removal) is a change.
       if (fileInput.current) fileInput.current.value = '';
       if (list.length === 0) return;
-      if (attachments.length + list.length > maxAttachments) {
+      const taken = claimed.current;
+      if (taken + list.length > maxAttachments) {
         throw new Error(
           `a message carries at most ${maxAttachments} files (images, PDFs, workbooks or CSV files): ` +
-            (attachments.length
-              ? `${attachments.length} attached already, remove some or send them first`
-              : `attach ${maxAttachments} or fewer`),
+            (taken ? `${taken} attached already, remove some or send them first` : `attach ${maxAttachments} or fewer`),
         );
       }
-      const kinds = list.map((file) => {
-        const kind = kindOf(file);
-        if (!kind) {
-          throw new Error(
-            `${file.name} is not a kind of file the service reads: attach a PNG, JPEG, WebP or GIF image, a PDF, ` +
-              'an Excel workbook (xlsx) or a CSV file',
-          );
-        }
-        return kind;
-      });
-      const attachedBytes = attachments.reduce((sum, item) => sum + item.file.size, 0);
-      const refused = await sizeRefusal(list, attachedBytes);
-      if (refused) throw new Error(refused);
-      const added = list.map((file, index) => {
-        const kind = kinds[index]!;
-        return { key: ++attachmentKeys, file, kind, preview: imageKinds.has(kind) ? URL.createObjectURL(file) : null };
-      });
-      setAttachments((current) => [...current, ...added]);
+      claimed.current += list.length;
+      try {
+        await check(list);
+      } catch (error) {
+        claimed.current -= list.length;
+        throw error;
+      }
     });
+
+  /** Checks files to attach (kind, size, quota) and lists them; throws the first refusal, attaching none. */
+  const check = async (list: File[]) => {
+    const kinds = list.map((file) => {
+      const kind = kindOf(file);
+      if (!kind) {
+        throw new Error(
+          `${file.name} is not a kind of file the service reads: attach a PNG, JPEG, WebP or GIF image, a PDF, ` +
+            'an Excel workbook (xlsx) or a CSV file',
+        );
+      }
+      return kind;
+    });
+    const attachedBytes = attachments.reduce((sum, item) => sum + item.file.size, 0);
+    const refused = await sizeRefusal(list, attachedBytes);
+    if (refused) throw new Error(refused);
+    const added = list.map((file, index) => {
+      const kind = kinds[index]!;
+      return { key: ++attachmentKeys, file, kind, preview: imageKinds.has(kind) ? URL.createObjectURL(file) : null };
+    });
+    setAttachments((current) => [...current, ...added]);
+  };
 
   const removeAttachment = (key: number) => {
     setAttachments((current) => current.filter((item) => item.key !== key));
+    claimed.current -= 1;
     attaching.clear();
   };
 
@@ -214,6 +228,7 @@ export function Composer(props: {
       );
       setMessage('');
       setAttachments([]);
+      claimed.current = 0;
       attaching.clear();
     });
   };
