@@ -10,7 +10,8 @@
  * too many, with `image_file_id`) are refused, adding no turn. Another user's session or turn is a 404.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import sharp from 'sharp';
 import { englishImage } from '../helpers/media-images.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { readSse } from '../helpers/sse.ts';
@@ -354,7 +355,7 @@ describe('replaces_turn and branches', () => {
     expect(await history(session)).toEqual(page);
   });
 
-  it('refuses bad image_file_ids (not the caller’s, not an image, malformed, too many, with image_file_id), adding no turn', async () => {
+  it('refuses bad image_file_ids (not the caller’s, not an image, malformed, too many, with image_file_id, no room left beside image_data), adding no turn', async () => {
     const session = `web:${randomUUID()}`;
     await send(session, { message: 'Hello' });
     const mine = await uploadImage('mine.png', 'MINE');
@@ -408,6 +409,22 @@ describe('replaces_turn and branches', () => {
         expect(refused.body.error.param).toMatch(/^image_file_ids/);
         expect(refused.body.error.message).toMatch(message);
       }
+    }
+    // An inline image that takes nearly all the room the images share (998,392 of 1,000,000 characters: a stored PNG's
+    // size does not depend on its pixels) leaves too little even for the small uploaded one (1,924 at its smallest).
+    const noise = await sharp(randomBytes(499 * 499 * 3), { raw: { width: 499, height: 499, channels: 3 } })
+      .png({ compressionLevel: 0 })
+      .toBuffer();
+    const inline = noise.toString('base64');
+    expect(inline.length).toBe(998_392);
+    for (const path of [`/chat/stream/${session}`, `/chat/loop/${session}`]) {
+      const refused = await call(path, owner, {
+        method: 'POST',
+        body: JSON.stringify({ message: 'Look', image_data: inline, image_file_ids: [mine] }),
+      });
+      expect({ path, status: refused.status }).toEqual({ path, status: 400 });
+      expect(refused.body.error).toMatchObject({ type: 'invalid_request', param: 'image_data' });
+      expect(refused.body.error.message).toMatch(/image_data leaves too little room for image_file_ids/);
     }
     // Nothing changed: no model call, the same turns.
     expect((await platform.simulator.requests()).total).toBe(requests);

@@ -126,7 +126,8 @@ export function agentChatRoutes(dependencies: {
     const sent = body.image_file_ids ?? (body.image_file_id ? [body.image_file_id] : []);
     if (sent.length) {
       const param = body.image_file_ids ? 'image_file_ids' : 'image_file_id';
-      images.push(...(await attachedImages(dependencies.uploads, userId, sent, { param })));
+      const inlineChars = body.image_data?.length ?? 0;
+      images.push(...(await attachedImages(dependencies.uploads, userId, sent, { param, inlineChars })));
       return { images, imageFileIds: sent };
     }
     if (!body.image_data && replaced?.imageFileIds.length) {
@@ -270,20 +271,37 @@ const attachedImageSides = [1568, 1024, 768, 512];
  * Uploaded images as data URLs for the turn, in order. Each is checked (the caller's, an image) before any is
  * converted, so a bad id is refused before the work; the errors name `where.param` (the field the ids came in). The
  * images share one image's room in the turn's input (`maxImageBase64Chars`, the turn's input travels through Temporal,
- * which refuses payloads over 2 MB): with n images each gets 1/n of it, scaled down further as needed. `where.ofTurn`:
+ * which refuses payloads over 2 MB), less what an `image_data` image sent beside them takes (`where.inlineChars`): with
+ * n images each gets 1/n of it, scaled down further as needed; an image that fits in none is a 400. `where.ofTurn`:
  * the images are the ones the turn a message stands in for carried (a deleted one is refused naming `replaces_turn`).
  */
 async function attachedImages(
   uploads: Pick<UploadStore, 'open'>,
   userId: string,
   fileIds: string[],
-  where: { param: string; ofTurn?: string },
+  where: { param: string; ofTurn?: string; inlineChars?: number },
 ): Promise<string[]> {
   const opened = [];
   for (const fileId of fileIds) opened.push(await openImage(uploads, userId, fileId, where));
-  const room = Math.floor(maxImageBase64Chars / fileIds.length);
+  const inlineChars = where.inlineChars ?? 0;
+  const room = Math.floor((maxImageBase64Chars - inlineChars) / fileIds.length);
   const images = [];
-  for (const upload of opened) images.push(await asDataUrl(upload, room, where.param));
+  for (const upload of opened) {
+    const image = room > 0 ? await asDataUrl(upload, room) : null;
+    if (image) images.push(image);
+    else if (inlineChars > 0) {
+      throw new ApiError(
+        'invalid_request',
+        `image_data leaves too little room for ${where.param}: a message's images share ${maxImageBase64Chars} ` +
+          'characters of base64 (about 750 KB); send a smaller image_data, or the images in separate messages',
+        { param: 'image_data' },
+      );
+    } else {
+      throw new ApiError('invalid_request', `${where.param}: the image ${upload.id} is too detailed to attach`, {
+        param: where.param,
+      });
+    }
+  }
   return images;
 }
 
@@ -313,9 +331,9 @@ async function openImage(
 
 /**
  * An image as a JPEG data URL (a GIF's first frame) of at most `room` base64 characters: scaled down to fit, the
- * quality lowered before the size.
+ * quality lowered before the size; null when even the smallest does not fit.
  */
-async function asDataUrl(upload: OpenedUpload, room: number, param: string): Promise<string> {
+async function asDataUrl(upload: OpenedUpload, room: number): Promise<string | null> {
   const bytes = await readWhole(upload);
   for (const side of attachedImageSides) {
     for (const quality of [85, 70, 50]) {
@@ -329,5 +347,5 @@ async function asDataUrl(upload: OpenedUpload, room: number, param: string): Pro
       if (base64.length <= room) return `data:image/jpeg;base64,${base64}`;
     }
   }
-  throw new ApiError('invalid_request', `${param}: the image ${upload.id} is too detailed to attach`, { param });
+  return null;
 }
