@@ -3,6 +3,7 @@
  * with BENCH_WEB_TRACE): from the app's User Timing marks (`tessera:first-token-received`, `-committed`, `-painted`)
  * to the trace events of the same thread around them.
  */
+import { percentile } from './load.ts';
 
 /** The trace categories the summary reads: tasks, the frame's stages, and User Timing marks. */
 export const traceCategories = [
@@ -84,25 +85,17 @@ export function traceSummary(trace: { traceEvents: TraceEvent[] } | TraceEvent[]
     (row, index) =>
       `trace, message ${index + 1}: ${columns.map((name) => `${name} ${fixed(row[name]!)}`).join(', ')} ms`,
   );
-  const quantile = (values: number[], q: number) =>
-    [...values].sort((a, b) => a - b)[Math.ceil(q * values.length) - 1]!;
-  for (const q of [0.5, 0.95]) {
-    if (!rows.length) break;
-    lines.push(
-      `trace, p${q * 100} of ${rows.length}: ` +
-        columns
-          .map(
-            (name) =>
-              `${name} ${fixed(
-                quantile(
-                  rows.map((row) => row[name]!),
-                  q,
-                ),
-              )}`,
-          )
-          .join(', ') +
-        ' ms',
+  for (const p of rows.length ? [50, 95] : []) {
+    const figures = columns.map(
+      (name) =>
+        `${name} ${fixed(
+          percentile(
+            rows.map((row) => row[name]!),
+            p,
+          ),
+        )}`,
     );
+    lines.push(`trace, p${p} of ${rows.length}: ${figures.join(', ')} ms`);
   }
   return lines.length ? lines : ['trace: no first-token marks found'];
 }
